@@ -1,0 +1,137 @@
+//! Layer 1: every byte Strata reads or writes goes through a [`FileSystem`],
+//! so tests can run in memory, simulate power loss and inject faults.
+//!
+//! Implementations:
+//! * [`posix::PosixFileSystem`]: the real operating system.
+//! * [`mem::MemFileSystem`]: in memory, and *crashable*: it tracks what was
+//!   synced (file bytes and directory entries) and on a simulated power loss
+//!   keeps only synced state plus a random subset of unsynced writes.
+//! * [`fault::FaultInjectionFileSystem`]: wraps another file system and fails
+//!   chosen operations (the k-th, once or from then on, by kind or path), or
+//!   returns `NoSpace` past a byte quota.
+//!
+//! Contract shared by all implementations:
+//! * `WritableFile::sync` makes the file's bytes written so far durable; a
+//!   new file's directory entry is durable only after `sync_dir` on its
+//!   parent directory (as on Linux/ext4 without `dirsync`).
+//! * `rename_file` is atomic: a reader sees the old or the new target.
+//! * `RandomAccessFile::read_at` returns fewer bytes than asked only at EOF.
+
+pub mod fault;
+pub mod mem;
+pub mod posix;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::error::Result;
+
+/// A file being written sequentially (WAL, table, MANIFEST).
+pub trait WritableFile: Send {
+    /// Appends `data` at the end of the file (possibly buffered).
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Hands buffered data to the operating system (survives a process crash).
+    fn flush(&mut self) -> Result<()>;
+    /// Flushes and makes all appended data durable (survives power loss).
+    fn sync(&mut self) -> Result<()>;
+    /// Flushes and closes; later calls fail.
+    fn close(&mut self) -> Result<()>;
+    /// Bytes appended so far.
+    fn size(&self) -> u64;
+}
+
+/// A file read at arbitrary offsets by many threads (tables).
+pub trait RandomAccessFile: Send + Sync {
+    /// Reads up to `buf.len()` bytes at `offset`; returns the count, which is
+    /// smaller than `buf.len()` only at end of file.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize>;
+    /// The file's size in bytes.
+    fn size(&self) -> Result<u64>;
+}
+
+/// A file read front to back once (WAL, MANIFEST replay).
+pub trait SequentialFile: Send {
+    /// Reads up to `buf.len()` bytes; 0 means end of file.
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize>;
+    /// Skips `n` bytes.
+    fn skip(&mut self, n: u64) -> Result<()>;
+}
+
+/// A held lock on a file (the DB's `LOCK`); released on drop.
+pub trait FileLock: Send + Sync {}
+
+/// What [`FileSystem::new_writable_file`] and friends open or create.
+pub trait FileSystem: Send + Sync {
+    /// Creates `path` (truncating an existing file) for writing.
+    fn new_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens `path` for appending, creating it if missing.
+    fn reopen_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    fn new_random_access_file(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    fn new_sequential_file(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;
+    fn file_exists(&self, path: &Path) -> bool;
+    /// Names (not paths) of the entries of directory `dir`.
+    fn children(&self, dir: &Path) -> Result<Vec<String>>;
+    fn file_size(&self, path: &Path) -> Result<u64>;
+    fn delete_file(&self, path: &Path) -> Result<()>;
+    /// Atomically replaces `to` by `from`.
+    fn rename_file(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Creates `dir` and its parents; succeeds if it exists.
+    fn create_dir_all(&self, dir: &Path) -> Result<()>;
+    /// Removes an empty directory.
+    fn delete_dir(&self, dir: &Path) -> Result<()>;
+    /// Makes `dir`'s entries (creations, renames, deletions) durable.
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Takes an exclusive lock on `path` (creating it), `Busy` if held.
+    fn lock_file(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+
+    /// Reads a whole file.
+    fn read_file(&self, path: &Path) -> Result<Vec<u8>> {
+        let mut f = self.new_sequential_file(path)?;
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = f.read(&mut buf)?;
+            if n == 0 {
+                return Ok(out);
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    /// Writes a whole file, optionally syncing it.
+    fn write_file(&self, path: &Path, data: &[u8], sync: bool) -> Result<()> {
+        let mut f = self.new_writable_file(path)?;
+        f.append(data)?;
+        if sync {
+            f.sync()?;
+        }
+        f.close()
+    }
+}
+
+/// The shared handle type for file systems.
+pub type FileSystemRef = Arc<dyn FileSystem>;
+
+
+/// REQUIRES: the caller checked `offset + len` against the file size, so
+/// `len` never comes unchecked from disk.
+///
+/// Reads exactly `len` bytes at `offset`, or fails with a corruption error
+/// naming the file if the file is shorter ("truncated block read").
+pub fn read_exact_at(
+    file: &dyn RandomAccessFile,
+    name: &str,
+    offset: u64,
+    len: usize,
+) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; len];
+    let n = file.read_at(offset, &mut buf)?;
+    if n != len {
+        return Err(crate::error::Error::corruption(
+            name,
+            offset,
+            format!("truncated block read: wanted {len} bytes, got {n}"),
+        ));
+    }
+    Ok(buf)
+}

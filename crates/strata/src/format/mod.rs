@@ -1,0 +1,1 @@
+//! Layer 2: internal keys, value types and the WriteBatch encoding.

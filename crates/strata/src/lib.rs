@@ -1,0 +1,21 @@
+//! Strata: an embedded, persistent key-value store. A log-structured merge
+//! tree whose files (block-based tables, write-ahead logs, MANIFEST) use
+//! RocksDB 7.8.3's byte layouts, so RocksDB's tools read them and Strata
+//! reads RocksDB's.
+//!
+//! Layers (a module uses only modules above it):
+//! `util` < `env` < `format` < `wal`, `table` < `tools`.
+
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+#![warn(missing_debug_implementations, rust_2018_idioms)]
+
+pub mod env;
+pub mod error;
+pub mod format;
+pub mod table;
+pub mod tools;
+pub mod util;
+pub mod wal;
+
+pub use error::{Error, Result};

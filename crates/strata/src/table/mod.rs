@@ -1,0 +1,1 @@
+//! Layer 3: the block-based table format (RocksDB SST files).

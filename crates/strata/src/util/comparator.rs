@@ -1,0 +1,136 @@
+//! User-key comparators. The comparator's name is stored in table
+//! properties and (later) the MANIFEST, and checked when a file is opened.
+//!
+//! Invariant: `compare` is a total order, and `find_shortest_separator` /
+//! `find_short_successor` only ever return keys that keep index separators
+//! valid: `start <= sep < limit` and `key <= successor`.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// Orders user keys. Implementations must be thread-safe and deterministic.
+pub trait Comparator: Send + Sync {
+    /// The name stored on disk; opening a file written with another name fails.
+    fn name(&self) -> &str;
+
+    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering;
+
+    /// Replaces `start` by a short key in `[start, limit)` if one exists.
+    /// Leaving `start` unchanged is always correct.
+    fn find_shortest_separator(&self, _start: &mut Vec<u8>, _limit: &[u8]) {}
+
+    /// Replaces `key` by a short key `>= key`. Leaving it unchanged is correct.
+    fn find_short_successor(&self, _key: &mut Vec<u8>) {}
+}
+
+/// Bytewise (memcmp) order: RocksDB's default, `leveldb.BytewiseComparator`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BytewiseComparator;
+
+impl Comparator for BytewiseComparator {
+    fn name(&self) -> &str {
+        "leveldb.BytewiseComparator"
+    }
+
+    #[inline]
+    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
+        a.cmp(b)
+    }
+
+    fn find_shortest_separator(&self, start: &mut Vec<u8>, limit: &[u8]) {
+        let min_len = start.len().min(limit.len());
+        let diff = start
+            .iter()
+            .zip(limit.iter())
+            .position(|(a, b)| a != b)
+            .unwrap_or(min_len);
+        if diff >= min_len {
+            return; // one is a prefix of the other
+        }
+        let byte = start[diff];
+        if byte >= limit[diff] {
+            return; // start is not below limit: leave it alone
+        }
+        if byte + 1 < limit[diff] {
+            start[diff] += 1;
+            start.truncate(diff + 1);
+            debug_assert!(self.compare(start, limit) == Ordering::Less);
+        } else {
+            // RocksDB also tries to shorten past the differing byte: skip
+            // trailing 0xff bytes and increment the first smaller one.
+            let mut i = diff + 1;
+            while i < start.len() {
+                if start[i] < 0xff {
+                    start[i] += 1;
+                    start.truncate(i + 1);
+                    break;
+                }
+                i += 1;
+            }
+        }
+    }
+
+    fn find_short_successor(&self, key: &mut Vec<u8>) {
+        if let Some(i) = key.iter().position(|&b| b != 0xff) {
+            key[i] += 1;
+            key.truncate(i + 1);
+        }
+    }
+}
+
+/// Reverse bytewise order, `rocksdb.ReverseBytewiseComparator`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReverseBytewiseComparator;
+
+impl Comparator for ReverseBytewiseComparator {
+    fn name(&self) -> &str {
+        "rocksdb.ReverseBytewiseComparator"
+    }
+
+    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
+        b.cmp(a)
+    }
+}
+
+/// The shared handle type for comparators.
+pub type ComparatorRef = Arc<dyn Comparator>;
+
+/// The default comparator as a shared handle.
+pub fn bytewise() -> ComparatorRef {
+    Arc::new(BytewiseComparator)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn separator_examples() {
+        let c = BytewiseComparator;
+        let mut s = b"abcd".to_vec();
+        c.find_shortest_separator(&mut s, b"abzz");
+        assert_eq!(s, b"abd");
+        let mut s = b"abc".to_vec();
+        c.find_shortest_separator(&mut s, b"abcde");
+        assert_eq!(s, b"abc");
+        let mut k = vec![0xff, 0xff, 0x05, 0x07];
+        c.find_short_successor(&mut k);
+        assert_eq!(k, [0xff, 0xff, 0x06]);
+    }
+
+    proptest! {
+        #[test]
+        fn separator_is_between(a: Vec<u8>, b: Vec<u8>) {
+            let c = BytewiseComparator;
+            let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+            prop_assume!(lo < hi);
+            let mut s = lo.clone();
+            c.find_shortest_separator(&mut s, &hi);
+            prop_assert!(s >= lo && s < hi);
+            let mut t = lo.clone();
+            c.find_short_successor(&mut t);
+            prop_assert!(t >= lo);
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! Layer 0: encodings, checksums, hashes and comparators. Depends on nothing
+//! else in the crate.
+
+pub mod checksum;
+pub mod coding;
+pub mod comparator;
+pub mod hash;
+pub mod xxph3;

@@ -1,0 +1,1 @@
+//! Layer 3: the write-ahead log (and MANIFEST) record format.

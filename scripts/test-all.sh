@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs every Strata test on a fresh machine: installs what the tests need
+# (a Rust toolchain, RocksDB 7.8.3's tools for the interop tests), then the
+# lint gates, the unit/property/integration tests, and the fuzz-corpus replay.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+if ! command -v cargo >/dev/null 2>&1; then
+  curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c clippy,rustfmt
+  # shellcheck disable=SC1091
+  . "$HOME/.cargo/env"
+fi
+if ! command -v sst_dump >/dev/null 2>&1 || ! command -v ldb >/dev/null 2>&1; then
+  as_root apt-get install -y rocksdb-tools >/dev/null 2>&1 || {
+    as_root apt-get update >/dev/null
+    as_root apt-get install -y rocksdb-tools >/dev/null
+  }
+fi
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+echo "== cargo test (library, CLI, interop with RocksDB $(dpkg-query -W -f='${Version}' rocksdb-tools 2>/dev/null || echo '?'))"
+cargo test --workspace --features strata/invariants
+echo "== all tests passed"
