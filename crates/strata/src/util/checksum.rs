@@ -109,8 +109,8 @@ mod tests {
         let mut pdu = vec![0x01, 0xC0];
         pdu.extend_from_slice(&[0u8; 14]);
         pdu.extend_from_slice(&[
-            0x14, 0, 0, 0, 0, 0, 0x04, 0, 0, 0, 0, 0x14, 0, 0, 0, 0x18, 0x28, 0, 0, 0, 0, 0, 0,
-            0, 0x02, 0, 0, 0, 0, 0, 0, 0,
+            0x14, 0, 0, 0, 0, 0, 0x04, 0, 0, 0, 0, 0x14, 0, 0, 0, 0x18, 0x28, 0, 0, 0, 0, 0, 0, 0,
+            0x02, 0, 0, 0, 0, 0, 0, 0,
         ]);
         assert_eq!(pdu.len(), 48);
         assert_eq!(crc32c(&pdu), 0xD996_3A56);

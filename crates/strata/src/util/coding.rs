@@ -219,7 +219,10 @@ mod tests {
         assert_eq!(get_varint32(&v), Some((300, 2)));
         assert_eq!(get_varint32(&[0x80]), None);
         assert_eq!(get_varint32(&[0xFF, 0xFF, 0xFF, 0xFF, 0x1F]), None);
-        assert_eq!(get_varint32(&[0xFF, 0xFF, 0xFF, 0xFF, 0x0F]), Some((u32::MAX, 5)));
+        assert_eq!(
+            get_varint32(&[0xFF, 0xFF, 0xFF, 0xFF, 0x0F]),
+            Some((u32::MAX, 5))
+        );
         let mut w = Vec::new();
         put_varint64(&mut w, u64::MAX);
         assert_eq!(w.len(), 10);

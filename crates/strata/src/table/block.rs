@@ -1,0 +1,478 @@
+//! A decoded block and its iterator (RocksDB `table/block_based/block.cc`):
+//! binary search over restart points, then a linear scan of
+//! prefix-compressed entries.
+//!
+//! Invariants: every offset read from the block is bounds-checked before
+//! use, so malformed bytes make the iterator invalid with a Corruption
+//! status naming the file and offset, never a panic; while valid, `key`
+//! holds the fully reconstructed key of the entry at `current`.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use super::format::BlockHandle;
+use super::iterator::InternalIterator;
+use crate::error::{Error, Result};
+use crate::format::dbformat::{InternalKeyComparator, extract_user_key};
+use crate::util::coding::{Decoder, decode_fixed16, decode_fixed32};
+use crate::util::comparator::ComparatorRef;
+
+/// Blocks larger than this cannot carry a data-block hash index, so bit 31
+/// of their footer is part of the restart count.
+const MAX_BLOCK_SIZE_FOR_HASH_INDEX: usize = 1 << 16;
+
+/// How the keys of a block are ordered.
+#[derive(Clone)]
+pub enum KeyOrder {
+    /// Plain byte order (meta-index and properties blocks).
+    Bytewise,
+    /// Internal keys (data blocks, index blocks with internal keys).
+    Internal(InternalKeyComparator),
+    /// User keys compared with the user comparator (index blocks whose keys
+    /// are user keys); seek targets are internal keys and are stripped.
+    User(ComparatorRef),
+}
+
+impl std::fmt::Debug for KeyOrder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeyOrder::Bytewise => write!(f, "Bytewise"),
+            KeyOrder::Internal(c) => write!(f, "Internal({c:?})"),
+            KeyOrder::User(c) => write!(f, "User({})", c.name()),
+        }
+    }
+}
+
+impl KeyOrder {
+    /// Compares a block key with a seek target (an internal key, or a plain
+    /// key for `Bytewise`).
+    #[inline]
+    fn compare_to_target(&self, block_key: &[u8], target: &[u8]) -> Ordering {
+        match self {
+            KeyOrder::Bytewise => block_key.cmp(target),
+            KeyOrder::Internal(c) => c.compare(block_key, target),
+            KeyOrder::User(c) => c.compare(block_key, extract_user_key(target)),
+        }
+    }
+}
+
+/// An immutable, validated block.
+#[derive(Clone)]
+pub struct Block {
+    data: Arc<[u8]>,
+    /// Start of the restart array = end of the entries.
+    restart_offset: usize,
+    num_restarts: usize,
+    file: Arc<str>,
+    /// File offset of the block (for error messages).
+    offset: u64,
+}
+
+impl std::fmt::Debug for Block {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Block")
+            .field("file", &self.file)
+            .field("offset", &self.offset)
+            .field("size", &self.data.len())
+            .field("num_restarts", &self.num_restarts)
+            .finish()
+    }
+}
+
+impl Block {
+    /// Parses the block trailer (restart array). `file`/`handle` are used
+    /// only to name the block in errors.
+    pub fn new(data: Arc<[u8]>, file: Arc<str>, handle: BlockHandle) -> Result<Block> {
+        let size = data.len();
+        let bad = |msg: String| Error::corruption(&*file, handle.offset, msg);
+        let footer = decode_fixed32(&data, size.wrapping_sub(4)).ok_or_else(|| {
+            bad(format!(
+                "bad block contents: block of {size} bytes is too short"
+            ))
+        })?;
+        let (num_restarts, restarts_end) =
+            if size <= MAX_BLOCK_SIZE_FOR_HASH_INDEX && footer & (1 << 31) != 0 {
+                // Data block with a hash index: [restarts][buckets][num_buckets: u16][footer].
+                let num_buckets = decode_fixed16(&data, size.wrapping_sub(6))
+                    .ok_or_else(|| bad("bad data block hash index".into()))?;
+                let end = size
+                    .checked_sub(6 + usize::from(num_buckets))
+                    .ok_or_else(|| bad("bad data block hash index".into()))?;
+                ((footer & 0x7fff_ffff) as usize, end)
+            } else {
+                (footer as usize, size - 4)
+            };
+        let restart_offset = num_restarts
+            .checked_mul(4)
+            .and_then(|n| restarts_end.checked_sub(n))
+            .ok_or_else(|| {
+                bad(format!(
+                    "bad block contents: {num_restarts} restarts in {size} bytes"
+                ))
+            })?;
+        if num_restarts == 0 && restart_offset > 0 {
+            return Err(bad(
+                "bad block contents: entries without restart points".into()
+            ));
+        }
+        Ok(Block {
+            data,
+            restart_offset,
+            num_restarts,
+            file,
+            offset: handle.offset,
+        })
+    }
+
+    /// Parses a block held in memory (tests and meta blocks).
+    pub fn from_vec(data: Vec<u8>) -> Result<Block> {
+        Self::new(data.into(), Arc::from(""), BlockHandle::default())
+    }
+
+    pub fn size(&self) -> usize {
+        self.data.len()
+    }
+
+    pub fn num_restarts(&self) -> usize {
+        self.num_restarts
+    }
+
+    /// The raw bytes.
+    pub fn data(&self) -> &Arc<[u8]> {
+        &self.data
+    }
+
+    /// An iterator over the block. `value_delta_encoded` selects the
+    /// index-block entry form without `value_len` whose values are block
+    /// handles, delta-encoded after restart points.
+    pub fn iter(self: &Arc<Self>, order: KeyOrder, value_delta_encoded: bool) -> BlockIter {
+        BlockIter {
+            block: Arc::clone(self),
+            order,
+            delta: value_delta_encoded,
+            current: self.restart_offset,
+            next: self.restart_offset,
+            restart_index: self.num_restarts,
+            key: Vec::new(),
+            value: (0, 0),
+            handle_buf: Vec::new(),
+            prev_handle: None,
+            status: None,
+        }
+    }
+}
+
+/// Iterator over one block's entries.
+pub struct BlockIter {
+    block: Arc<Block>,
+    order: KeyOrder,
+    delta: bool,
+    /// Offset of the current entry; `>= restart_offset` means invalid.
+    current: usize,
+    /// Offset just past the current entry.
+    next: usize,
+    /// Index of the restart point at or before `current`.
+    restart_index: usize,
+    key: Vec<u8>,
+    /// Value as (offset, len) in the block (normal entries).
+    value: (usize, usize),
+    /// Decoded handle, re-encoded plainly (delta-encoded index entries).
+    handle_buf: Vec<u8>,
+    prev_handle: Option<BlockHandle>,
+    status: Option<Error>,
+}
+
+impl std::fmt::Debug for BlockIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockIter")
+            .field("block", &self.block)
+            .field("current", &self.current)
+            .finish()
+    }
+}
+
+impl BlockIter {
+    fn corrupt(&mut self, at: usize, msg: &str) {
+        if self.status.is_none() {
+            self.status = Some(Error::corruption(
+                &*self.block.file,
+                self.block.offset + at as u64,
+                format!("bad entry in block: {msg}"),
+            ));
+        }
+        self.current = self.block.restart_offset;
+        self.next = self.block.restart_offset;
+        self.restart_index = self.block.num_restarts;
+        self.key.clear();
+    }
+
+    fn restart_point(&self, index: usize) -> Option<usize> {
+        let pos = self.block.restart_offset + index * 4;
+        let off = decode_fixed32(&self.block.data, pos)? as usize;
+        (off <= self.block.restart_offset).then_some(off)
+    }
+
+    fn seek_to_restart(&mut self, index: usize) -> bool {
+        match self.restart_point(index) {
+            Some(off) => {
+                self.key.clear();
+                self.restart_index = index;
+                self.next = off;
+                self.prev_handle = None;
+                true
+            }
+            None => {
+                self.corrupt(
+                    self.block.restart_offset + index * 4,
+                    "restart point out of range",
+                );
+                false
+            }
+        }
+    }
+
+    /// Decodes the entry at `self.next`. Returns false at the end of the
+    /// entries or on corruption.
+    fn parse_next(&mut self) -> bool {
+        let start = self.next;
+        let limit = self.block.restart_offset;
+        if start >= limit {
+            self.current = limit;
+            self.restart_index = self.block.num_restarts;
+            return false;
+        }
+        let block = Arc::clone(&self.block);
+        let mut d = Decoder::new(&block.data[start..limit]);
+        let (Some(shared), Some(non_shared)) = (d.varint32(), d.varint32()) else {
+            self.corrupt(start, "bad key lengths");
+            return false;
+        };
+        let (shared, non_shared) = (shared as usize, non_shared as usize);
+        let value_len = if self.delta {
+            0
+        } else {
+            match d.varint32() {
+                Some(v) => v as usize,
+                None => {
+                    self.corrupt(start, "bad value length");
+                    return false;
+                }
+            }
+        };
+        if shared > self.key.len() {
+            self.corrupt(start, "shared prefix longer than previous key");
+            return false;
+        }
+        let Some(delta_key) = d.bytes(non_shared) else {
+            self.corrupt(start, "key runs past the end of the entries");
+            return false;
+        };
+        self.key.truncate(shared);
+        self.key.extend_from_slice(delta_key);
+        if self.delta {
+            let handle = if shared == 0 {
+                BlockHandle::decode_from(&mut d)
+            } else {
+                match (d.varsigned64(), self.prev_handle) {
+                    (Some(delta), Some(prev)) => {
+                        let size = (prev.size as i64).checked_add(delta).filter(|s| *s >= 0);
+                        size.map(|s| BlockHandle::new(prev.offset + prev.size + 5, s as u64))
+                    }
+                    _ => None,
+                }
+            };
+            let Some(handle) = handle else {
+                self.corrupt(start, "bad delta-encoded block handle");
+                return false;
+            };
+            self.prev_handle = Some(handle);
+            self.handle_buf.clear();
+            handle.encode_to(&mut self.handle_buf);
+            self.value = (0, 0);
+        } else {
+            let vstart = start + d.position();
+            if d.bytes(value_len).is_none() {
+                self.corrupt(start, "value runs past the end of the entries");
+                return false;
+            }
+            self.value = (vstart, value_len);
+        }
+        self.current = start;
+        self.next = start + d.position();
+        while self.restart_index + 1 < self.block.num_restarts
+            && self
+                .restart_point(self.restart_index + 1)
+                .is_some_and(|r| r <= self.current)
+        {
+            self.restart_index += 1;
+        }
+        true
+    }
+
+    /// Key stored at restart point `index` (restart entries share nothing).
+    fn restart_key(&mut self, index: usize) -> Option<(usize, usize)> {
+        let off = self.restart_point(index)?;
+        let limit = self.block.restart_offset;
+        let mut d = Decoder::new(self.block.data.get(off..limit)?);
+        let shared = d.varint32()?;
+        let non_shared = d.varint32()? as usize;
+        if !self.delta {
+            d.varint32()?;
+        }
+        if shared != 0 {
+            return None;
+        }
+        let kstart = off + d.position();
+        d.bytes(non_shared)?;
+        Some((kstart, non_shared))
+    }
+
+    fn is_valid(&self) -> bool {
+        self.current < self.block.restart_offset
+    }
+}
+
+impl InternalIterator for BlockIter {
+    fn valid(&self) -> bool {
+        self.is_valid()
+    }
+
+    fn seek_to_first(&mut self) {
+        if self.block.num_restarts == 0 {
+            self.current = self.block.restart_offset;
+            return;
+        }
+        if self.seek_to_restart(0) {
+            self.parse_next();
+        }
+    }
+
+    fn seek_to_last(&mut self) {
+        if self.block.num_restarts == 0 {
+            self.current = self.block.restart_offset;
+            return;
+        }
+        if !self.seek_to_restart(self.block.num_restarts - 1) {
+            return;
+        }
+        while self.parse_next() && self.next < self.block.restart_offset {}
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        if self.block.num_restarts == 0 {
+            self.current = self.block.restart_offset;
+            return;
+        }
+        // Find the last restart point whose key is < target.
+        let (mut left, mut right) = (0usize, self.block.num_restarts - 1);
+        while left < right {
+            let mid = (left + right).div_ceil(2);
+            let Some((ks, kl)) = self.restart_key(mid) else {
+                self.corrupt(self.block.restart_offset, "bad restart entry");
+                return;
+            };
+            let block = Arc::clone(&self.block);
+            if self
+                .order
+                .compare_to_target(&block.data[ks..ks + kl], target)
+                == Ordering::Less
+            {
+                left = mid;
+            } else {
+                right = mid - 1;
+            }
+        }
+        if !self.seek_to_restart(left) {
+            return;
+        }
+        while self.parse_next() {
+            if self.order.compare_to_target(&self.key, target) != Ordering::Less {
+                return;
+            }
+        }
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.seek(target);
+        if !self.is_valid() {
+            if self.status.is_none() {
+                self.seek_to_last();
+            }
+            return;
+        }
+        while self.is_valid()
+            && self.order.compare_to_target(&self.key, target) == Ordering::Greater
+        {
+            self.prev();
+        }
+    }
+
+    fn next(&mut self) {
+        debug_assert!(self.is_valid());
+        self.parse_next();
+    }
+
+    fn prev(&mut self) {
+        debug_assert!(self.is_valid());
+        let original = self.current;
+        // Back up to a restart point strictly before the current entry.
+        let mut ri = self.restart_index;
+        loop {
+            match self.restart_point(ri) {
+                Some(r) if r < original => break,
+                Some(_) if ri == 0 => {
+                    // No entry before the first one.
+                    self.current = self.block.restart_offset;
+                    self.restart_index = self.block.num_restarts;
+                    return;
+                }
+                Some(_) => ri -= 1,
+                None => {
+                    self.corrupt(self.block.restart_offset, "restart point out of range");
+                    return;
+                }
+            }
+        }
+        if !self.seek_to_restart(ri) {
+            return;
+        }
+        // Scan forward to the entry just before `original`.
+        while self.parse_next() {
+            if self.next >= original {
+                return;
+            }
+        }
+    }
+
+    fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    fn value(&self) -> &[u8] {
+        if self.delta {
+            &self.handle_buf
+        } else {
+            &self.block.data[self.value.0..self.value.0 + self.value.1]
+        }
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.status {
+            None => Ok(()),
+            Some(e) => Err(Error::corruption(
+                match e {
+                    Error::Corruption { file, .. } => file.as_str(),
+                    _ => "",
+                },
+                match e {
+                    Error::Corruption { offset, .. } => *offset,
+                    _ => 0,
+                },
+                e.to_string(),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,629 @@
+//! Full-filter blocks (`fullfilter.rocksdb.BuiltinBloomFilter`): RocksDB
+//! 7.8.3's FastLocalBloom (format_version 5) builder and a reader for the
+//! filter kinds RocksDB can leave in a file. Bit-exact with
+//! `table/block_based/filter_policy.cc` and `util/bloom_impl.h`
+//! (FORMATS.md §6.8). This module owns the filter bytes only; which keys go
+//! in (user keys) and where the block lives are the table builder's concern.
+//!
+//! Block layout: `len` filter bytes (a multiple of 64: one 512-bit cache
+//! line per bucket) then a 5-byte trailer `FF 00 num_probes 00 00`.
+//! Keys are hashed with XXPH3 ([`xxph3_64`]); the lower 32 bits pick the
+//! cache line and the upper 32 bits the probed bits within it.
+
+use crate::util::hash::hash32;
+use crate::util::xxph3::xxph3_64;
+
+/// Size of the metadata trailer of every built-in filter.
+const METADATA_LEN: usize = 5;
+/// Cache line (bucket) size of FastLocalBloom.
+const LINE_BYTES: usize = 64;
+/// Largest filter length (without trailer) FastLocalBloom supports.
+const MAX_LEN: u64 = 0xffff_ffc0;
+/// Seed of RocksDB's `BloomHash`, the 32-bit hash of legacy Bloom filters.
+const LEGACY_BLOOM_SEED: u32 = 0xbc9f_1d34;
+
+/// `FastLocalBloomImpl::ChooseNumProbes`: probes per key for a given
+/// millibits/key (10 bits/key -> 6).
+pub fn choose_num_probes(millibits_per_key: u32) -> u32 {
+    match millibits_per_key {
+        0..=2080 => 1,
+        2081..=3580 => 2,
+        3581..=5100 => 3,
+        5101..=6640 => 4,
+        6641..=8300 => 5,
+        8301..=10070 => 6,
+        10071..=11720 => 7,
+        11721..=14001 => 8,
+        14002..=16050 => 9,
+        16051..=18300 => 10,
+        18301..=22001 => 11,
+        22002..=25501 => 12,
+        50001.. => 24,
+        m => (m - 1) / 2000 - 1,
+    }
+}
+
+/// `BloomLikeFilterPolicy`'s bits/key -> millibits/key conversion, with its
+/// sanitizing: NaN and >= 100 become 100 bits/key. Values below 1 become 1
+/// (RocksDB turns values below 0.5 into "no filter"; a caller that wants
+/// that behaviour should not build a filter at all).
+fn millibits_for(bits_per_key: f64) -> u32 {
+    let bits = if bits_per_key < 1.0 {
+        1.0
+    } else if bits_per_key.is_nan() || bits_per_key >= 100.0 {
+        100.0
+    } else {
+        bits_per_key
+    };
+    // RocksDB: static_cast<int>(bits_per_key * 1000.0 + 0.500001).
+    (bits * 1000.0 + 0.500_001) as u32
+}
+
+/// FastRange32: maps `h` uniformly onto `0..n`.
+#[inline(always)]
+fn fast_range32(h: u32, n: u32) -> u32 {
+    ((u64::from(h) * u64::from(n)) >> 32) as u32
+}
+
+/// Collects keys of one table and builds its full-filter block.
+pub struct FilterBuilder {
+    millibits_per_key: u32,
+    num_probes: u32,
+    hashes: Vec<u64>,
+}
+
+impl std::fmt::Debug for FilterBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FilterBuilder")
+            .field("millibits_per_key", &self.millibits_per_key)
+            .field("num_probes", &self.num_probes)
+            .field("num_added", &self.hashes.len())
+            .finish()
+    }
+}
+
+impl FilterBuilder {
+    /// A builder for `bits_per_key` (e.g. 10.0). Millibits/key are
+    /// `round(bits_per_key * 1000)` as RocksDB computes them.
+    pub fn new(bits_per_key: f64) -> Self {
+        let millibits_per_key = millibits_for(bits_per_key);
+        FilterBuilder {
+            millibits_per_key,
+            num_probes: choose_num_probes(millibits_per_key),
+            hashes: Vec::new(),
+        }
+    }
+
+    /// Adds a key (a user key). An adjacent duplicate hash is collapsed, as
+    /// RocksDB does.
+    pub fn add_key(&mut self, key: &[u8]) {
+        self.add_hash(xxph3_64(key));
+    }
+
+    /// Adds an already computed [`xxph3_64`] hash of a key.
+    pub fn add_hash(&mut self, h: u64) {
+        if self.hashes.last() != Some(&h) {
+            self.hashes.push(h);
+        }
+    }
+
+    /// Number of distinct (non-adjacent-duplicate) hashes collected.
+    pub fn num_added(&self) -> usize {
+        self.hashes.len()
+    }
+
+    /// Number of probes per key this builder writes.
+    pub fn num_probes(&self) -> u32 {
+        self.num_probes
+    }
+
+    /// Filter bytes (without trailer) RocksDB allocates for `num_keys`:
+    /// `ceil(n * millibits / 8000)` capped at 0xFFFFFFC0, rounded up to 64.
+    fn filter_len(&self, num_keys: usize) -> usize {
+        let raw = (num_keys as u64)
+            .saturating_mul(u64::from(self.millibits_per_key))
+            .saturating_add(7999)
+            / 8000;
+        let raw = raw.min(MAX_LEN);
+        ((raw + 63) & !63) as usize
+    }
+
+    /// Builds the whole filter block (filter bytes + 5-byte trailer) and
+    /// resets the builder. With no keys added it returns an empty vector,
+    /// which is what RocksDB's `FullFilterBlockBuilder::Finish` returns (the
+    /// table then has no filter block); readers treat it as "matches nothing".
+    pub fn finish(&mut self) -> Vec<u8> {
+        let hashes = std::mem::take(&mut self.hashes);
+        if hashes.is_empty() {
+            return Vec::new();
+        }
+        let len = self.filter_len(hashes.len());
+        let mut block = vec![0u8; len + METADATA_LEN];
+        let num_lines = (len / LINE_BYTES) as u32;
+        if let Some(data) = block.get_mut(..len) {
+            for h in hashes {
+                let line = fast_range32(h as u32, num_lines) as usize * LINE_BYTES;
+                if let Some(line) = data.get_mut(line..line + LINE_BYTES) {
+                    add_to_line(line, (h >> 32) as u32, self.num_probes);
+                }
+            }
+        }
+        if let Some(trailer) = block.get_mut(len..) {
+            // -1: new Bloom marker; 0: FastLocalBloom; probes with 0 in the
+            // top 3 bits (64-byte lines); two reserved zero bytes.
+            trailer.copy_from_slice(&[0xff, 0x00, self.num_probes as u8, 0x00, 0x00]);
+        }
+        block
+    }
+}
+
+/// `FastLocalBloomImpl::AddHashPrepared` on one 64-byte line.
+#[inline(always)]
+fn add_to_line(line: &mut [u8], h2: u32, num_probes: u32) {
+    let mut h = h2;
+    for _ in 0..num_probes {
+        let bitpos = (h >> 23) as usize; // 9-bit address within 512 bits
+        if let Some(b) = line.get_mut(bitpos >> 3) {
+            *b |= 1 << (bitpos & 7);
+        }
+        h = h.wrapping_mul(0x9e37_79b9);
+    }
+}
+
+/// `FastLocalBloomImpl::HashMayMatchPrepared` on one 64-byte line.
+#[inline(always)]
+fn line_may_match(line: &[u8], h2: u32, num_probes: u32) -> bool {
+    let mut h = h2;
+    for _ in 0..num_probes {
+        let bitpos = (h >> 23) as usize;
+        match line.get(bitpos >> 3) {
+            Some(b) if b & (1 << (bitpos & 7)) != 0 => {}
+            _ => return false,
+        }
+        h = h.wrapping_mul(0x9e37_79b9);
+    }
+    true
+}
+
+/// What the trailer of a filter block says it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Empty or shorter than the trailer: built from zero keys.
+    AlwaysFalse,
+    /// Zero probes, Ribbon, reserved or invalid metadata: no filtering.
+    AlwaysTrue,
+    /// format_version >= 5 Bloom.
+    FastLocalBloom { num_probes: u32, num_lines: u32 },
+    /// format_version < 5 Bloom (`LegacyLocalityBloomImpl<false>`), keyed
+    /// by the 32-bit `BloomHash`.
+    LegacyBloom {
+        num_probes: u32,
+        num_lines: u32,
+        log2_line_bytes: u32,
+    },
+}
+
+/// A parsed filter block. Owns its bytes; queries are cheap.
+pub struct FilterReader {
+    data: Vec<u8>,
+    kind: Kind,
+}
+
+impl std::fmt::Debug for FilterReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FilterReader")
+            .field("len", &self.data.len())
+            .field("kind", &self.kind)
+            .finish()
+    }
+}
+
+impl FilterReader {
+    /// Parses a filter block the way `GetBuiltinFilterBitsReader` does.
+    /// Never panics: anything it cannot read safely becomes "always true".
+    pub fn new(block: Vec<u8>) -> Self {
+        let kind = parse_kind(&block);
+        FilterReader { data: block, kind }
+    }
+
+    /// True if `key` may be in the table; false means it is certainly absent.
+    pub fn key_may_match(&self, key: &[u8]) -> bool {
+        match self.kind {
+            Kind::AlwaysFalse => false,
+            Kind::AlwaysTrue => true,
+            Kind::FastLocalBloom { .. } => self.hash_may_match(xxph3_64(key)),
+            Kind::LegacyBloom {
+                num_probes,
+                num_lines,
+                log2_line_bytes,
+            } => self.legacy_may_match(
+                hash32(key, LEGACY_BLOOM_SEED),
+                num_probes,
+                num_lines,
+                log2_line_bytes,
+            ),
+        }
+    }
+
+    /// Like [`Self::key_may_match`] for a key whose [`xxph3_64`] hash the
+    /// caller already has. Legacy Bloom filters use a different hash, so for
+    /// them this conservatively answers true.
+    pub fn hash_may_match(&self, h: u64) -> bool {
+        match self.kind {
+            Kind::AlwaysFalse => false,
+            Kind::AlwaysTrue | Kind::LegacyBloom { .. } => true,
+            Kind::FastLocalBloom {
+                num_probes,
+                num_lines,
+            } => {
+                let off = fast_range32(h as u32, num_lines) as usize * LINE_BYTES;
+                match self.data.get(off..off + LINE_BYTES) {
+                    Some(line) => line_may_match(line, (h >> 32) as u32, num_probes),
+                    None => true,
+                }
+            }
+        }
+    }
+
+    fn legacy_may_match(&self, h: u32, num_probes: u32, num_lines: u32, log2: u32) -> bool {
+        let line_bytes = 1usize << log2;
+        let off = ((h % num_lines) as usize) << log2;
+        let Some(line) = self.data.get(off..off.saturating_add(line_bytes)) else {
+            return true;
+        };
+        let mask = ((1u64 << (log2 + 3)) - 1) as u32;
+        let delta = h.rotate_right(17);
+        let mut h = h;
+        for _ in 0..num_probes {
+            let bitpos = (h & mask) as usize;
+            match line.get(bitpos / 8) {
+                Some(b) if b & (1 << (bitpos % 8)) != 0 => {}
+                _ => return false,
+            }
+            h = h.wrapping_add(delta);
+        }
+        true
+    }
+}
+
+/// `BuiltinFilterPolicy::GetBuiltinFilterBitsReader` and
+/// `GetBloomBitsReader` dispatch on the trailer.
+fn parse_kind(block: &[u8]) -> Kind {
+    let Some((body, trailer)) = block.split_last_chunk::<METADATA_LEN>() else {
+        return Kind::AlwaysFalse;
+    };
+    if body.is_empty() {
+        return Kind::AlwaysFalse;
+    }
+    let Ok(len) = u32::try_from(body.len()) else {
+        return Kind::AlwaysTrue; // > 4 GiB: RocksDB would truncate; don't guess
+    };
+    let [marker, b1, b2, b3, b4] = *trailer;
+    match marker as i8 {
+        0 => Kind::AlwaysTrue,
+        -1 => {
+            // New Bloom: sub-implementation, block size + probes, reserved.
+            let num_probes = u32::from(b2 & 31);
+            let log2_block_bytes = u32::from((b2 >> 5) & 7) + 6;
+            let num_lines = len / LINE_BYTES as u32;
+            if !(1..=30).contains(&num_probes)
+                || b3 != 0
+                || b4 != 0
+                || b1 != 0
+                || log2_block_bytes != 6
+                || num_lines == 0
+            {
+                // num_lines == 0 (1..63 filter bytes) would make RocksDB read
+                // past the data; treat as unreadable.
+                Kind::AlwaysTrue
+            } else {
+                // RocksDB uses floor(len / 64) lines if len is not a multiple
+                // of 64; so do we.
+                Kind::FastLocalBloom {
+                    num_probes,
+                    num_lines,
+                }
+            }
+        }
+        // -2 is Ribbon (not implemented here), other negatives are reserved.
+        p if p < 0 => Kind::AlwaysTrue,
+        p => legacy_kind(p as u32, len, u32::from_le_bytes([b1, b2, b3, b4])),
+    }
+}
+
+/// Legacy Bloom metadata: `num_probes` then fixed32 `num_lines`; the cache
+/// line size is whatever makes `num_lines * line == len` (a power of two).
+fn legacy_kind(num_probes: u32, len: u32, num_lines: u32) -> Kind {
+    let (lines, len64) = (u64::from(num_lines), u64::from(len));
+    let log2_line_bytes = if num_lines.wrapping_mul(LINE_BYTES as u32) == len {
+        if lines * LINE_BYTES as u64 != len64 {
+            // Only "matches" through u32 wrap-around: RocksDB would read out
+            // of bounds. Refuse.
+            return Kind::AlwaysTrue;
+        }
+        6
+    } else if num_lines == 0 || len % num_lines != 0 {
+        return Kind::AlwaysTrue;
+    } else {
+        let mut log2 = 0u32;
+        while (lines << log2) < len64 {
+            log2 += 1;
+        }
+        if (lines << log2) != len64 {
+            return Kind::AlwaysTrue;
+        }
+        log2
+    };
+    Kind::LegacyBloom {
+        num_probes,
+        num_lines,
+        log2_line_bytes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// bloom_test.cc `Key(i)`: fixed32 little-endian.
+    fn key(i: u32) -> [u8; 4] {
+        i.to_le_bytes()
+    }
+
+    fn build(bits: f64, keys: std::ops::Range<u32>) -> Vec<u8> {
+        let mut b = FilterBuilder::new(bits);
+        for i in keys {
+            b.add_key(&key(i));
+        }
+        b.finish()
+    }
+
+    /// bloom_test.cc `FirstFPs(count)`.
+    fn first_fps(r: &FilterReader, count: usize) -> String {
+        let fps: Vec<String> = (0..1_000_000u32)
+            .filter(|i| r.key_may_match(&key(i + 1_000_000)))
+            .take(count)
+            .map(|i| i.to_string())
+            .collect();
+        fps.join(",")
+    }
+
+    /// bloom_test.cc `PackedMatches()`.
+    fn packed_matches(r: &FilterReader) -> u64 {
+        (0..64u32).fold(0, |acc, i| {
+            acc | (u64::from(r.key_may_match(&key(i + 12345))) << i)
+        })
+    }
+
+    #[test]
+    fn num_probes_table() {
+        let millibits = [
+            1000, 2080, 2081, 3580, 5000, 5100, 6640, 8000, 8300, 10000, 10070, 10499, 11720,
+            14000, 14001, 16000, 18300, 22001, 25501, 28000, 28001, 50000, 50001, 100000,
+        ];
+        let probes = [
+            1, 1, 2, 2, 3, 3, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 10, 11, 12, 12, 13, 23, 24, 24,
+        ];
+        for (m, p) in millibits.into_iter().zip(probes) {
+            assert_eq!(choose_num_probes(m), p, "{m}");
+        }
+        let (nan, ninf) = (f64::NAN, f64::NEG_INFINITY);
+        let bits = [10.0, 9.5, 10.499, 1.234, 99.999, 1234.0, nan, ninf];
+        let want = [10000, 9500, 10499, 1234, 99999, 100000, 100000, 1000];
+        for (b, w) in bits.into_iter().zip(want) {
+            assert_eq!(millibits_for(b), w, "{b}");
+        }
+    }
+
+    /// FORMATS.md §10.3 / bloom_test.cc `FullBloomTest.Schema`, 87 keys.
+    #[test]
+    fn golden_87_keys() {
+        let block = build(5.0, 0..87);
+        assert_eq!(block.len(), 69);
+        assert_eq!(&block[64..], &[0xff, 0x00, 0x03, 0x00, 0x00]);
+        assert_eq!(
+            &block[..16],
+            &[
+                0x12, 0x21, 0x25, 0x38, 0xbe, 0xb4, 0x3c, 0x70, 0xc6, 0xe9, 0x22, 0xc8, 0x04, 0xd7,
+                0x41, 0x14
+            ]
+        );
+        assert_eq!(hash32(&block, 0xbc9f_1d34), 4130687756);
+        let r = FilterReader::new(block);
+        assert_eq!(first_fps(&r, 10), "31,38,40,43,61,83,86,112,125,131");
+    }
+
+    /// bloom_test.cc `FullBloomTest.Schema`, 2087-key cases (FastLocalBloom).
+    #[test]
+    fn golden_2087_keys() {
+        type Case = (f64, std::ops::Range<u32>, u32, u32, usize, &'static str);
+        #[rustfmt::skip]
+        let cases: &[Case] = &[
+            (2.0, 0..2087, 1, 3817481309, 10, "11,13,17,25,29,30,35,37,45,53"),
+            (3.0, 0..2087, 2, 2807269961, 10, "4,15,17,24,27,28,29,53,63,70"),
+            (5.0, 0..2087, 3, 204628445, 10, "15,24,29,39,53,87,89,100,103,104"),
+            (8.0, 0..2087, 5, 355564975, 10, "16,60,66,126,220,238,244,256,265,287"),
+            (9.0, 0..2087, 6, 2137566013, 9, "156,367,791,872,945,1015,1139,1159,1265"),
+            (11.0, 0..2087, 7, 2561502687, 10, "34,74,130,236,643,882,962,1015,1035,1110"),
+            (14.0, 0..2087, 8, 3709876890, 9, "130,240,522,565,989,2002,2526,3147,3543"),
+            (16.0, 0..2087, 9, 1087138490, 8, "3299,3611,3916,6620,7822,8079,8482,8942"),
+            (10.0, 0..2087, 6, 2498541272, 9, "16,126,133,422,466,472,813,1002,1035"),
+            (10.0, 1..2087, 6, 2058382345, 9, "16,126,133,422,466,472,813,1002,1035"),
+            (10.0, 1..2088, 6, 23699164, 9, "16,126,133,422,466,472,813,1002,1035"),
+            (9.5, 1..2088, 6, 3166884174, 9, "126,156,367,444,458,791,813,976,1015"),
+            (10.499, 1..2088, 7, 4098502778, 9, "16,236,240,472,1015,1045,1111,1409,1465"),
+        ];
+        for (bits, keys, probes, h, n, fps) in cases {
+            let block = build(*bits, keys.clone());
+            assert_eq!(block[block.len() - 3], *probes as u8, "{bits}");
+            assert_eq!(hash32(&block, 0xbc9f_1d34), *h, "{bits} {keys:?}");
+            let r = FilterReader::new(block);
+            assert_eq!(first_fps(&r, *n), *fps, "{bits} {keys:?}");
+            for i in keys.clone() {
+                assert!(r.key_may_match(&key(i)));
+            }
+        }
+    }
+
+    /// bloom_test.cc `RawFilterTester::ResetWeirdFill` (the block is the tail
+    /// of a 3000-byte buffer).
+    fn weird_fill(len: usize, num_lines: u32, marker: u8) -> Vec<u8> {
+        let mut buf: Vec<u8> = (0..3000u32)
+            .map(|i| (0x7b7b_u32 >> (i % 7)) as u8)
+            .collect();
+        buf[2995] = marker;
+        buf[2996..].copy_from_slice(&num_lines.to_le_bytes());
+        buf.split_off(3000 - 5 - len)
+    }
+
+    /// bloom_test.cc `FullBloomTest.RawSchema` (legacy and FastLocalBloom).
+    #[test]
+    fn raw_schema() {
+        let cases = [
+            (256, 1, 2, 11384799501900898790u64), // legacy, one 256-byte line
+            (256, 2, 2, 10157853359773492589),    // legacy, two 128-byte lines
+            (256, 4, 2, 7123594913907464682),     // legacy, four 64-byte lines
+            (256, 2 << 8, 255, 9957045189927952471), // FastLocalBloom, 2 probes
+        ];
+        for (len, lines, marker, want) in cases {
+            let r = FilterReader::new(weird_fill(len, lines, marker));
+            assert_eq!(packed_matches(&r), want, "{len} {lines} {marker}");
+        }
+    }
+
+    /// bloom_test.cc `FullBloomTest.CorruptFilters` (Bloom parts).
+    #[test]
+    fn corrupt_filters() {
+        let raw = |len: usize, lines: u32, probes: u8, fill: bool| {
+            let mut v = vec![if fill { 0xff } else { 0 }; len];
+            v.push(probes);
+            v.extend_from_slice(&lines.to_le_bytes());
+            FilterReader::new(v)
+        };
+        let check = |r: &FilterReader, want: bool| {
+            assert_eq!(r.key_may_match(b"hello"), want, "{r:?}");
+            assert_eq!(r.key_may_match(b"world"), want, "{r:?}");
+        };
+        for fill in [false, true] {
+            check(&raw(64, 1, 6, fill), fill);
+            check(&raw(64 * 3, 3, 6, fill), fill);
+            check(&raw(256 * 3, 3, 6, fill), fill);
+            check(&raw(64, 1, 30, fill), fill);
+            check(&raw(64, 1, 1, fill), fill);
+            check(&raw(64, 1, 0, fill), true);
+            check(&raw(0, 0, 6, fill), false);
+            check(&raw(0, 37, 6, fill), false);
+            check(&raw(0, 0, 0, fill), false);
+            check(&raw(64, 0, 6, fill), true);
+            check(&raw(4, 3, 6, fill), true);
+            check(&raw(97 * 3, 3, 6, fill), true);
+            check(&raw(65 * 3, 3, 6, fill), true);
+            check(&raw(64, 1, 31, fill), fill);
+            check(&raw(64, 1, 127, fill), fill);
+            check(&raw(64, 1, 128, fill), true);
+            check(&raw(64, 1, 253, fill), true);
+            check(&raw(64, 6 << 8, 255, fill), fill);
+            check(&raw(64, (6 << 8) | 1, 255, fill), true);
+            check(&raw(64, (6 << 8) | (1 << 16), 255, fill), true);
+            check(&raw(64, (6 << 8) | (1 << 24), 255, fill), true);
+            check(&raw(64, 30 << 8, 255, fill), fill);
+            for p in [31, 33, 66, 130] {
+                check(&raw(64, p << 8, 255, fill), true);
+            }
+            check(&raw(128, (2 << 8) + 123, 254, fill), true); // Ribbon: unsupported
+        }
+        for short in [&[][..], &[0xff], &[0xff, 0, 6, 0, 0]] {
+            check(&FilterReader::new(short.to_vec()), false);
+        }
+    }
+
+    #[test]
+    fn empty_builder_and_reset() {
+        let mut b = FilterBuilder::new(10.0);
+        assert!(b.finish().is_empty());
+        assert!(!FilterReader::new(Vec::new()).key_may_match(b"x"));
+        b.add_key(b"a");
+        b.add_key(b"a");
+        b.add_key(b"b");
+        b.add_key(b"a");
+        assert_eq!(b.num_added(), 3);
+        let block = b.finish();
+        assert_eq!(block.len(), 64 + 5);
+        assert_eq!(b.num_added(), 0);
+        assert!(b.finish().is_empty());
+        let r = FilterReader::new(block);
+        assert!(r.key_may_match(b"a") && r.key_may_match(b"b"));
+        assert!(r.hash_may_match(xxph3_64(b"a")));
+    }
+
+    #[test]
+    fn sizes() {
+        let b = FilterBuilder::new(10.0);
+        assert_eq!(b.filter_len(1), 64);
+        assert_eq!(b.filter_len(51), 64);
+        assert_eq!(b.filter_len(52), 128);
+        assert_eq!(b.filter_len(10_000), 12_544);
+        assert_eq!(b.filter_len(usize::MAX), MAX_LEN as usize);
+    }
+
+    #[test]
+    fn fp_rate_near_one_percent() {
+        let mut b = FilterBuilder::new(10.0);
+        for i in 0..10_000u32 {
+            b.add_key(format!("key{i:08}").as_bytes());
+        }
+        let r = FilterReader::new(b.finish());
+        for i in 0..10_000u32 {
+            assert!(r.key_may_match(format!("key{i:08}").as_bytes()));
+        }
+        let fps = (0..100_000u32)
+            .filter(|i| r.key_may_match(format!("other{i:08}").as_bytes()))
+            .count();
+        let rate = fps as f64 / 100_000.0;
+        assert!((0.005..0.015).contains(&rate), "fp rate {rate}");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn no_false_negatives(
+            keys in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 1..300),
+            bits in 1.0f64..30.0,
+        ) {
+            let mut b = FilterBuilder::new(bits);
+            for k in &keys {
+                b.add_key(k);
+            }
+            let r = FilterReader::new(b.finish());
+            for k in &keys {
+                prop_assert!(r.key_may_match(k));
+            }
+        }
+
+        #[test]
+        fn reader_never_panics(block in proptest::collection::vec(any::<u8>(), 0..600),
+                               tail in proptest::collection::vec(any::<u8>(), 5),
+                               key in proptest::collection::vec(any::<u8>(), 0..40)) {
+            for data in [block.clone(), [block, tail].concat()] {
+                let r = FilterReader::new(data);
+                let _ = r.key_may_match(&key);
+                let _ = r.hash_may_match(xxph3_64(&key));
+            }
+        }
+
+        #[test]
+        fn reader_never_panics_on_bloom_trailers(len in 0usize..300, probes in any::<u8>(),
+                                                 b1 in 0u8..2, lines in any::<u32>(),
+                                                 key in any::<u32>()) {
+            let mut v = vec![0x5a; len];
+            v.extend_from_slice(&[0xff, b1, probes, 0, 0]);
+            let _ = FilterReader::new(v.clone()).key_may_match(&key.to_le_bytes());
+            v.truncate(len);
+            v.push(probes & 0x7f);
+            v.extend_from_slice(&lines.to_le_bytes());
+            let _ = FilterReader::new(v).key_may_match(&key.to_le_bytes());
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! The cursor interface shared by block, table and (later) memtable and
+//! merging iterators: positioned on an entry or invalid, with seeks in both
+//! directions. Keys are whatever the source stores (internal keys for data
+//! blocks and tables, names for meta blocks).
+//!
+//! Invariant: `key()`/`value()` may only be called while `valid()`; after an
+//! error `valid()` is false and `status()` returns it.
+
+use crate::error::Result;
+
+/// A seekable cursor over sorted key/value entries.
+pub trait InternalIterator {
+    fn valid(&self) -> bool;
+    fn seek_to_first(&mut self);
+    fn seek_to_last(&mut self);
+    /// Positions at the first entry with key >= `target`.
+    fn seek(&mut self, target: &[u8]);
+    /// Positions at the last entry with key <= `target`.
+    fn seek_for_prev(&mut self, target: &[u8]);
+    /// REQUIRES: `valid()`.
+    fn next(&mut self);
+    /// REQUIRES: `valid()`.
+    fn prev(&mut self);
+    /// REQUIRES: `valid()`.
+    fn key(&self) -> &[u8];
+    /// REQUIRES: `valid()`.
+    fn value(&self) -> &[u8];
+    /// The first error met, if any.
+    fn status(&self) -> Result<()>;
+}
