@@ -74,6 +74,28 @@ impl Error {
         }
     }
 
+    /// A copy of this error (I/O errors keep their kind and message), for
+    /// iterators that report a stored error more than once.
+    pub fn duplicate(&self) -> Error {
+        match self {
+            Error::Corruption { file, offset, msg } => Error::Corruption {
+                file: file.clone(),
+                offset: *offset,
+                msg: msg.clone(),
+            },
+            Error::Io { context, source } => Error::Io {
+                context: context.clone(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            },
+            Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
+            Error::NotSupported(m) => Error::NotSupported(m.clone()),
+            Error::NotFound(m) => Error::NotFound(m.clone()),
+            Error::Busy(m) => Error::Busy(m.clone()),
+            Error::Incomplete(m) => Error::Incomplete(m.clone()),
+            Error::NoSpace(m) => Error::NoSpace(m.clone()),
+        }
+    }
+
     /// True for [`Error::Corruption`].
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption { .. })

@@ -459,17 +459,7 @@ impl InternalIterator for BlockIter {
     fn status(&self) -> Result<()> {
         match &self.status {
             None => Ok(()),
-            Some(e) => Err(Error::corruption(
-                match e {
-                    Error::Corruption { file, .. } => file.as_str(),
-                    _ => "",
-                },
-                match e {
-                    Error::Corruption { offset, .. } => *offset,
-                    _ => 0,
-                },
-                e.to_string(),
-            )),
+            Some(e) => Err(e.duplicate()),
         }
     }
 }

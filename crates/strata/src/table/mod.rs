@@ -11,3 +11,17 @@ pub mod compression;
 pub mod filter;
 pub mod format;
 pub mod iterator;
+pub mod options;
+pub mod properties;
+pub mod sst_file_writer;
+pub mod table_builder;
+pub mod table_reader;
+
+pub use compression::CompressionType;
+pub use options::TableOptions;
+pub use sst_file_writer::SstFileWriter;
+pub use table_builder::{TableBuilder, TableInfo};
+pub use table_reader::{Table, TableIter};
+
+#[cfg(test)]
+mod tests;

@@ -5,4 +5,5 @@ pub mod checksum;
 pub mod coding;
 pub mod comparator;
 pub mod hash;
+pub mod slice_transform;
 pub mod xxph3;

@@ -1,0 +1,74 @@
+//! Options for building and reading block-based tables (RocksDB's
+//! `BlockBasedTableOptions` plus the column-family settings tables record).
+
+use super::compression::CompressionType;
+use crate::util::checksum::ChecksumType;
+use crate::util::comparator::{ComparatorRef, bytewise};
+use crate::util::slice_transform::SliceTransformRef;
+
+/// How tables are written and read.
+#[derive(Clone)]
+pub struct TableOptions {
+    /// Target uncompressed size of a data block.
+    pub block_size: usize,
+    /// Entries between restart points in data blocks.
+    pub block_restart_interval: usize,
+    /// Codec for data blocks.
+    pub compression: CompressionType,
+    /// Codec level; `None` uses the codec's default.
+    pub compression_level: Option<i32>,
+    /// Block checksum written into the footer.
+    pub checksum: ChecksumType,
+    /// Table format_version (1..=5; RocksDB 7.8.3 reads up to 5).
+    pub format_version: u32,
+    /// Bits per key of the full bloom filter; `None` writes no filter.
+    pub bloom_bits_per_key: Option<f64>,
+    /// Put whole user keys into the filter.
+    pub whole_key_filtering: bool,
+    /// Put prefixes of user keys into the filter.
+    pub prefix_extractor: Option<SliceTransformRef>,
+    /// User-key order; its name is stored in the properties.
+    pub comparator: ComparatorRef,
+    /// Verify block checksums on every read.
+    pub verify_checksums: bool,
+    /// Column family recorded in the properties.
+    pub column_family_id: u64,
+    pub column_family_name: String,
+    /// Merge operator name recorded in the properties (`nullptr` if none).
+    pub merge_operator_name: Option<String>,
+}
+
+impl std::fmt::Debug for TableOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableOptions")
+            .field("block_size", &self.block_size)
+            .field("block_restart_interval", &self.block_restart_interval)
+            .field("compression", &self.compression)
+            .field("checksum", &self.checksum)
+            .field("format_version", &self.format_version)
+            .field("bloom_bits_per_key", &self.bloom_bits_per_key)
+            .field("comparator", &self.comparator.name())
+            .finish()
+    }
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            block_size: 4096,
+            block_restart_interval: 16,
+            compression: CompressionType::Snappy,
+            compression_level: None,
+            checksum: ChecksumType::Crc32c,
+            format_version: 5,
+            bloom_bits_per_key: Some(10.0),
+            whole_key_filtering: true,
+            prefix_extractor: None,
+            comparator: bytewise(),
+            verify_checksums: true,
+            column_family_id: 0,
+            column_family_name: "default".into(),
+            merge_operator_name: None,
+        }
+    }
+}

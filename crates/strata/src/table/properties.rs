@@ -1,0 +1,249 @@
+//! The properties block: table statistics and settings under RocksDB's
+//! property names (`table/meta_blocks.cc`, `table_properties.cc`).
+//!
+//! Invariants: names in the block are strictly increasing bytewise
+//! (RocksDB rejects "properties unsorted"); integers are varint64, strings
+//! raw bytes; unknown names are kept as user-collected properties.
+
+use std::collections::BTreeMap;
+
+use super::block::{Block, KeyOrder};
+use super::block_builder::BlockBuilder;
+use super::iterator::InternalIterator;
+use crate::error::{Error, Result};
+use crate::util::coding::{get_varint64, put_varint64};
+use std::sync::Arc;
+
+/// Meta-index name of the properties block.
+pub const PROPERTIES_BLOCK: &str = "rocksdb.properties";
+/// Old name of the properties block, accepted on read.
+pub const PROPERTIES_BLOCK_OLD: &str = "rocksdb.stats";
+/// Meta-index name of the range-deletion block.
+pub const RANGE_DEL_BLOCK: &str = "rocksdb.range_del";
+/// Meta-index name of the full filter written by the built-in bloom policies.
+pub const FULL_FILTER_BLOCK: &str = "fullfilter.rocksdb.BuiltinBloomFilter";
+
+pub const INDEX_TYPE: &str = "rocksdb.block.based.table.index.type";
+pub const WHOLE_KEY_FILTERING: &str = "rocksdb.block.based.table.whole.key.filtering";
+pub const PREFIX_FILTERING: &str = "rocksdb.block.based.table.prefix.filtering";
+pub const EXTERNAL_SST_VERSION: &str = "rocksdb.external_sst_file.version";
+pub const EXTERNAL_SST_GLOBAL_SEQNO: &str = "rocksdb.external_sst_file.global_seqno";
+pub const DELETED_KEYS: &str = "rocksdb.deleted.keys";
+pub const MERGE_OPERANDS: &str = "rocksdb.merge.operands";
+
+/// Sentinel for a column family id that is not known.
+pub const UNKNOWN_COLUMN_FAMILY: u64 = 0x7fff_ffff;
+
+macro_rules! int_props {
+    ($($field:ident = $name:literal,)*) => {
+        /// Table properties with RocksDB's names.
+        #[derive(Clone, Debug, Default, PartialEq, Eq)]
+        pub struct TableProperties {
+            $(pub $field: u64,)*
+            pub db_id: Vec<u8>,
+            pub db_session_id: Vec<u8>,
+            pub db_host_id: Vec<u8>,
+            pub filter_policy_name: Vec<u8>,
+            pub column_family_name: Vec<u8>,
+            pub comparator_name: Vec<u8>,
+            pub merge_operator_name: Vec<u8>,
+            pub prefix_extractor_name: Vec<u8>,
+            pub property_collectors_names: Vec<u8>,
+            pub compression_name: Vec<u8>,
+            pub compression_options: Vec<u8>,
+            pub seqno_to_time_mapping: Vec<u8>,
+            /// Properties under names this struct has no field for.
+            pub user_collected: BTreeMap<Vec<u8>, Vec<u8>>,
+            /// Whether each integer property was present (by name).
+            pub present: Vec<&'static str>,
+        }
+
+        const INT_NAMES: &[&str] = &[$($name,)*];
+
+        impl TableProperties {
+            fn int_fields(&self) -> Vec<(&'static str, u64)> {
+                vec![$(($name, self.$field),)*]
+            }
+
+            fn set_int(&mut self, name: &str, v: u64) -> bool {
+                match name {
+                    $($name => { self.$field = v; self.present.push($name); true })*
+                    _ => false,
+                }
+            }
+        }
+    };
+}
+
+int_props! {
+    data_size = "rocksdb.data.size",
+    index_size = "rocksdb.index.size",
+    index_partitions = "rocksdb.index.partitions",
+    top_level_index_size = "rocksdb.top-level.index.size",
+    index_key_is_user_key = "rocksdb.index.key.is.user.key",
+    index_value_is_delta_encoded = "rocksdb.index.value.is.delta.encoded",
+    filter_size = "rocksdb.filter.size",
+    raw_key_size = "rocksdb.raw.key.size",
+    raw_value_size = "rocksdb.raw.value.size",
+    num_data_blocks = "rocksdb.num.data.blocks",
+    num_entries = "rocksdb.num.entries",
+    num_filter_entries = "rocksdb.num.filter_entries",
+    num_deletions = "rocksdb.deleted.keys",
+    num_merge_operands = "rocksdb.merge.operands",
+    num_range_deletions = "rocksdb.num.range-deletions",
+    format_version = "rocksdb.format.version",
+    fixed_key_len = "rocksdb.fixed.key.length",
+    column_family_id = "rocksdb.column.family.id",
+    creation_time = "rocksdb.creation.time",
+    oldest_key_time = "rocksdb.oldest.key.time",
+    file_creation_time = "rocksdb.file.creation.time",
+    orig_file_number = "rocksdb.original.file.number",
+    slow_compression_estimated_data_size = "rocksdb.sample_for_compression.slow.data.size",
+    fast_compression_estimated_data_size = "rocksdb.sample_for_compression.fast.data.size",
+}
+
+impl TableProperties {
+    fn string_fields(&self) -> Vec<(&'static str, &Vec<u8>)> {
+        vec![
+            ("rocksdb.creating.db.identity", &self.db_id),
+            ("rocksdb.creating.session.identity", &self.db_session_id),
+            ("rocksdb.creating.host.identity", &self.db_host_id),
+            ("rocksdb.filter.policy", &self.filter_policy_name),
+            ("rocksdb.column.family.name", &self.column_family_name),
+            ("rocksdb.comparator", &self.comparator_name),
+            ("rocksdb.merge.operator", &self.merge_operator_name),
+            ("rocksdb.prefix.extractor.name", &self.prefix_extractor_name),
+            (
+                "rocksdb.property.collectors",
+                &self.property_collectors_names,
+            ),
+            ("rocksdb.compression", &self.compression_name),
+            ("rocksdb.compression_options", &self.compression_options),
+            ("rocksdb.seqno.time.map", &self.seqno_to_time_mapping),
+        ]
+    }
+
+    fn string_field_mut(&mut self, name: &[u8]) -> Option<&mut Vec<u8>> {
+        Some(match name {
+            b"rocksdb.creating.db.identity" => &mut self.db_id,
+            b"rocksdb.creating.session.identity" => &mut self.db_session_id,
+            b"rocksdb.creating.host.identity" => &mut self.db_host_id,
+            b"rocksdb.filter.policy" => &mut self.filter_policy_name,
+            b"rocksdb.column.family.name" => &mut self.column_family_name,
+            b"rocksdb.comparator" => &mut self.comparator_name,
+            b"rocksdb.merge.operator" => &mut self.merge_operator_name,
+            b"rocksdb.prefix.extractor.name" => &mut self.prefix_extractor_name,
+            b"rocksdb.property.collectors" => &mut self.property_collectors_names,
+            b"rocksdb.compression" => &mut self.compression_name,
+            b"rocksdb.compression_options" => &mut self.compression_options,
+            b"rocksdb.seqno.time.map" => &mut self.seqno_to_time_mapping,
+            _ => return None,
+        })
+    }
+
+    /// Encodes the properties block (sorted, one restart point).
+    pub fn encode_block(&self) -> Vec<u8> {
+        let mut all: BTreeMap<Vec<u8>, Vec<u8>> = self.user_collected.clone();
+        for (name, v) in self.int_fields() {
+            let mut buf = Vec::new();
+            put_varint64(&mut buf, v);
+            all.insert(name.as_bytes().to_vec(), buf);
+        }
+        for (name, v) in self.string_fields() {
+            all.insert(name.as_bytes().to_vec(), v.clone());
+        }
+        let mut b = BlockBuilder::new(usize::MAX);
+        for (k, v) in &all {
+            b.add(k, v);
+        }
+        b.finish().to_vec()
+    }
+
+    /// Decodes a properties block.
+    pub fn decode_block(block: Arc<Block>, file: &str, offset: u64) -> Result<TableProperties> {
+        let mut props = TableProperties::default();
+        let mut it = block.iter(KeyOrder::Bytewise, false);
+        it.seek_to_first();
+        let mut last: Option<Vec<u8>> = None;
+        while it.valid() {
+            let (k, v) = (it.key(), it.value());
+            if let Some(prev) = &last
+                && prev.as_slice() >= k
+            {
+                return Err(Error::corruption(file, offset, "properties unsorted"));
+            }
+            last = Some(k.to_vec());
+            let name = std::str::from_utf8(k).unwrap_or("");
+            if INT_NAMES.contains(&name) {
+                // A malformed varint is skipped, as RocksDB does.
+                if let Some((n, used)) = get_varint64(v)
+                    && used == v.len()
+                {
+                    props.set_int(name, n);
+                }
+                if name == DELETED_KEYS || name == MERGE_OPERANDS {
+                    props.user_collected.insert(k.to_vec(), v.to_vec());
+                }
+            } else if let Some(f) = props.string_field_mut(k) {
+                *f = v.to_vec();
+            } else {
+                props.user_collected.insert(k.to_vec(), v.to_vec());
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(props)
+    }
+
+    /// A user-collected property, raw.
+    pub fn user_property(&self, name: &str) -> Option<&[u8]> {
+        self.user_collected
+            .get(name.as_bytes())
+            .map(|v| v.as_slice())
+    }
+
+    /// The index type (`rocksdb.block.based.table.index.type`), 0 if absent.
+    pub fn index_type(&self) -> u32 {
+        self.user_property(INDEX_TYPE)
+            .and_then(|v| crate::util::coding::decode_fixed32(v, 0))
+            .unwrap_or(0)
+    }
+
+    /// `Some(seqno)` when this is an external file (version >= 2) whose keys
+    /// all take a global sequence number.
+    pub fn global_seqno(&self) -> Option<u64> {
+        let version = self
+            .user_property(EXTERNAL_SST_VERSION)
+            .and_then(|v| crate::util::coding::decode_fixed32(v, 0))?;
+        if version < 2 {
+            return None;
+        }
+        self.user_property(EXTERNAL_SST_GLOBAL_SEQNO)
+            .and_then(|v| crate::util::coding::decode_fixed64(v, 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip() {
+        let mut p = TableProperties {
+            num_entries: 7,
+            data_size: 1234,
+            comparator_name: b"leveldb.BytewiseComparator".to_vec(),
+            compression_name: b"Snappy".to_vec(),
+            ..Default::default()
+        };
+        p.user_collected
+            .insert(INDEX_TYPE.as_bytes().to_vec(), vec![0, 0, 0, 0]);
+        let block = Arc::new(Block::from_vec(p.encode_block()).unwrap());
+        let q = TableProperties::decode_block(block, "t", 0).unwrap();
+        assert_eq!(q.num_entries, 7);
+        assert_eq!(q.data_size, 1234);
+        assert_eq!(q.compression_name, b"Snappy");
+        assert_eq!(q.index_type(), 0);
+        assert!(q.global_seqno().is_none());
+    }
+}

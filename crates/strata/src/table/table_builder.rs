@@ -1,0 +1,388 @@
+//! Writes a block-based table: data blocks, full filter, index, range
+//! deletions, properties, meta-index and footer, in RocksDB's order and
+//! encodings (`block_based_table_builder.cc`).
+//!
+//! Invariants: keys are added in strictly increasing internal-key order
+//! (checked in debug builds); an index entry for a data block is written
+//! only once the next key (or the end) is known, so its separator satisfies
+//! `last_key(block) <= sep < first_key(next block)`; a block is stored
+//! compressed only if that saves at least 12.5%.
+
+use std::cmp::Ordering;
+
+use super::block_builder::BlockBuilder;
+use super::compression::{CompressionType, compress};
+use super::filter::FilterBuilder;
+use super::format::{BLOCK_TRAILER_SIZE, BlockHandle, Footer};
+use super::options::TableOptions;
+use super::properties::{
+    FULL_FILTER_BLOCK, INDEX_TYPE, PREFIX_FILTERING, PROPERTIES_BLOCK, RANGE_DEL_BLOCK,
+    TableProperties, WHOLE_KEY_FILTERING,
+};
+use crate::env::WritableFile;
+use crate::error::{Error, Result};
+use crate::format::dbformat::{
+    InternalKeyComparator, ValueType, extract_user_key, parse_internal_key,
+};
+use crate::util::checksum::block_checksum;
+
+/// What a finished table holds.
+#[derive(Clone, Debug, Default)]
+pub struct TableInfo {
+    pub file_size: u64,
+    pub num_entries: u64,
+    /// Smallest and largest internal keys of point entries and range
+    /// tombstones (empty if the table is empty).
+    pub smallest_key: Vec<u8>,
+    pub largest_key: Vec<u8>,
+    pub smallest_seqno: u64,
+    pub largest_seqno: u64,
+    pub properties: TableProperties,
+}
+
+/// Builds one table file.
+pub struct TableBuilder {
+    opts: TableOptions,
+    icmp: InternalKeyComparator,
+    file: Box<dyn WritableFile>,
+    offset: u64,
+    data_block: BlockBuilder,
+    index_block: BlockBuilder,
+    range_del_block: BlockBuilder,
+    filter: Option<FilterBuilder>,
+    last_prefix: Option<Vec<u8>>,
+    /// Handle of the last data block, awaiting its index entry.
+    pending_handle: Option<BlockHandle>,
+    last_key: Vec<u8>,
+    props: TableProperties,
+    info: TableInfo,
+    compressed_buf: Vec<u8>,
+    finished: bool,
+}
+
+impl std::fmt::Debug for TableBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableBuilder")
+            .field("offset", &self.offset)
+            .field("entries", &self.props.num_entries)
+            .finish()
+    }
+}
+
+impl TableBuilder {
+    /// Starts a table written to `file`, which must be empty.
+    pub fn new(opts: TableOptions, file: Box<dyn WritableFile>) -> Result<TableBuilder> {
+        if !(1..=5).contains(&opts.format_version) {
+            return Err(Error::InvalidArgument(format!(
+                "unsupported table format_version {} (1..=5)",
+                opts.format_version
+            )));
+        }
+        if !opts.compression.can_compress() {
+            return Err(Error::NotSupported(format!(
+                "writing {} compression",
+                opts.compression.name()
+            )));
+        }
+        if opts.block_size == 0 || opts.block_restart_interval == 0 {
+            return Err(Error::InvalidArgument(
+                "block_size and block_restart_interval must be positive".into(),
+            ));
+        }
+        let filter = match opts.bloom_bits_per_key {
+            Some(bits) if bits >= 0.5 && opts.format_version >= 5 => Some(FilterBuilder::new(bits)),
+            Some(bits) if bits >= 0.5 => {
+                return Err(Error::NotSupported(
+                    "bloom filters need table format_version 5".into(),
+                ));
+            }
+            _ => None,
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let props = TableProperties {
+            format_version: 0, // RocksDB writes 0 here for block-based tables
+            column_family_id: opts.column_family_id,
+            column_family_name: opts.column_family_name.as_bytes().to_vec(),
+            comparator_name: opts.comparator.name().as_bytes().to_vec(),
+            merge_operator_name: opts
+                .merge_operator_name
+                .clone()
+                .unwrap_or_else(|| "nullptr".into())
+                .into_bytes(),
+            prefix_extractor_name: opts
+                .prefix_extractor
+                .as_ref()
+                .map(|p| p.name())
+                .unwrap_or_else(|| "nullptr".into())
+                .into_bytes(),
+            property_collectors_names: b"[]".to_vec(),
+            compression_name: opts.compression.name().as_bytes().to_vec(),
+            compression_options: b"window_bits=-14; level=32767; strategy=0; max_dict_bytes=0; zstd_max_train_bytes=0; enabled=0; max_dict_buffer_bytes=0; use_zstd_dict_trainer=1; ".to_vec(),
+            filter_policy_name: if filter.is_some() {
+                b"bloomfilter".to_vec()
+            } else {
+                Vec::new()
+            },
+            creation_time: now,
+            file_creation_time: now,
+            db_host_id: b"strata".to_vec(),
+            ..Default::default()
+        };
+        Ok(TableBuilder {
+            icmp: InternalKeyComparator::new(opts.comparator.clone()),
+            data_block: BlockBuilder::new(opts.block_restart_interval),
+            index_block: BlockBuilder::new(1),
+            range_del_block: BlockBuilder::new(1),
+            filter,
+            last_prefix: None,
+            opts,
+            file,
+            offset: 0,
+            pending_handle: None,
+            last_key: Vec::new(),
+            props,
+            info: TableInfo {
+                smallest_seqno: u64::MAX,
+                ..Default::default()
+            },
+            compressed_buf: Vec::new(),
+            finished: false,
+        })
+    }
+
+    /// Sets properties that identify the writer (db id, session, file number).
+    pub fn set_identity(&mut self, db_id: &str, session_id: &str, file_number: u64) {
+        self.props.db_id = db_id.as_bytes().to_vec();
+        self.props.db_session_id = session_id.as_bytes().to_vec();
+        self.props.orig_file_number = file_number;
+    }
+
+    /// Adds a user-collected property (e.g. the external-file markers).
+    pub fn add_user_property(&mut self, name: &str, value: Vec<u8>) {
+        self.props
+            .user_collected
+            .insert(name.as_bytes().to_vec(), value);
+    }
+
+    fn track_key(&mut self, ikey: &[u8], seq: u64, end_user_key: Option<&[u8]>) {
+        if self.info.smallest_key.is_empty()
+            || self.icmp.compare(ikey, &self.info.smallest_key) == Ordering::Less
+        {
+            self.info.smallest_key = ikey.to_vec();
+        }
+        let largest_candidate = match end_user_key {
+            // A range tombstone covers keys up to (excluding) its end.
+            Some(end) => crate::format::make_internal_key(
+                end,
+                crate::format::MAX_SEQUENCE_NUMBER,
+                ValueType::RangeDeletion,
+            ),
+            None => ikey.to_vec(),
+        };
+        if self.info.largest_key.is_empty()
+            || self
+                .icmp
+                .compare(&largest_candidate, &self.info.largest_key)
+                == Ordering::Greater
+        {
+            self.info.largest_key = largest_candidate;
+        }
+        self.info.smallest_seqno = self.info.smallest_seqno.min(seq);
+        self.info.largest_seqno = self.info.largest_seqno.max(seq);
+    }
+
+    /// Adds a point entry. REQUIRES: `ikey` is a valid internal key greater
+    /// than every key added before.
+    pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        let parsed = parse_internal_key(ikey).ok_or_else(|| {
+            Error::InvalidArgument("table key is not a valid internal key".into())
+        })?;
+        if !self.last_key.is_empty() && self.icmp.compare(&self.last_key, ikey) != Ordering::Less {
+            return Err(Error::InvalidArgument(
+                "keys must be added to a table in strictly increasing order".into(),
+            ));
+        }
+        if let Some(handle) = self.pending_handle.take() {
+            let mut sep = std::mem::take(&mut self.last_key);
+            self.icmp.find_shortest_separator(&mut sep, ikey);
+            self.index_block.add(&sep, &handle.encode());
+        }
+        if let Some(f) = &mut self.filter {
+            let user_key = parsed.user_key;
+            if let Some(pe) = &self.opts.prefix_extractor
+                && pe.in_domain(user_key)
+            {
+                let prefix = pe.transform(user_key);
+                if self.last_prefix.as_deref() != Some(prefix) {
+                    f.add_key(prefix);
+                    self.last_prefix = Some(prefix.to_vec());
+                }
+            }
+            if self.opts.whole_key_filtering {
+                f.add_key(user_key);
+            }
+        }
+        self.data_block.add(ikey, value);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(ikey);
+        self.props.num_entries += 1;
+        self.props.raw_key_size += ikey.len() as u64;
+        self.props.raw_value_size += value.len() as u64;
+        match parsed.value_type {
+            ValueType::Deletion | ValueType::SingleDeletion | ValueType::DeletionWithTimestamp => {
+                self.props.num_deletions += 1
+            }
+            ValueType::Merge => self.props.num_merge_operands += 1,
+            _ => {}
+        }
+        self.track_key(ikey, parsed.sequence, None);
+        if self.data_block.current_size_estimate() >= self.opts.block_size {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    /// Adds a range tombstone deleting user keys in `[begin, end)` at `seq`.
+    /// Tombstones must be added in increasing order of `(begin, seq desc)`.
+    pub fn add_range_tombstone(&mut self, begin: &[u8], end: &[u8], seq: u64) -> Result<()> {
+        let ikey = crate::format::make_internal_key(begin, seq, ValueType::RangeDeletion);
+        self.range_del_block.add(&ikey, end);
+        self.props.num_entries += 1;
+        self.props.num_deletions += 1;
+        self.props.num_range_deletions += 1;
+        self.props.raw_key_size += ikey.len() as u64;
+        self.props.raw_value_size += end.len() as u64;
+        self.track_key(&ikey, seq, Some(end));
+        Ok(())
+    }
+
+    /// Entries added so far (point entries and tombstones).
+    pub fn num_entries(&self) -> u64 {
+        self.props.num_entries
+    }
+
+    /// Bytes written so far plus the unfinished data block.
+    pub fn estimated_file_size(&self) -> u64 {
+        self.offset + self.data_block.current_size_estimate() as u64
+    }
+
+    fn flush_data_block(&mut self) -> Result<()> {
+        if self.data_block.is_empty() {
+            return Ok(());
+        }
+        let raw = self.data_block.finish().to_vec();
+        let handle = self.write_block(&raw, self.opts.compression)?;
+        self.data_block.reset();
+        self.props.num_data_blocks += 1;
+        self.props.data_size = self.offset;
+        debug_assert!(self.pending_handle.is_none());
+        self.pending_handle = Some(handle);
+        Ok(())
+    }
+
+    /// Writes a block with its trailer, compressing it if that pays.
+    fn write_block(&mut self, raw: &[u8], kind: CompressionType) -> Result<BlockHandle> {
+        let mut stored: &[u8] = raw;
+        let mut type_byte = CompressionType::None;
+        if kind != CompressionType::None
+            && let Some(c) = compress(kind, raw, self.opts.compression_level)?
+            && c.len() < raw.len() - raw.len() / 8
+        {
+            self.compressed_buf = c;
+            stored = &self.compressed_buf;
+            type_byte = kind;
+        }
+        let handle = BlockHandle::new(self.offset, stored.len() as u64);
+        let mut trailer = [0u8; BLOCK_TRAILER_SIZE];
+        trailer[0] = type_byte as u8;
+        let crc = block_checksum(self.opts.checksum, stored, type_byte as u8);
+        trailer[1..].copy_from_slice(&crc.to_le_bytes());
+        self.file.append(stored)?;
+        self.file.append(&trailer)?;
+        self.offset += (stored.len() + BLOCK_TRAILER_SIZE) as u64;
+        Ok(handle)
+    }
+
+    /// Writes the remaining blocks and the footer, syncs if asked, and
+    /// closes the file.
+    pub fn finish(mut self, sync: bool) -> Result<TableInfo> {
+        self.flush_data_block()?;
+        if let Some(handle) = self.pending_handle.take() {
+            let mut last = std::mem::take(&mut self.last_key);
+            self.icmp.find_short_successor(&mut last);
+            self.index_block.add(&last, &handle.encode());
+        }
+        let mut meta: Vec<(&str, BlockHandle)> = Vec::new();
+        if let Some(f) = &mut self.filter {
+            self.props.num_filter_entries = f.num_added() as u64;
+            let block = f.finish();
+            if !block.is_empty() {
+                self.props.filter_size = block.len() as u64;
+                let h = self.write_block(&block, CompressionType::None)?;
+                meta.push((FULL_FILTER_BLOCK, h));
+            }
+        }
+        let index = self.index_block.finish().to_vec();
+        let index_handle = self.write_block(&index, CompressionType::None)?;
+        self.props.index_size = index.len() as u64 + BLOCK_TRAILER_SIZE as u64;
+        if !self.range_del_block.is_empty() {
+            let rd = self.range_del_block.finish().to_vec();
+            let h = self.write_block(&rd, CompressionType::None)?;
+            meta.push((RANGE_DEL_BLOCK, h));
+        }
+        self.props.data_size = self.props.data_size.max(0);
+        self.props.index_key_is_user_key = 0;
+        self.props.index_value_is_delta_encoded = 0;
+        self.props
+            .user_collected
+            .insert(INDEX_TYPE.as_bytes().to_vec(), 0u32.to_le_bytes().to_vec());
+        let flag = |b: bool| if b { b"1".to_vec() } else { b"0".to_vec() };
+        let prefix_filtering = self.opts.prefix_extractor.is_some() && self.filter.is_some();
+        self.props.user_collected.insert(
+            WHOLE_KEY_FILTERING.as_bytes().to_vec(),
+            flag(self.opts.whole_key_filtering),
+        );
+        self.props
+            .user_collected
+            .insert(PREFIX_FILTERING.as_bytes().to_vec(), flag(prefix_filtering));
+        let props_block = self.props.encode_block();
+        let props_handle = self.write_block(&props_block, CompressionType::None)?;
+        meta.push((PROPERTIES_BLOCK, props_handle));
+        meta.sort_by(|a, b| a.0.cmp(b.0));
+        let mut metaindex = BlockBuilder::new(1);
+        for (name, h) in &meta {
+            metaindex.add(name.as_bytes(), &h.encode());
+        }
+        let metaindex_raw = metaindex.finish().to_vec();
+        let metaindex_handle = self.write_block(&metaindex_raw, CompressionType::None)?;
+        let footer = Footer {
+            checksum_type: self.opts.checksum,
+            metaindex_handle,
+            index_handle,
+            format_version: self.opts.format_version,
+            offset: self.offset,
+        };
+        self.file.append(&footer.encode())?;
+        self.offset += footer.encode().len() as u64;
+        if sync {
+            self.file.sync()?;
+        }
+        self.file.close()?;
+        self.finished = true;
+        if self.info.smallest_seqno == u64::MAX {
+            self.info.smallest_seqno = 0;
+        }
+        self.info.file_size = self.offset;
+        self.info.num_entries = self.props.num_entries;
+        self.info.properties = std::mem::take(&mut self.props);
+        Ok(std::mem::take(&mut self.info))
+    }
+
+    /// The user key of the last point entry added.
+    pub fn last_user_key(&self) -> &[u8] {
+        extract_user_key(&self.last_key)
+    }
+}

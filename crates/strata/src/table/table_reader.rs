@@ -1,0 +1,519 @@
+//! Opens a block-based table and reads it: point lookups through the
+//! filter, and a two-level iterator (index block -> data blocks).
+//!
+//! Invariants: every handle read from the file is bounds-checked against
+//! the file size before a read; every block's checksum is verified when
+//! `verify_checksums` is set; an unsupported feature (partitioned index,
+//! hash index) is a clear `NotSupported` error at open.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::block::{Block, BlockIter, KeyOrder};
+use super::filter::FilterReader;
+use super::format::{
+    BlockContents, BlockHandle, BlockReadOptions, Footer, read_block, read_footer,
+};
+use super::iterator::InternalIterator;
+use super::options::TableOptions;
+use super::properties::{
+    FULL_FILTER_BLOCK, PROPERTIES_BLOCK, PROPERTIES_BLOCK_OLD, RANGE_DEL_BLOCK, TableProperties,
+};
+use crate::env::RandomAccessFile;
+use crate::error::{Error, Result};
+use crate::format::dbformat::{InternalKeyComparator, extract_user_key, pack_sequence_and_type};
+use crate::format::{ValueType, parse_internal_key};
+
+/// An open table.
+pub struct Table {
+    file: Arc<dyn RandomAccessFile>,
+    name: Arc<str>,
+    file_size: u64,
+    footer: Footer,
+    read_opts: BlockReadOptions,
+    icmp: InternalKeyComparator,
+    props: TableProperties,
+    meta: BTreeMap<String, BlockHandle>,
+    index_block: Arc<Block>,
+    index_order: KeyOrder,
+    index_delta: bool,
+    filter: Option<FilterReader>,
+    whole_key_filtering: bool,
+    prefix_filter: Option<crate::util::slice_transform::SliceTransformRef>,
+    range_tombstones: Vec<(Vec<u8>, Vec<u8>)>,
+    global_seqno: Option<u64>,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("name", &self.name)
+            .field("file_size", &self.file_size)
+            .field("footer", &self.footer)
+            .finish()
+    }
+}
+
+impl Table {
+    /// Opens the table in `file` (`file_size` bytes; `name` is used in
+    /// errors). `opts.comparator` must match the one the table was written
+    /// with (checked by name when the table records one).
+    pub fn open(
+        file: Arc<dyn RandomAccessFile>,
+        name: &str,
+        file_size: u64,
+        opts: &TableOptions,
+    ) -> Result<Table> {
+        let footer = read_footer(&*file, name, file_size)?;
+        let name: Arc<str> = Arc::from(name);
+        let read_opts = BlockReadOptions {
+            checksum_type: footer.checksum_type,
+            verify_checksums: opts.verify_checksums,
+            format_version: footer.format_version,
+            file_size,
+        };
+        // The meta-index is read with checksums on whatever the caller asked.
+        let meta_opts = BlockReadOptions {
+            verify_checksums: true,
+            ..read_opts
+        };
+        let metaindex = read_block(&*file, &name, footer.metaindex_handle, &meta_opts)?;
+        let metaindex = Arc::new(Block::new(
+            metaindex.data,
+            name.clone(),
+            footer.metaindex_handle,
+        )?);
+        let mut meta = BTreeMap::new();
+        let mut it = metaindex.iter(KeyOrder::Bytewise, false);
+        it.seek_to_first();
+        while it.valid() {
+            let h = BlockHandle::decode(it.value()).ok_or_else(|| {
+                Error::corruption(
+                    &*name,
+                    footer.metaindex_handle.offset,
+                    "bad handle in meta-index",
+                )
+            })?;
+            meta.insert(String::from_utf8_lossy(it.key()).into_owned(), h);
+            it.next();
+        }
+        it.status()?;
+
+        let props = match meta
+            .get(PROPERTIES_BLOCK)
+            .or_else(|| meta.get(PROPERTIES_BLOCK_OLD))
+        {
+            Some(&h) => {
+                let c = read_block(&*file, &name, h, &meta_opts)?;
+                let b = Arc::new(Block::new(c.data, name.clone(), h)?);
+                TableProperties::decode_block(b, &name, h.offset)?
+            }
+            None => TableProperties::default(),
+        };
+        if !props.comparator_name.is_empty()
+            && props.comparator_name != opts.comparator.name().as_bytes()
+        {
+            return Err(Error::InvalidArgument(format!(
+                "{name}: table was written with comparator {} but is opened with {}",
+                String::from_utf8_lossy(&props.comparator_name),
+                opts.comparator.name()
+            )));
+        }
+        match props.index_type() {
+            0 => {}
+            t => {
+                return Err(Error::NotSupported(format!(
+                    "{name}: index type {t} (only binary-search indexes are read)"
+                )));
+            }
+        }
+        let icmp = InternalKeyComparator::new(opts.comparator.clone());
+        let index_order = if props.index_key_is_user_key != 0 {
+            KeyOrder::User(opts.comparator.clone())
+        } else {
+            KeyOrder::Internal(icmp.clone())
+        };
+        let index = read_block(&*file, &name, footer.index_handle, &read_opts)?;
+        let index_block = Arc::new(Block::new(index.data, name.clone(), footer.index_handle)?);
+
+        let filter = match meta.get(FULL_FILTER_BLOCK) {
+            Some(&h) => Some(FilterReader::new(
+                read_block(&*file, &name, h, &meta_opts)?.data.to_vec(),
+            )),
+            None => None,
+        };
+        let prefix_filter =
+            if props.user_property(super::properties::PREFIX_FILTERING) == Some(b"1") {
+                crate::util::slice_transform::parse_slice_transform(&String::from_utf8_lossy(
+                    &props.prefix_extractor_name,
+                ))
+            } else {
+                None
+            };
+        let whole_key_filtering =
+            props.user_property(super::properties::WHOLE_KEY_FILTERING) != Some(b"0");
+
+        let mut range_tombstones = Vec::new();
+        if let Some(&h) = meta.get(RANGE_DEL_BLOCK) {
+            let c = read_block(&*file, &name, h, &meta_opts)?;
+            let b = Arc::new(Block::new(c.data, name.clone(), h)?);
+            let mut it = b.iter(KeyOrder::Internal(icmp.clone()), false);
+            it.seek_to_first();
+            while it.valid() {
+                if parse_internal_key(it.key()).is_none() {
+                    return Err(Error::corruption(
+                        &*name,
+                        h.offset,
+                        "bad range tombstone key",
+                    ));
+                }
+                range_tombstones.push((it.key().to_vec(), it.value().to_vec()));
+                it.next();
+            }
+            it.status()?;
+        }
+        let global_seqno = props.global_seqno().filter(|&s| s != 0);
+        Ok(Table {
+            file,
+            name,
+            file_size,
+            footer,
+            read_opts,
+            icmp,
+            index_delta: props.index_value_is_delta_encoded != 0,
+            props,
+            meta,
+            index_block,
+            index_order,
+            filter,
+            whole_key_filtering,
+            prefix_filter,
+            range_tombstones,
+            global_seqno,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    pub fn footer(&self) -> &Footer {
+        &self.footer
+    }
+
+    pub fn properties(&self) -> &TableProperties {
+        &self.props
+    }
+
+    /// Meta-index entries by name.
+    pub fn meta_blocks(&self) -> &BTreeMap<String, BlockHandle> {
+        &self.meta
+    }
+
+    /// Range tombstones as (internal begin key, exclusive end user key).
+    pub fn range_tombstones(&self) -> &[(Vec<u8>, Vec<u8>)] {
+        &self.range_tombstones
+    }
+
+    /// The global sequence number of an ingested external file, if any.
+    pub fn global_seqno(&self) -> Option<u64> {
+        self.global_seqno
+    }
+
+    /// An iterator over the index block: keys are separators, values
+    /// encoded data-block handles.
+    pub fn index_iter(&self) -> BlockIter {
+        self.index_block
+            .iter(self.index_order.clone(), self.index_delta)
+    }
+
+    /// Reads and checks a block of this table (uncompressed contents).
+    pub fn read_block(&self, handle: BlockHandle) -> Result<BlockContents> {
+        read_block(&*self.file, &self.name, handle, &self.read_opts)
+    }
+
+    /// Reads a data block.
+    pub fn read_data_block(&self, handle: BlockHandle) -> Result<Arc<Block>> {
+        let c = self.read_block(handle)?;
+        Ok(Arc::new(Block::new(c.data, self.name.clone(), handle)?))
+    }
+
+    /// False only if the filter proves `user_key` is absent.
+    pub fn key_may_match(&self, user_key: &[u8]) -> bool {
+        let Some(f) = &self.filter else { return true };
+        if self.whole_key_filtering {
+            return f.key_may_match(user_key);
+        }
+        match &self.prefix_filter {
+            Some(pe) if pe.in_domain(user_key) => f.key_may_match(pe.transform(user_key)),
+            _ => true,
+        }
+    }
+
+    /// False only if the filter proves no key with `prefix` exists.
+    pub fn prefix_may_match(&self, prefix: &[u8]) -> bool {
+        match (&self.filter, &self.prefix_filter) {
+            (Some(f), Some(_)) => f.key_may_match(prefix),
+            _ => true,
+        }
+    }
+
+    /// The first point entry at or after the internal key `target` if it has
+    /// the same user key; consults the filter first.
+    pub fn get(self: &Arc<Self>, target: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let user_key = extract_user_key(target);
+        if !self.key_may_match(user_key) {
+            return Ok(None);
+        }
+        let mut it = self.iter();
+        it.seek(target);
+        it.status()?;
+        if it.valid()
+            && self
+                .icmp
+                .user_comparator()
+                .compare(extract_user_key(it.key()), user_key)
+                .is_eq()
+        {
+            return Ok(Some((it.key().to_vec(), it.value().to_vec())));
+        }
+        Ok(None)
+    }
+
+    /// A two-level iterator over all point entries.
+    pub fn iter(self: &Arc<Self>) -> TableIter {
+        TableIter {
+            table: Arc::clone(self),
+            index: self.index_iter(),
+            data: None,
+            data_handle: None,
+            key_buf: Vec::new(),
+            status: None,
+        }
+    }
+
+    /// Reads every block the table references and verifies its checksum,
+    /// and checks that data-block keys are valid and increasing.
+    pub fn verify_checksums(self: &Arc<Self>) -> Result<()> {
+        let opts = BlockReadOptions {
+            verify_checksums: true,
+            ..self.read_opts
+        };
+        for &h in self.meta.values() {
+            read_block(&*self.file, &self.name, h, &opts)?;
+        }
+        read_block(&*self.file, &self.name, self.footer.index_handle, &opts)?;
+        let mut idx = self.index_iter();
+        idx.seek_to_first();
+        while idx.valid() {
+            let h = BlockHandle::decode(idx.value())
+                .ok_or_else(|| Error::corruption(&*self.name, 0, "bad index entry"))?;
+            read_block(&*self.file, &self.name, h, &opts)?;
+            idx.next();
+        }
+        idx.status()
+    }
+}
+
+/// Iterates over a table's point entries in internal-key order.
+pub struct TableIter {
+    table: Arc<Table>,
+    index: BlockIter,
+    data: Option<BlockIter>,
+    data_handle: Option<BlockHandle>,
+    /// Key with the global sequence number patched in (ingested files).
+    key_buf: Vec<u8>,
+    status: Option<Error>,
+}
+
+impl std::fmt::Debug for TableIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableIter")
+            .field("table", &self.table.name)
+            .field("block", &self.data_handle)
+            .finish()
+    }
+}
+
+impl TableIter {
+    /// Loads the data block the index iterator points at.
+    fn init_data_block(&mut self) {
+        if !self.index.valid() {
+            self.data = None;
+            return;
+        }
+        let Some(h) = BlockHandle::decode(self.index.value()) else {
+            self.set_error(Error::corruption(
+                &*self.table.name,
+                self.table.footer.index_handle.offset,
+                "bad block handle in index",
+            ));
+            return;
+        };
+        if self.data.is_some() && self.data_handle == Some(h) {
+            return;
+        }
+        match self.table.read_data_block(h) {
+            Ok(b) => {
+                self.data = Some(b.iter(KeyOrder::Internal(self.table.icmp.clone()), false));
+                self.data_handle = Some(h);
+            }
+            Err(e) => self.set_error(e),
+        }
+    }
+
+    fn set_error(&mut self, e: Error) {
+        if self.status.is_none() {
+            self.status = Some(e);
+        }
+        self.data = None;
+        self.data_handle = None;
+    }
+
+    fn data_valid(&self) -> bool {
+        self.data.as_ref().is_some_and(|d| d.valid())
+    }
+
+    /// Moves forward over empty (or exhausted) data blocks.
+    fn skip_empty_forward(&mut self) {
+        while !self.data_valid() {
+            if let Some(d) = &self.data
+                && let Err(e) = d.status()
+            {
+                self.set_error(e);
+                return;
+            }
+            if self.status.is_some() || !self.index.valid() {
+                self.data = None;
+                return;
+            }
+            self.index.next();
+            self.init_data_block();
+            if let Some(d) = &mut self.data {
+                d.seek_to_first();
+            }
+        }
+        self.patch_key();
+    }
+
+    fn skip_empty_backward(&mut self) {
+        while !self.data_valid() {
+            if let Some(d) = &self.data
+                && let Err(e) = d.status()
+            {
+                self.set_error(e);
+                return;
+            }
+            if self.status.is_some() || !self.index.valid() {
+                self.data = None;
+                return;
+            }
+            self.index.prev();
+            self.init_data_block();
+            if let Some(d) = &mut self.data {
+                d.seek_to_last();
+            }
+        }
+        self.patch_key();
+    }
+
+    fn patch_key(&mut self) {
+        if let (Some(seq), Some(d)) = (self.table.global_seqno, &self.data)
+            && d.valid()
+        {
+            let k = d.key();
+            self.key_buf.clear();
+            self.key_buf.extend_from_slice(extract_user_key(k));
+            let t = parse_internal_key(k).map_or(ValueType::Value, |p| p.value_type);
+            self.key_buf
+                .extend_from_slice(&pack_sequence_and_type(seq, t).to_le_bytes());
+        }
+    }
+}
+
+impl InternalIterator for TableIter {
+    fn valid(&self) -> bool {
+        self.status.is_none() && self.data_valid()
+    }
+
+    fn seek_to_first(&mut self) {
+        self.status = None;
+        self.index.seek_to_first();
+        self.init_data_block();
+        if let Some(d) = &mut self.data {
+            d.seek_to_first();
+        }
+        self.skip_empty_forward();
+    }
+
+    fn seek_to_last(&mut self) {
+        self.status = None;
+        self.index.seek_to_last();
+        self.init_data_block();
+        if let Some(d) = &mut self.data {
+            d.seek_to_last();
+        }
+        self.skip_empty_backward();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        self.status = None;
+        self.index.seek(target);
+        self.init_data_block();
+        if let Some(d) = &mut self.data {
+            d.seek(target);
+        }
+        self.skip_empty_forward();
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.seek(target);
+        if self.status.is_some() {
+            return;
+        }
+        if !self.valid() {
+            self.seek_to_last();
+            return;
+        }
+        while self.valid() && self.table.icmp.compare(self.key(), target).is_gt() {
+            self.prev();
+        }
+    }
+
+    fn next(&mut self) {
+        if let Some(d) = &mut self.data {
+            d.next();
+        }
+        self.skip_empty_forward();
+    }
+
+    fn prev(&mut self) {
+        if let Some(d) = &mut self.data {
+            d.prev();
+        }
+        self.skip_empty_backward();
+    }
+
+    fn key(&self) -> &[u8] {
+        match &self.data {
+            Some(d) if self.table.global_seqno.is_none() => d.key(),
+            Some(_) => &self.key_buf,
+            None => &[],
+        }
+    }
+
+    fn value(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[], |d| d.value())
+    }
+
+    fn status(&self) -> Result<()> {
+        if let Some(e) = &self.status {
+            return Err(e.duplicate());
+        }
+        self.index.status()
+    }
+}

@@ -1,0 +1,305 @@
+//! Whole-table tests: build from a model, read back every way, and damage.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::env::{RandomAccessFile, WritableFile};
+use crate::error::Result;
+use crate::format::{ValueType, make_internal_key, parse_internal_key};
+use crate::table::iterator::InternalIterator;
+use crate::util::checksum::ChecksumType;
+
+#[derive(Clone, Default)]
+struct MemFile(Arc<Mutex<Vec<u8>>>);
+
+impl WritableFile for MemFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.0.lock().unwrap().extend_from_slice(data);
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn close(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn size(&self) -> u64 {
+        self.0.lock().unwrap().len() as u64
+    }
+}
+
+struct Bytes(Vec<u8>);
+
+impl RandomAccessFile for Bytes {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let start = (offset as usize).min(self.0.len());
+        let n = buf.len().min(self.0.len() - start);
+        buf[..n].copy_from_slice(&self.0[start..start + n]);
+        Ok(n)
+    }
+    fn size(&self) -> Result<u64> {
+        Ok(self.0.len() as u64)
+    }
+}
+
+type Model = BTreeMap<Vec<u8>, (u64, ValueType, Vec<u8>)>;
+
+fn build(model: &Model, opts: &TableOptions) -> Vec<u8> {
+    let f = MemFile::default();
+    let mut b = TableBuilder::new(opts.clone(), Box::new(f.clone())).unwrap();
+    for (k, (seq, t, v)) in model {
+        b.add(&make_internal_key(k, *seq, *t), v).unwrap();
+    }
+    b.finish(false).unwrap();
+    let bytes = f.0.lock().unwrap().clone();
+    bytes
+}
+
+fn open(bytes: Vec<u8>, opts: &TableOptions) -> Result<Arc<Table>> {
+    let n = bytes.len() as u64;
+    Table::open(Arc::new(Bytes(bytes)), "test.sst", n, opts).map(Arc::new)
+}
+
+fn scan(t: &Arc<Table>) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut it = t.iter();
+    it.seek_to_first();
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status()?;
+    Ok(out)
+}
+
+fn expected(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
+    model
+        .iter()
+        .map(|(k, (s, t, v))| (make_internal_key(k, *s, *t), v.clone()))
+        .collect()
+}
+
+const CODECS: [CompressionType; 7] = [
+    CompressionType::None,
+    CompressionType::Snappy,
+    CompressionType::Zlib,
+    CompressionType::BZip2,
+    CompressionType::Lz4,
+    CompressionType::Lz4hc,
+    CompressionType::Zstd,
+];
+
+fn model_strategy() -> impl Strategy<Value = Model> {
+    let key = proptest::collection::vec(
+        prop_oneof![Just(b'k'), Just(b'e'), Just(b'y'), any::<u8>()],
+        0..14,
+    );
+    let t = prop_oneof![
+        Just(ValueType::Value),
+        Just(ValueType::Deletion),
+        Just(ValueType::Merge),
+        Just(ValueType::SingleDeletion)
+    ];
+    let v = proptest::collection::vec(prop_oneof![Just(b'v'), any::<u8>()], 0..120);
+    proptest::collection::btree_map(key, (0u64..1000, t, v), 0..300)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn table_matches_btreemap(
+        model in model_strategy(),
+        codec in 0usize..7,
+        interval in 1usize..20,
+        block_size in 32usize..2048,
+        checksum in 0u8..5,
+        bloom in any::<bool>(),
+        probes in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..6), 0..30),
+    ) {
+        let opts = TableOptions {
+            compression: CODECS[codec],
+            block_restart_interval: interval,
+            block_size,
+            checksum: ChecksumType::from_u8(checksum).unwrap(),
+            bloom_bits_per_key: bloom.then_some(10.0),
+            ..TableOptions::default()
+        };
+        let t = open(build(&model, &opts), &opts).unwrap();
+        let want = expected(&model);
+        prop_assert_eq!(scan(&t).unwrap(), want.clone());
+        // Backward.
+        let mut it = t.iter();
+        it.seek_to_last();
+        let mut back = Vec::new();
+        while it.valid() {
+            back.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev();
+        }
+        back.reverse();
+        prop_assert_eq!(back, want.clone());
+        prop_assert_eq!(t.properties().num_entries, model.len() as u64);
+        // Point lookups and seeks.
+        let mut keys: Vec<Vec<u8>> = model.keys().cloned().collect();
+        keys.extend(probes);
+        for k in &keys {
+            let target = make_internal_key(k, crate::format::MAX_SEQUENCE_NUMBER, ValueType::WideColumnEntity);
+            let got = t.get(&target).unwrap();
+            match model.get(k) {
+                Some((s, ty, v)) => prop_assert_eq!(got, Some((make_internal_key(k, *s, *ty), v.clone()))),
+                None => prop_assert_eq!(got, None),
+            }
+            it.seek(&target);
+            match model.range(k.clone()..).next() {
+                Some((k2, _)) => {
+                    prop_assert!(it.valid());
+                    prop_assert_eq!(parse_internal_key(it.key()).unwrap().user_key, &k2[..]);
+                }
+                None => prop_assert!(!it.valid()),
+            }
+            let target_last = make_internal_key(k, 0, ValueType::Deletion);
+            it.seek_for_prev(&target_last);
+            match model.range(..=k.clone()).next_back() {
+                Some((k2, _)) => {
+                    prop_assert!(it.valid());
+                    prop_assert_eq!(parse_internal_key(it.key()).unwrap().user_key, &k2[..]);
+                }
+                None => prop_assert!(!it.valid()),
+            }
+        }
+        t.verify_checksums().unwrap();
+    }
+}
+
+fn small_model() -> Model {
+    (0..40u32)
+        .map(|i| {
+            let t = if i % 7 == 3 {
+                ValueType::Deletion
+            } else {
+                ValueType::Value
+            };
+            (
+                format!("key{i:04}").into_bytes(),
+                (u64::from(i) + 1, t, format!("value-{i}").into_bytes()),
+            )
+        })
+        .collect()
+}
+
+/// G5: every single-bit flip in a small table is detected (open, scan or
+/// checksum verification fails) or provably harmless (the table reads back
+/// exactly the original entries).
+#[test]
+fn every_bit_flip_is_detected_or_harmless() {
+    for codec in [
+        CompressionType::None,
+        CompressionType::Snappy,
+        CompressionType::Zstd,
+    ] {
+        let opts = TableOptions {
+            compression: codec,
+            block_size: 256,
+            ..TableOptions::default()
+        };
+        let model = small_model();
+        let bytes = build(&model, &opts);
+        let want = expected(&model);
+        let mut harmless = 0;
+        for i in 0..bytes.len() {
+            for bit in 0..8 {
+                let mut damaged = bytes.clone();
+                damaged[i] ^= 1 << bit;
+                let outcome = open(damaged, &opts).and_then(|t| {
+                    t.verify_checksums()?;
+                    scan(&t)
+                });
+                match outcome {
+                    Err(e) => assert!(
+                        matches!(
+                            e,
+                            crate::Error::Corruption { .. }
+                                | crate::Error::NotSupported(_)
+                                | crate::Error::InvalidArgument(_)
+                        ),
+                        "flip {i}:{bit}: {e}"
+                    ),
+                    Ok(got) => {
+                        assert_eq!(
+                            got, want,
+                            "flip at byte {i} bit {bit} ({codec:?}) changed the data silently"
+                        );
+                        harmless += 1;
+                    }
+                }
+            }
+        }
+        // Only the footer's zero padding may be flipped harmlessly.
+        assert!(harmless <= 8 * 40, "{harmless} harmless flips");
+    }
+}
+
+#[test]
+fn every_truncation_is_an_error() {
+    let opts = TableOptions::default();
+    let bytes = build(&small_model(), &opts);
+    for cut in 0..bytes.len() {
+        let r = open(bytes[..cut].to_vec(), &opts).and_then(|t| {
+            t.verify_checksums()?;
+            scan(&t)
+        });
+        assert!(r.is_err(), "truncation to {cut} bytes went unnoticed");
+    }
+}
+
+#[test]
+fn wrong_comparator_is_rejected() {
+    let opts = TableOptions::default();
+    let bytes = build(&small_model(), &opts);
+    let other = TableOptions {
+        comparator: Arc::new(crate::util::comparator::ReverseBytewiseComparator),
+        ..TableOptions::default()
+    };
+    assert!(matches!(
+        open(bytes, &other),
+        Err(crate::Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn filter_skips_absent_keys() {
+    let opts = TableOptions::default();
+    let t = open(build(&small_model(), &opts), &opts).unwrap();
+    let absent = (0..1000)
+        .filter(|i| !t.key_may_match(format!("nokey{i}").as_bytes()))
+        .count();
+    assert!(absent > 950, "{absent}");
+    assert!(t.key_may_match(b"key0005"));
+}
+
+#[test]
+fn range_tombstones_roundtrip() {
+    let f = MemFile::default();
+    let opts = TableOptions::default();
+    let mut b = TableBuilder::new(opts.clone(), Box::new(f.clone())).unwrap();
+    b.add(&make_internal_key(b"a", 5, ValueType::Value), b"1")
+        .unwrap();
+    b.add_range_tombstone(b"b", b"d", 7).unwrap();
+    let info = b.finish(false).unwrap();
+    assert_eq!(
+        parse_internal_key(&info.largest_key).unwrap().user_key,
+        b"d"
+    );
+    assert_eq!(info.largest_seqno, 7);
+    let bytes = f.0.lock().unwrap().clone();
+    let t = open(bytes, &opts).unwrap();
+    assert_eq!(t.range_tombstones().len(), 1);
+    assert_eq!(t.range_tombstones()[0].1, b"d");
+    assert_eq!(t.properties().num_range_deletions, 1);
+}
