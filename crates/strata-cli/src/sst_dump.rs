@@ -1,0 +1,414 @@
+//! `strata sst_dump`: RocksDB's `sst_dump` for block-based tables, with the
+//! same flags and line shapes (`'k1' seq:0, type:1 => v1`).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use strata::env::{FileSystem, default_fs};
+use strata::format::parse_internal_key;
+use strata::table::block::KeyOrder;
+use strata::table::format::BlockHandle;
+use strata::table::iterator::InternalIterator;
+use strata::table::properties::{TableProperties, UNKNOWN_COLUMN_FAMILY};
+use strata::table::{Table, TableOptions};
+
+use crate::flags::{Flags, from_hex, to_hex};
+
+struct Settings {
+    command: String,
+    output_hex: bool,
+    show_properties: bool,
+    from: Option<Vec<u8>>,
+    to: Option<Vec<u8>>,
+    read_num: Option<u64>,
+    verify_checksum: bool,
+}
+
+pub fn run(f: &Flags) -> Result<(), String> {
+    let file = f.get("file").ok_or("--file=PATH is required")?.to_string();
+    let input_hex = f.bool("input_key_hex")?;
+    let key = |name: &str| -> Result<Option<Vec<u8>>, String> {
+        match f.get(name) {
+            None => Ok(None),
+            Some(s) if input_hex => from_hex(s).map(Some),
+            Some(s) => Ok(Some(s.as_bytes().to_vec())),
+        }
+    };
+    let s = Settings {
+        command: f.get("command").unwrap_or("check").to_string(),
+        output_hex: f.bool("output_hex")?,
+        show_properties: f.bool("show_properties")?,
+        from: key("from")?,
+        to: key("to")?,
+        read_num: f
+            .get("read_num")
+            .map(|v| v.parse().map_err(|_| format!("bad --read_num: {v}")))
+            .transpose()?,
+        verify_checksum: f.bool("verify_checksum")?,
+    };
+    let unknown = f.unknown();
+    if !unknown.is_empty() {
+        return Err(format!("unknown flags: --{}", unknown.join(", --")));
+    }
+    if !["scan", "check", "verify", "raw", "none"].contains(&s.command.as_str()) {
+        return Err(format!("unsupported --command={}", s.command));
+    }
+    let fs = default_fs();
+    let path = PathBuf::from(&file);
+    let files: Vec<PathBuf> = if std::fs::metadata(&path)
+        .map(|m| m.is_dir())
+        .unwrap_or(false)
+    {
+        let mut v: Vec<PathBuf> = fs
+            .children(&path)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .filter(|n| n.ends_with(".sst") || n.ends_with(".ldb"))
+            .map(|n| path.join(n))
+            .collect();
+        v.sort();
+        v
+    } else {
+        vec![path]
+    };
+    let mut failed = false;
+    for p in files {
+        if let Err(e) = dump_one(&*fs, &p, &s) {
+            println!("{}: {e}", p.display());
+            failed = true;
+        }
+    }
+    if failed {
+        Err("sst_dump failed".into())
+    } else {
+        Ok(())
+    }
+}
+
+fn show(b: &[u8], hex: bool) -> String {
+    if hex {
+        to_hex(b)
+    } else {
+        String::from_utf8_lossy(b).into_owned()
+    }
+}
+
+fn dump_one(fs: &dyn FileSystem, path: &Path, s: &Settings) -> Result<(), String> {
+    println!("Process {}", path.display());
+    let size = fs.file_size(path).map_err(|e| e.to_string())?;
+    let file = fs.new_random_access_file(path).map_err(|e| e.to_string())?;
+    let opts = TableOptions {
+        verify_checksums: s.verify_checksum || s.command == "verify",
+        ..TableOptions::default()
+    };
+    let table = Arc::new(
+        Table::open(file, &path.to_string_lossy(), size, &opts).map_err(|e| e.to_string())?,
+    );
+    println!("Sst file format: block-based");
+    match s.command.as_str() {
+        "verify" => match table.verify_checksums() {
+            Ok(()) => println!("The file is ok"),
+            Err(e) => {
+                println!("{} is corrupted: {e}", path.display());
+                return Err(e.to_string());
+            }
+        },
+        "raw" => {
+            let out = raw_dump_path(path);
+            std::fs::write(&out, raw_dump(&table).map_err(|e| e.to_string())?)
+                .map_err(|e| format!("writing {}: {e}", out.display()))?;
+            println!("raw dump written to file {}", out.display());
+        }
+        "scan" | "check" => {
+            println!(
+                "from [{}] to [{}]",
+                s.from
+                    .as_deref()
+                    .map(|k| show(k, s.output_hex))
+                    .unwrap_or_default(),
+                s.to.as_deref()
+                    .map(|k| show(k, s.output_hex))
+                    .unwrap_or_default()
+            );
+            scan(&table, s, s.command == "scan")?;
+        }
+        _ => {}
+    }
+    if s.show_properties {
+        print!("{}", properties_text(table.properties(), table.file_size()));
+    }
+    Ok(())
+}
+
+fn scan(table: &Arc<Table>, s: &Settings, print: bool) -> Result<(), String> {
+    let mut it = table.iter();
+    match &s.from {
+        Some(k) => it.seek(&strata::format::make_internal_key(
+            k,
+            strata::format::MAX_SEQUENCE_NUMBER,
+            strata::format::ValueType::WideColumnEntity,
+        )),
+        None => it.seek_to_first(),
+    }
+    let mut n = 0u64;
+    while it.valid() {
+        if s.read_num.is_some_and(|max| n >= max) {
+            break;
+        }
+        let key = it.key();
+        match parse_internal_key(key) {
+            Some(p) => {
+                if s.to.as_deref().is_some_and(|to| p.user_key >= to) {
+                    break;
+                }
+                if print {
+                    println!(
+                        "'{}' seq:{}, type:{} => {}",
+                        show(p.user_key, s.output_hex),
+                        p.sequence,
+                        p.value_type as u8,
+                        show(it.value(), s.output_hex)
+                    );
+                }
+            }
+            None => println!("Internal Key [{}] parse error!", to_hex(key)),
+        }
+        n += 1;
+        it.next();
+    }
+    it.status().map_err(|e| e.to_string())
+}
+
+fn raw_dump_path(path: &Path) -> PathBuf {
+    let s = path.to_string_lossy();
+    let stem = s
+        .strip_suffix(".sst")
+        .or_else(|| s.strip_suffix(".ldb"))
+        .unwrap_or(&s);
+    PathBuf::from(format!("{stem}_dump.txt"))
+}
+
+fn hex_ascii(out: &mut String, k: &[u8], v: &[u8]) {
+    let ascii = |b: &[u8]| {
+        b.iter()
+            .map(|&c| {
+                if c.is_ascii_graphic() || c == b' ' {
+                    format!("{} ", c as char)
+                } else {
+                    ". ".to_string()
+                }
+            })
+            .collect::<String>()
+    };
+    let _ = writeln!(out, "  HEX    {}: {}", to_hex(k), to_hex(v));
+    let _ = writeln!(out, "  ASCII  {}: {}", ascii(k), ascii(v));
+    let _ = writeln!(out, "  ------");
+}
+
+fn raw_dump(table: &Arc<Table>) -> strata::Result<String> {
+    let mut out = String::new();
+    let footer = table.footer();
+    let _ = writeln!(
+        out,
+        "Footer Details:\n--------------------------------------"
+    );
+    let _ = writeln!(
+        out,
+        "  metaindex handle: {}",
+        to_hex(&footer.metaindex_handle.encode())
+    );
+    let _ = writeln!(
+        out,
+        "  index handle: {}",
+        to_hex(&footer.index_handle.encode())
+    );
+    let _ = writeln!(
+        out,
+        "  table_magic_number: {}",
+        strata::table::format::BLOCK_BASED_TABLE_MAGIC
+    );
+    let _ = writeln!(out, "  format version: {}\n  ", footer.format_version);
+    let _ = writeln!(
+        out,
+        "Metaindex Details:\n--------------------------------------"
+    );
+    for (name, h) in table.meta_blocks() {
+        let label = match name.as_str() {
+            "rocksdb.properties" => "Properties block handle".to_string(),
+            "rocksdb.range_del" => "Range deletion block handle".to_string(),
+            n if n.starts_with("fullfilter.") => "Filter block handle".to_string(),
+            n => format!("{n} block handle"),
+        };
+        let _ = writeln!(out, "  {label}: {}", to_hex(&h.encode()));
+    }
+    let _ = writeln!(out);
+    out.push_str(
+        &properties_text(table.properties(), table.file_size()).replace(
+            "------------------------------\n",
+            "--------------------------------------\n",
+        ),
+    );
+    let _ = writeln!(
+        out,
+        "Index Details:\n--------------------------------------"
+    );
+    let _ = writeln!(
+        out,
+        "  Block key hex dump: Data block handle\n  Block key ascii\n"
+    );
+    let mut idx = table.index_iter();
+    idx.seek_to_first();
+    let mut handles = Vec::new();
+    while idx.valid() {
+        hex_ascii(&mut out, idx.key(), idx.value());
+        if let Some(h) = BlockHandle::decode(idx.value()) {
+            handles.push(h);
+        }
+        idx.next();
+    }
+    idx.status()?;
+    let _ = writeln!(out);
+    let (mut min, mut max, mut total) = (u64::MAX, 0u64, 0u64);
+    for (i, h) in handles.iter().enumerate() {
+        let _ = writeln!(out, "Data Block # {} @ {}", i + 1, to_hex(&h.encode()));
+        let _ = writeln!(out, "--------------------------------------");
+        let block = table.read_data_block(*h)?;
+        min = min.min(block.size() as u64);
+        max = max.max(block.size() as u64);
+        total += block.size() as u64;
+        let mut it = block.iter(KeyOrder::Bytewise, false);
+        it.seek_to_first();
+        while it.valid() {
+            hex_ascii(
+                &mut out,
+                strata::format::extract_user_key(it.key()),
+                it.value(),
+            );
+            it.next();
+        }
+        it.status()?;
+        let _ = writeln!(out);
+    }
+    let n = handles.len() as u64;
+    let _ = writeln!(
+        out,
+        "Data Block Summary:\n--------------------------------------"
+    );
+    let _ = writeln!(out, "  # data blocks: {n}");
+    if n > 0 {
+        let _ = writeln!(out, "  min data block size: {min}");
+        let _ = writeln!(out, "  max data block size: {max}");
+        let _ = writeln!(out, "  avg data block size: {:.6}", total as f64 / n as f64);
+    }
+    if !table.range_tombstones().is_empty() {
+        let _ = writeln!(
+            out,
+            "\nRange deletions:\n--------------------------------------"
+        );
+        for (k, v) in table.range_tombstones() {
+            hex_ascii(&mut out, strata::format::extract_user_key(k), v);
+        }
+    }
+    Ok(out)
+}
+
+/// RocksDB's `TableProperties::ToString` as sst_dump prints it.
+fn properties_text(p: &TableProperties, file_size: u64) -> String {
+    let mut o = String::new();
+    let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let avg = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    let _ = writeln!(o, "Table Properties:\n------------------------------");
+    let _ = writeln!(o, "  # data blocks: {}", p.num_data_blocks);
+    let _ = writeln!(o, "  # entries: {}", p.num_entries);
+    let _ = writeln!(o, "  # deletions: {}", p.num_deletions);
+    let _ = writeln!(o, "  # merge operands: {}", p.num_merge_operands);
+    let _ = writeln!(o, "  # range deletions: {}", p.num_range_deletions);
+    let _ = writeln!(o, "  raw key size: {}", p.raw_key_size);
+    let _ = writeln!(
+        o,
+        "  raw average key size: {:.6}",
+        avg(p.raw_key_size, p.num_entries)
+    );
+    let _ = writeln!(o, "  raw value size: {}", p.raw_value_size);
+    let _ = writeln!(
+        o,
+        "  raw average value size: {:.6}",
+        avg(p.raw_value_size, p.num_entries)
+    );
+    let _ = writeln!(o, "  data block size: {}", p.data_size);
+    let _ = writeln!(
+        o,
+        "  index block size (user-key? {}, delta-value? {}): {}",
+        p.index_key_is_user_key, p.index_value_is_delta_encoded, p.index_size
+    );
+    let _ = writeln!(o, "  filter block size: {}", p.filter_size);
+    let _ = writeln!(o, "  # entries for filter: {}", p.num_filter_entries);
+    let _ = writeln!(
+        o,
+        "  (estimated) table size: {}",
+        p.data_size + p.index_size + p.filter_size
+    );
+    let policy = if p.filter_policy_name.is_empty() {
+        "N/A".to_string()
+    } else {
+        s(&p.filter_policy_name)
+    };
+    let _ = writeln!(o, "  filter policy name: {policy}");
+    let _ = writeln!(
+        o,
+        "  prefix extractor name: {}",
+        s(&p.prefix_extractor_name)
+    );
+    let cf = if p.column_family_id == UNKNOWN_COLUMN_FAMILY {
+        "N/A".to_string()
+    } else {
+        p.column_family_id.to_string()
+    };
+    let _ = writeln!(o, "  column family ID: {cf}");
+    let _ = writeln!(o, "  column family name: {}", s(&p.column_family_name));
+    let _ = writeln!(o, "  comparator name: {}", s(&p.comparator_name));
+    let _ = writeln!(o, "  merge operator name: {}", s(&p.merge_operator_name));
+    let _ = writeln!(
+        o,
+        "  property collectors names: {}",
+        s(&p.property_collectors_names)
+    );
+    let _ = writeln!(o, "  SST file compression algo: {}", s(&p.compression_name));
+    let _ = writeln!(
+        o,
+        "  SST file compression options: {}",
+        s(&p.compression_options)
+    );
+    let _ = writeln!(o, "  creation time: {}", p.creation_time);
+    let _ = writeln!(o, "  time stamp of earliest key: {}", p.oldest_key_time);
+    let _ = writeln!(o, "  file creation time: {}", p.file_creation_time);
+    let _ = writeln!(
+        o,
+        "  slow compression estimated data size: {}",
+        p.slow_compression_estimated_data_size
+    );
+    let _ = writeln!(
+        o,
+        "  fast compression estimated data size: {}",
+        p.fast_compression_estimated_data_size
+    );
+    let _ = writeln!(o, "  DB identity: {}", s(&p.db_id));
+    let _ = writeln!(o, "  DB session identity: {}", s(&p.db_session_id));
+    let _ = writeln!(o, "  DB host id: {}", s(&p.db_host_id));
+    let _ = writeln!(o, "  original file number: {}", p.orig_file_number);
+    let _ = writeln!(
+        o,
+        "  Sequence number to time mapping: {}",
+        s(&p.seqno_to_time_mapping)
+    );
+    let _ = writeln!(
+        o,
+        "  Raw user collected properties\n------------------------------"
+    );
+    for (k, v) in &p.user_collected {
+        let _ = writeln!(o, "  # {}: 0x{}", s(k), to_hex(v));
+    }
+    let _ = file_size;
+    o
+}

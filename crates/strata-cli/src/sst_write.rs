@@ -1,0 +1,68 @@
+//! `strata sst_write`: builds an external table from `key ==> value` lines
+//! on stdin (ldb's dump form; keys in any order, later duplicates win),
+//! through the library's `SstFileWriter`.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+
+use strata::table::{CompressionType, SstFileWriter, TableOptions};
+use strata::util::checksum::ChecksumType;
+
+use crate::flags::{Flags, from_hex};
+
+pub fn run(f: &Flags) -> Result<(), String> {
+    let path = f.get("file").ok_or("--file=PATH is required")?.to_string();
+    let mut opts = TableOptions::default();
+    if let Some(c) = f.get("compression_type") {
+        opts.compression =
+            CompressionType::parse(c).ok_or_else(|| format!("unknown compression type: {c}"))?;
+    }
+    let bits: f64 = f.num("bloom_bits", 10.0)?;
+    opts.bloom_bits_per_key = (bits > 0.0).then_some(bits);
+    opts.block_size = f.num("block_size", 4096usize)?;
+    opts.block_restart_interval = f.num("block_restart_interval", 16usize)?;
+    let ct: u8 = f.num("checksum_type", 1u8)?;
+    opts.checksum =
+        ChecksumType::from_u8(ct).ok_or_else(|| format!("unknown checksum type {ct}"))?;
+    opts.format_version = f.num("format_version", 5u32)?;
+    let hex = f.bool("hex")?;
+    let unknown = f.unknown();
+    if !unknown.is_empty() {
+        return Err(format!("unknown flags: --{}", unknown.join(", --")));
+    }
+
+    let mut entries: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let stdin = std::io::stdin();
+    for (n, line) in stdin.lock().split(b'\n').enumerate() {
+        let mut line = line.map_err(|e| format!("reading stdin: {e}"))?;
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        if line.is_empty() {
+            continue;
+        }
+        let sep = b" ==> ";
+        let pos = line
+            .windows(sep.len())
+            .position(|w| w == sep)
+            .ok_or_else(|| format!("line {}: expected `key ==> value`", n + 1))?;
+        let (k, v) = (&line[..pos], &line[pos + sep.len()..]);
+        let (k, v) = if hex {
+            let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+            (from_hex(&s(k))?, from_hex(&s(v))?)
+        } else {
+            (k.to_vec(), v.to_vec())
+        };
+        entries.insert(k, v);
+    }
+    let mut w = SstFileWriter::create(&path, opts).map_err(|e| e.to_string())?;
+    for (k, v) in &entries {
+        w.put(k, v).map_err(|e| e.to_string())?;
+    }
+    let info = w.finish().map_err(|e| e.to_string())?;
+    println!(
+        "Wrote {} entries to {path} ({} bytes)",
+        info.num_entries, info.file_size
+    );
+    Ok(())
+}
