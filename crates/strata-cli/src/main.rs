@@ -2,6 +2,7 @@
 //! later the ldb-style admin commands, `bench` and `stress`.
 
 #![deny(clippy::unwrap_used, clippy::expect_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod flags;
 mod sst_dump;

@@ -333,7 +333,6 @@ impl TableBuilder {
             let h = self.write_block(&rd, CompressionType::None)?;
             meta.push((RANGE_DEL_BLOCK, h));
         }
-        self.props.data_size = self.props.data_size.max(0);
         self.props.index_key_is_user_key = 0;
         self.props.index_value_is_delta_encoded = 0;
         self.props

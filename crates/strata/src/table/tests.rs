@@ -57,8 +57,7 @@ fn build(model: &Model, opts: &TableOptions) -> Vec<u8> {
         b.add(&make_internal_key(k, *seq, *t), v).unwrap();
     }
     b.finish(false).unwrap();
-    let bytes = f.0.lock().unwrap().clone();
-    bytes
+    f.0.lock().unwrap().clone()
 }
 
 fn open(bytes: Vec<u8>, opts: &TableOptions) -> Result<Arc<Table>> {

@@ -1,1 +1,8 @@
-//! The deliberate API that the command-line tools use: sst_dump and friends.
+//! The deliberate API for tools outside the engine: fuzz targets (and their
+//! corpus replay in the normal test run) call these entry points, which
+//! drive each decoder of on-disk bytes the way the engine does.
+//!
+//! Invariant: for any input these functions return (possibly an error)
+//! and never panic, hang, or allocate from an unchecked length.
+
+pub mod fuzz;

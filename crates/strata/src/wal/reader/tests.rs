@@ -54,8 +54,7 @@ fn write_log(records: &[Vec<u8>], recycle: bool, log_number: u64) -> Vec<u8> {
     for r in records {
         w.add_record(r).unwrap();
     }
-    let v = f.0.lock().unwrap().clone();
-    v
+    f.0.lock().unwrap().clone()
 }
 
 /// Reads until the first error or EOF, like point-in-time recovery.
