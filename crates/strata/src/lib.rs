@@ -19,3 +19,8 @@ pub mod util;
 pub mod wal;
 
 pub use error::{Error, Result};
+
+/// The README's example, compiled and run as a doctest.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -129,13 +129,22 @@ fn block_tail_padding() {
 
 #[test]
 fn recycled_log_leftovers_end_the_log() {
+    // Leftovers starting at a record boundary carry the old log number.
+    let old = write_log(&vec![b"stale".to_vec(); 50], true, 7);
+    let mut new = write_log(&[b"fresh".to_vec()], true, 8);
+    let len = new.len();
+    new.extend_from_slice(&old[len..]);
+    let (got, err) = read_log(new, 8);
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(got, vec![b"fresh".to_vec()]);
+    // Leftovers cut mid-record are garbage: reported, never returned.
     let old = write_log(&sample_records(), true, 7);
     let mut new = write_log(&[b"fresh".to_vec()], true, 8);
     let len = new.len();
     new.extend_from_slice(&old[len..]);
     let (got, err) = read_log(new, 8);
-    assert!(err.is_none());
     assert_eq!(got, vec![b"fresh".to_vec()]);
+    assert!(matches!(err, Some(ReadError::Corruption { .. })), "{err:?}");
 }
 
 #[test]
