@@ -7,7 +7,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use strata::env::{FileSystem, default_fs};
+use strata::env::default_fs;
 use strata::format::{MAX_SEQUENCE_NUMBER, ValueType, make_internal_key};
 use strata::table::block::{Block, KeyOrder};
 use strata::table::block_builder::BlockBuilder;
