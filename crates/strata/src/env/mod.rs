@@ -17,6 +17,7 @@
 //! * `rename_file` is atomic: a reader sees the old or the new target.
 //! * `RandomAccessFile::read_at` returns fewer bytes than asked only at EOF.
 
+pub mod buffer;
 pub mod fault;
 pub mod mem;
 pub mod posix;

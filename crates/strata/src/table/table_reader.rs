@@ -378,8 +378,9 @@ impl TableIter {
         self.data.as_ref().is_some_and(|d| d.valid())
     }
 
-    /// Moves forward over empty (or exhausted) data blocks.
-    fn skip_empty_forward(&mut self) {
+    /// Moves over empty (or exhausted) data blocks, forward or backward,
+    /// entering each new block at its first or last entry.
+    fn skip_empty(&mut self, forward: bool) {
         while !self.data_valid() {
             if let Some(d) = &self.data
                 && let Err(e) = d.status()
@@ -391,31 +392,18 @@ impl TableIter {
                 self.data = None;
                 return;
             }
-            self.index.next();
+            if forward {
+                self.index.next();
+            } else {
+                self.index.prev();
+            }
             self.init_data_block();
             if let Some(d) = &mut self.data {
-                d.seek_to_first();
-            }
-        }
-        self.patch_key();
-    }
-
-    fn skip_empty_backward(&mut self) {
-        while !self.data_valid() {
-            if let Some(d) = &self.data
-                && let Err(e) = d.status()
-            {
-                self.set_error(e);
-                return;
-            }
-            if self.status.is_some() || !self.index.valid() {
-                self.data = None;
-                return;
-            }
-            self.index.prev();
-            self.init_data_block();
-            if let Some(d) = &mut self.data {
-                d.seek_to_last();
+                if forward {
+                    d.seek_to_first();
+                } else {
+                    d.seek_to_last();
+                }
             }
         }
         self.patch_key();
@@ -447,7 +435,7 @@ impl InternalIterator for TableIter {
         if let Some(d) = &mut self.data {
             d.seek_to_first();
         }
-        self.skip_empty_forward();
+        self.skip_empty(true);
     }
 
     fn seek_to_last(&mut self) {
@@ -457,7 +445,7 @@ impl InternalIterator for TableIter {
         if let Some(d) = &mut self.data {
             d.seek_to_last();
         }
-        self.skip_empty_backward();
+        self.skip_empty(false);
     }
 
     fn seek(&mut self, target: &[u8]) {
@@ -467,7 +455,7 @@ impl InternalIterator for TableIter {
         if let Some(d) = &mut self.data {
             d.seek(target);
         }
-        self.skip_empty_forward();
+        self.skip_empty(true);
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) {
@@ -488,14 +476,14 @@ impl InternalIterator for TableIter {
         if let Some(d) = &mut self.data {
             d.next();
         }
-        self.skip_empty_forward();
+        self.skip_empty(true);
     }
 
     fn prev(&mut self) {
         if let Some(d) = &mut self.data {
             d.prev();
         }
-        self.skip_empty_backward();
+        self.skip_empty(false);
     }
 
     fn key(&self) -> &[u8] {

@@ -1,68 +1,32 @@
 //! Whole-table tests: build from a model, read back every way, and damage.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use proptest::prelude::*;
 
 use super::*;
-use crate::env::{RandomAccessFile, WritableFile};
+use crate::env::buffer::{BufferFile, BytesFile};
 use crate::error::Result;
 use crate::format::{ValueType, make_internal_key, parse_internal_key};
 use crate::table::iterator::InternalIterator;
 use crate::util::checksum::ChecksumType;
 
-#[derive(Clone, Default)]
-struct MemFile(Arc<Mutex<Vec<u8>>>);
-
-impl WritableFile for MemFile {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        self.0.lock().unwrap().extend_from_slice(data);
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn sync(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn close(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn size(&self) -> u64 {
-        self.0.lock().unwrap().len() as u64
-    }
-}
-
-struct Bytes(Vec<u8>);
-
-impl RandomAccessFile for Bytes {
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
-        let start = (offset as usize).min(self.0.len());
-        let n = buf.len().min(self.0.len() - start);
-        buf[..n].copy_from_slice(&self.0[start..start + n]);
-        Ok(n)
-    }
-    fn size(&self) -> Result<u64> {
-        Ok(self.0.len() as u64)
-    }
-}
-
 type Model = BTreeMap<Vec<u8>, (u64, ValueType, Vec<u8>)>;
 
 fn build(model: &Model, opts: &TableOptions) -> Vec<u8> {
-    let f = MemFile::default();
+    let f = BufferFile::new();
     let mut b = TableBuilder::new(opts.clone(), Box::new(f.clone())).unwrap();
     for (k, (seq, t, v)) in model {
         b.add(&make_internal_key(k, *seq, *t), v).unwrap();
     }
     b.finish(false).unwrap();
-    f.0.lock().unwrap().clone()
+    f.contents()
 }
 
 fn open(bytes: Vec<u8>, opts: &TableOptions) -> Result<Arc<Table>> {
     let n = bytes.len() as u64;
-    Table::open(Arc::new(Bytes(bytes)), "test.sst", n, opts).map(Arc::new)
+    Table::open(Arc::new(BytesFile::new(bytes)), "test.sst", n, opts).map(Arc::new)
 }
 
 fn scan(t: &Arc<Table>) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
@@ -284,7 +248,7 @@ fn filter_skips_absent_keys() {
 
 #[test]
 fn range_tombstones_roundtrip() {
-    let f = MemFile::default();
+    let f = BufferFile::new();
     let opts = TableOptions::default();
     let mut b = TableBuilder::new(opts.clone(), Box::new(f.clone())).unwrap();
     b.add(&make_internal_key(b"a", 5, ValueType::Value), b"1")
@@ -296,7 +260,7 @@ fn range_tombstones_roundtrip() {
         b"d"
     );
     assert_eq!(info.largest_seqno, 7);
-    let bytes = f.0.lock().unwrap().clone();
+    let bytes = f.contents();
     let t = open(bytes, &opts).unwrap();
     assert_eq!(t.range_tombstones().len(), 1);
     assert_eq!(t.range_tombstones()[0].1, b"d");

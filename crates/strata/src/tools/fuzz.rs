@@ -3,44 +3,12 @@
 
 use std::sync::Arc;
 
-use crate::env::{RandomAccessFile, SequentialFile};
-use crate::error::Result;
+use crate::env::buffer::BytesFile;
 use crate::format::WriteBatch;
 use crate::table::block::{Block, KeyOrder};
 use crate::table::iterator::InternalIterator;
 use crate::table::{Table, TableOptions};
 use crate::wal::LogReader;
-
-struct Bytes(Vec<u8>);
-
-impl RandomAccessFile for Bytes {
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
-        let start = usize::try_from(offset)
-            .unwrap_or(usize::MAX)
-            .min(self.0.len());
-        let n = buf.len().min(self.0.len() - start);
-        buf[..n].copy_from_slice(&self.0[start..start + n]);
-        Ok(n)
-    }
-    fn size(&self) -> Result<u64> {
-        Ok(self.0.len() as u64)
-    }
-}
-
-struct Seq(Vec<u8>, usize);
-
-impl SequentialFile for Seq {
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize> {
-        let n = buf.len().min(self.0.len() - self.1);
-        buf[..n].copy_from_slice(&self.0[self.1..self.1 + n]);
-        self.1 += n;
-        Ok(n)
-    }
-    fn skip(&mut self, n: u64) -> Result<()> {
-        self.1 = self.1.saturating_add(n as usize).min(self.0.len());
-        Ok(())
-    }
-}
 
 fn walk(it: &mut dyn InternalIterator, probe: &[u8]) {
     it.seek_to_first();
@@ -84,7 +52,12 @@ pub fn table(data: &[u8]) {
             verify_checksums: verify,
             ..TableOptions::default()
         };
-        if let Ok(t) = Table::open(Arc::new(Bytes(data.to_vec())), "fuzz.sst", n, &opts) {
+        if let Ok(t) = Table::open(
+            Arc::new(BytesFile::new(data.to_vec())),
+            "fuzz.sst",
+            n,
+            &opts,
+        ) {
             let t = Arc::new(t);
             walk(&mut t.iter(), &probe);
             let _ = t.get(&probe);
@@ -96,7 +69,7 @@ pub fn table(data: &[u8]) {
 /// Reads `data` as a WAL, continuing past corruption like the
 /// skip-any-corrupted-records recovery mode, and decodes every batch.
 pub fn wal(data: &[u8]) {
-    let mut r = LogReader::new(Box::new(Seq(data.to_vec(), 0)), 1);
+    let mut r = LogReader::new(Box::new(BytesFile::new(data.to_vec())), 1);
     for _ in 0..10_000 {
         match r.read_record() {
             Ok(Some(rec)) => write_batch(&rec),

@@ -2,64 +2,24 @@
 //! every truncation) for the log reader and writer.
 
 use super::*;
-use crate::env::{SequentialFile, WritableFile};
-use crate::error::Result;
+use crate::env::buffer::{BufferFile, BytesFile};
 use crate::wal::LogWriter;
-use std::sync::{Arc, Mutex};
-
-#[derive(Clone, Default)]
-struct VecFile(Arc<Mutex<Vec<u8>>>);
-
-impl WritableFile for VecFile {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        self.0.lock().unwrap().extend_from_slice(data);
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn sync(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn close(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn size(&self) -> u64 {
-        self.0.lock().unwrap().len() as u64
-    }
-}
-
-struct SliceFile {
-    data: Vec<u8>,
-    pos: usize,
-}
-
-impl SequentialFile for SliceFile {
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize> {
-        // Short reads on purpose, to exercise the block refill loop.
-        let n = buf.len().min(self.data.len() - self.pos).min(10_000);
-        buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
-    }
-    fn skip(&mut self, n: u64) -> Result<()> {
-        self.pos = (self.pos + n as usize).min(self.data.len());
-        Ok(())
-    }
-}
 
 fn write_log(records: &[Vec<u8>], recycle: bool, log_number: u64) -> Vec<u8> {
-    let f = VecFile::default();
+    let f = BufferFile::new();
     let mut w = LogWriter::new(Box::new(f.clone()), log_number, recycle);
     for r in records {
         w.add_record(r).unwrap();
     }
-    f.0.lock().unwrap().clone()
+    f.contents()
 }
 
 /// Reads until the first error or EOF, like point-in-time recovery.
 fn read_log(data: Vec<u8>, log_number: u64) -> (Vec<Vec<u8>>, Option<ReadError>) {
-    let mut r = LogReader::new(Box::new(SliceFile { data, pos: 0 }), log_number);
+    let mut r = LogReader::new(
+        Box::new(BytesFile::new(data).with_max_read(10_000)),
+        log_number,
+    );
     let mut out = Vec::new();
     loop {
         match r.read_record() {
