@@ -4,15 +4,20 @@
 //! reads RocksDB's.
 //!
 //! Layers (a module uses only modules above it):
-//! `util` < `env` < `format` < `wal`, `table` < `tools`.
+//! `util` < `env` < `format` < `wal`, `memtable`, `table` < `cache` <
+//! `version` < `iter` < `db`; `tools` exposes deliberate entry points.
 
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 #![warn(missing_debug_implementations, rust_2018_idioms)]
 
+pub mod cache;
 pub mod env;
 pub mod error;
 pub mod format;
+pub mod iter;
+pub mod merge_operator;
+pub mod options;
 pub mod table;
 pub mod tools;
 pub mod util;

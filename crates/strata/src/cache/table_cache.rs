@@ -1,0 +1,89 @@
+//! The table cache: open table readers by file number, bounded by
+//! `max_open_files` with least-recently-used eviction.
+//!
+//! Invariant: an evicted reader stays usable by whoever still holds its
+//! `Arc` (iterators); eviction only drops the cache's reference.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::env::FileSystemRef;
+use crate::error::Result;
+use crate::table::{Table, TableOptions};
+
+/// Name of table file `number` (`000123.sst`).
+pub fn table_file_name(number: u64) -> String {
+    format!("{number:06}.sst")
+}
+
+struct Inner {
+    map: HashMap<u64, (Arc<Table>, u64)>,
+    tick: u64,
+}
+
+/// Open table readers shared by all reads of one database.
+pub struct TableCache {
+    fs: FileSystemRef,
+    dir: PathBuf,
+    capacity: usize,
+    inner: Mutex<Inner>,
+}
+
+impl std::fmt::Debug for TableCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableCache")
+            .field("dir", &self.dir)
+            .field("capacity", &self.capacity)
+            .finish()
+    }
+}
+
+impl TableCache {
+    pub fn new(fs: FileSystemRef, dir: PathBuf, capacity: usize) -> Self {
+        TableCache {
+            fs,
+            dir,
+            capacity: capacity.max(16),
+            inner: Mutex::new(Inner {
+                map: HashMap::new(),
+                tick: 0,
+            }),
+        }
+    }
+
+    /// The reader of table `number` (`file_size` bytes), opening it if needed.
+    pub fn get(&self, number: u64, file_size: u64, opts: &TableOptions) -> Result<Arc<Table>> {
+        {
+            let mut g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+            g.tick += 1;
+            let tick = g.tick;
+            if let Some(e) = g.map.get_mut(&number) {
+                e.1 = tick;
+                return Ok(Arc::clone(&e.0));
+            }
+        }
+        let path = self.dir.join(table_file_name(number));
+        let file = self.fs.new_random_access_file(&path)?;
+        let table = Arc::new(Table::open(file, &path.to_string_lossy(), file_size, opts)?);
+        let mut g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        g.tick += 1;
+        let tick = g.tick;
+        g.map.insert(number, (Arc::clone(&table), tick));
+        if g.map.len() > self.capacity
+            && let Some((&victim, _)) = g.map.iter().min_by_key(|(_, (_, t))| *t)
+        {
+            g.map.remove(&victim);
+        }
+        Ok(table)
+    }
+
+    /// Forgets table `number` (its file is being deleted).
+    pub fn evict(&self, number: u64) {
+        self.inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .map
+            .remove(&number);
+    }
+}

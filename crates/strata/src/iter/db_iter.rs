@@ -1,0 +1,427 @@
+//! `DBIter`: turns a merged stream of internal entries into the user's view
+//! at one snapshot: the newest visible version of each user key, with
+//! deletions, range tombstones and merge operands resolved, within optional
+//! bounds, in both directions.
+//!
+//! Invariants: while valid, `key`/`value` hold the user key and its
+//! resolved value. Going forward, the inner iterator is at or after the
+//! current key's newest visible entry; going backward, it is before the
+//! current key's entries. An inner error stops iteration (never skipped).
+
+use std::cmp::Ordering;
+
+use crate::error::{Error, Result};
+use crate::format::dbformat::{VALUE_TYPE_FOR_SEEK, make_internal_key};
+use crate::format::{MAX_SEQUENCE_NUMBER, SequenceNumber, ValueType, parse_internal_key};
+use crate::iter::range_del::RangeDelAggregator;
+use crate::merge_operator::MergeOperatorRef;
+use crate::table::iterator::InternalIterator;
+use crate::util::comparator::ComparatorRef;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    Reverse,
+}
+
+/// The user-facing cursor over one consistent view.
+pub struct DBIter {
+    inner: Box<dyn InternalIterator + Send>,
+    ucmp: ComparatorRef,
+    snapshot: SequenceNumber,
+    merge: Option<MergeOperatorRef>,
+    range_del: RangeDelAggregator,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+    key: Vec<u8>,
+    value: Vec<u8>,
+    valid: bool,
+    direction: Direction,
+    status: Option<Error>,
+}
+
+impl std::fmt::Debug for DBIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DBIter")
+            .field("snapshot", &self.snapshot)
+            .field("valid", &self.valid)
+            .finish()
+    }
+}
+
+/// How a DBIter reads.
+#[derive(Clone, Debug, Default)]
+pub struct DBIterOptions {
+    pub lower_bound: Option<Vec<u8>>,
+    pub upper_bound: Option<Vec<u8>>,
+}
+
+impl DBIter {
+    pub fn new(
+        inner: Box<dyn InternalIterator + Send>,
+        ucmp: ComparatorRef,
+        snapshot: SequenceNumber,
+        merge: Option<MergeOperatorRef>,
+        range_del: RangeDelAggregator,
+        opts: DBIterOptions,
+    ) -> DBIter {
+        DBIter {
+            inner,
+            ucmp,
+            snapshot,
+            merge,
+            range_del,
+            lower: opts.lower_bound,
+            upper: opts.upper_bound,
+            key: Vec::new(),
+            value: Vec::new(),
+            valid: false,
+            direction: Direction::Forward,
+            status: None,
+        }
+    }
+
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// REQUIRES: `valid()`.
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// REQUIRES: `valid()`.
+    pub fn value(&self) -> &[u8] {
+        &self.value
+    }
+
+    /// The first error met (corruption, I/O, merge failure).
+    pub fn status(&self) -> Result<()> {
+        match &self.status {
+            Some(e) => Err(e.duplicate()),
+            None => self.inner.status(),
+        }
+    }
+
+    fn fail(&mut self, e: Error) {
+        self.valid = false;
+        if self.status.is_none() {
+            self.status = Some(e);
+        }
+    }
+
+    fn at_or_past_upper(&self, user_key: &[u8]) -> bool {
+        self.upper
+            .as_deref()
+            .is_some_and(|u| self.ucmp.compare(user_key, u) != Ordering::Less)
+    }
+
+    fn below_lower(&self, user_key: &[u8]) -> bool {
+        self.lower
+            .as_deref()
+            .is_some_and(|l| self.ucmp.compare(user_key, l) == Ordering::Less)
+    }
+
+    fn merge(&mut self, key: &[u8], base: Option<&[u8]>, operands: &[Vec<u8>]) -> Option<Vec<u8>> {
+        let Some(op) = &self.merge else {
+            self.fail(Error::InvalidArgument(
+                "merge operands found but no merge operator is configured".into(),
+            ));
+            return None;
+        };
+        let refs: Vec<&[u8]> = operands.iter().map(|v| v.as_slice()).collect();
+        match op.full_merge(key, base, &refs) {
+            Some(v) => Some(v),
+            None => {
+                let name = op.name().to_string();
+                self.fail(Error::corruption(
+                    "",
+                    0,
+                    format!("merge operator {name} failed"),
+                ));
+                None
+            }
+        }
+    }
+
+    pub fn seek_to_first(&mut self) {
+        self.status = None;
+        self.direction = Direction::Forward;
+        match self.lower.clone() {
+            Some(l) => self
+                .inner
+                .seek(&make_internal_key(&l, self.snapshot, VALUE_TYPE_FOR_SEEK)),
+            None => self.inner.seek_to_first(),
+        }
+        self.find_next_user_entry(None);
+    }
+
+    pub fn seek(&mut self, target: &[u8]) {
+        self.status = None;
+        self.direction = Direction::Forward;
+        let t = match &self.lower {
+            Some(l) if self.ucmp.compare(target, l) == Ordering::Less => l.clone(),
+            _ => target.to_vec(),
+        };
+        self.inner
+            .seek(&make_internal_key(&t, self.snapshot, VALUE_TYPE_FOR_SEEK));
+        self.find_next_user_entry(None);
+    }
+
+    pub fn seek_to_last(&mut self) {
+        self.status = None;
+        self.direction = Direction::Reverse;
+        match self.upper.clone() {
+            Some(u) => self.inner.seek_for_prev(&make_internal_key(
+                &u,
+                MAX_SEQUENCE_NUMBER,
+                VALUE_TYPE_FOR_SEEK,
+            )),
+            None => self.inner.seek_to_last(),
+        }
+        self.find_prev_user_entry();
+    }
+
+    pub fn seek_for_prev(&mut self, target: &[u8]) {
+        self.status = None;
+        self.direction = Direction::Reverse;
+        if self.at_or_past_upper(target) {
+            self.seek_to_last();
+            return;
+        }
+        self.inner
+            .seek_for_prev(&make_internal_key(target, 0, ValueType::Deletion));
+        self.find_prev_user_entry();
+    }
+
+    /// REQUIRES: `valid()`.
+    pub fn next(&mut self) {
+        debug_assert!(self.valid);
+        let key = std::mem::take(&mut self.key);
+        if self.direction == Direction::Reverse {
+            self.inner.seek(&make_internal_key(
+                &key,
+                MAX_SEQUENCE_NUMBER,
+                VALUE_TYPE_FOR_SEEK,
+            ));
+            self.direction = Direction::Forward;
+        }
+        self.find_next_user_entry(Some(key));
+    }
+
+    /// REQUIRES: `valid()`.
+    pub fn prev(&mut self) {
+        debug_assert!(self.valid);
+        if self.direction == Direction::Forward {
+            let k = make_internal_key(&self.key, MAX_SEQUENCE_NUMBER, VALUE_TYPE_FOR_SEEK);
+            self.inner.seek_for_prev(&k);
+            self.direction = Direction::Reverse;
+        }
+        self.find_prev_user_entry();
+    }
+
+    /// Moves forward to the newest visible entry of the next user key
+    /// (strictly after `skip` when given).
+    fn find_next_user_entry(&mut self, mut skip: Option<Vec<u8>>) {
+        self.valid = false;
+        loop {
+            if !self.inner.valid() {
+                if let Err(e) = self.inner.status() {
+                    self.fail(e);
+                }
+                return;
+            }
+            let Some(p) = parse_internal_key(self.inner.key()) else {
+                self.fail(Error::corruption(
+                    "",
+                    0,
+                    "corrupted internal key in iteration",
+                ));
+                return;
+            };
+            if self.at_or_past_upper(p.user_key) {
+                return;
+            }
+            if p.sequence > self.snapshot
+                || skip
+                    .as_deref()
+                    .is_some_and(|s| self.ucmp.compare(p.user_key, s) != Ordering::Greater)
+            {
+                self.inner.next();
+                continue;
+            }
+            let covered = self.range_del.covers(p.user_key, p.sequence);
+            match p.value_type {
+                ValueType::Deletion | ValueType::SingleDeletion => {
+                    skip = Some(p.user_key.to_vec());
+                    self.inner.next();
+                }
+                ValueType::Value if covered => {
+                    skip = Some(p.user_key.to_vec());
+                    self.inner.next();
+                }
+                ValueType::Value => {
+                    self.key.clear();
+                    self.key.extend_from_slice(p.user_key);
+                    self.value.clear();
+                    self.value.extend_from_slice(self.inner.value());
+                    self.valid = true;
+                    return;
+                }
+                ValueType::Merge if covered => {
+                    skip = Some(p.user_key.to_vec());
+                    self.inner.next();
+                }
+                ValueType::Merge => {
+                    self.merge_forward();
+                    return;
+                }
+                other => {
+                    self.fail(Error::NotSupported(format!(
+                        "value type {other:?} in iteration"
+                    )));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The inner iterator is at a visible merge operand: collects operands
+    /// down to a base value or deletion and resolves them.
+    fn merge_forward(&mut self) {
+        let key = parse_internal_key(self.inner.key())
+            .map(|p| p.user_key.to_vec())
+            .unwrap_or_default();
+        let mut operands = vec![self.inner.value().to_vec()];
+        let mut base: Option<Vec<u8>> = None;
+        self.inner.next();
+        while self.inner.valid() {
+            let Some(p) = parse_internal_key(self.inner.key()) else {
+                self.fail(Error::corruption(
+                    "",
+                    0,
+                    "corrupted internal key in iteration",
+                ));
+                return;
+            };
+            if self.ucmp.compare(p.user_key, &key) != Ordering::Equal {
+                break;
+            }
+            if self.range_del.covers(p.user_key, p.sequence) {
+                break;
+            }
+            match p.value_type {
+                ValueType::Merge => {
+                    operands.push(self.inner.value().to_vec());
+                    self.inner.next();
+                }
+                ValueType::Value => {
+                    base = Some(self.inner.value().to_vec());
+                    break;
+                }
+                _ => break,
+            }
+        }
+        if let Err(e) = self.inner.status() {
+            self.fail(e);
+            return;
+        }
+        operands.reverse();
+        if let Some(v) = self.merge(&key, base.as_deref(), &operands) {
+            self.key = key;
+            self.value = v;
+            self.valid = true;
+        }
+    }
+
+    /// Moves backward to the previous user key that has a visible value.
+    fn find_prev_user_entry(&mut self) {
+        self.valid = false;
+        loop {
+            if !self.inner.valid() {
+                if let Err(e) = self.inner.status() {
+                    self.fail(e);
+                }
+                return;
+            }
+            let Some(p) = parse_internal_key(self.inner.key()) else {
+                self.fail(Error::corruption(
+                    "",
+                    0,
+                    "corrupted internal key in iteration",
+                ));
+                return;
+            };
+            let user_key = p.user_key.to_vec();
+            if self.below_lower(&user_key) {
+                return;
+            }
+            // Walk this user key's entries, oldest first.
+            let mut base: Option<Vec<u8>> = None;
+            let mut operands: Vec<Vec<u8>> = Vec::new();
+            let mut deleted = true;
+            while self.inner.valid() {
+                let Some(p) = parse_internal_key(self.inner.key()) else {
+                    self.fail(Error::corruption(
+                        "",
+                        0,
+                        "corrupted internal key in iteration",
+                    ));
+                    return;
+                };
+                if self.ucmp.compare(p.user_key, &user_key) != Ordering::Equal {
+                    break;
+                }
+                if p.sequence <= self.snapshot {
+                    let t = if self.range_del.covers(p.user_key, p.sequence) {
+                        ValueType::Deletion
+                    } else {
+                        p.value_type
+                    };
+                    match t {
+                        ValueType::Value => {
+                            base = Some(self.inner.value().to_vec());
+                            operands.clear();
+                            deleted = false;
+                        }
+                        ValueType::Deletion | ValueType::SingleDeletion => {
+                            base = None;
+                            operands.clear();
+                            deleted = true;
+                        }
+                        ValueType::Merge => {
+                            operands.push(self.inner.value().to_vec());
+                            deleted = false;
+                        }
+                        other => {
+                            self.fail(Error::NotSupported(format!(
+                                "value type {other:?} in iteration"
+                            )));
+                            return;
+                        }
+                    }
+                }
+                self.inner.prev();
+            }
+            if let Err(e) = self.inner.status() {
+                self.fail(e);
+                return;
+            }
+            if deleted {
+                continue;
+            }
+            let value = if operands.is_empty() {
+                base.unwrap_or_default()
+            } else {
+                match self.merge(&user_key, base.as_deref(), &operands) {
+                    Some(v) => v,
+                    None => return,
+                }
+            };
+            self.key = user_key;
+            self.value = value;
+            self.valid = true;
+            return;
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! Layer 5: iterators over several sources: the merging iterator, range
+//! tombstone aggregation, and `DBIter` (the user's view at a snapshot).
+
+pub mod db_iter;
+pub mod merging;
+pub mod range_del;
+
+pub use db_iter::{DBIter, DBIterOptions};
+pub use merging::MergingIterator;
+pub use range_del::RangeDelAggregator;
+
+#[cfg(test)]
+mod tests;
