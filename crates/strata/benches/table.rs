@@ -94,6 +94,21 @@ fn bench_table_get(c: &mut Criterion) {
             black_box(table.get(&t).unwrap())
         })
     });
+    let mut cached_opts = opts.clone();
+    cached_opts.block_cache = Some(strata::cache::BlockCache::new(64 << 20));
+    let file = fs.new_random_access_file(&path).unwrap();
+    let cached = Arc::new(Table::open(file, "bench.sst", info.file_size, &cached_opts).unwrap());
+    c.bench_function("table_get_hit_block_cache", |b| {
+        b.iter(|| {
+            i = (i + 7919) % n;
+            let t = make_internal_key(
+                &key(i * 2),
+                MAX_SEQUENCE_NUMBER,
+                ValueType::WideColumnEntity,
+            );
+            black_box(cached.get(&t).unwrap())
+        })
+    });
     c.bench_function("table_get_miss_filtered", |b| {
         b.iter(|| {
             i = (i + 7919) % n;

@@ -2,10 +2,12 @@
 //! settings, per-column-family settings, and per-read / per-write options.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::env::FileSystemRef;
 use crate::format::SequenceNumber;
 use crate::merge_operator::MergeOperatorRef;
+use crate::table::options::BlockCacheApi;
 use crate::table::{CompressionType, TableOptions};
 use crate::util::comparator::{ComparatorRef, bytewise};
 use crate::util::slice_transform::SliceTransformRef;
@@ -39,6 +41,9 @@ pub struct ColumnFamilyOptions {
     pub block_restart_interval: usize,
     pub bloom_bits_per_key: Option<f64>,
     pub num_levels: usize,
+    /// Block cache for this column family's tables; `None` gets the DB's
+    /// default 8 MiB cache. Pass one `Arc` to several DBs to share it.
+    pub block_cache: Option<Arc<dyn BlockCacheApi>>,
 }
 
 impl Default for ColumnFamilyOptions {
@@ -54,6 +59,7 @@ impl Default for ColumnFamilyOptions {
             block_restart_interval: 16,
             bloom_bits_per_key: Some(10.0),
             num_levels: 7,
+            block_cache: None,
         }
     }
 }
@@ -82,6 +88,7 @@ impl ColumnFamilyOptions {
             column_family_id: u64::from(id),
             column_family_name: name.to_string(),
             merge_operator_name: self.merge_operator.as_ref().map(|m| m.name().to_string()),
+            block_cache: self.block_cache.clone(),
             ..TableOptions::default()
         }
     }

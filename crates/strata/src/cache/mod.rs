@@ -1,6 +1,8 @@
-//! Layer 4: caches shared by reads: open table readers (and, next, the
-//! sharded byte-weighted block cache).
+//! Layer 4: caches shared by reads: open table readers, and the
+//! byte-weighted block cache (shareable between DB instances).
 
+pub mod block_cache;
 pub mod table_cache;
 
+pub use block_cache::BlockCache;
 pub use table_cache::TableCache;

@@ -1,10 +1,20 @@
 //! Options for building and reading block-based tables (RocksDB's
 //! `BlockBasedTableOptions` plus the column-family settings tables record).
 
+use std::sync::Arc;
+
+use super::block::Block;
 use super::compression::CompressionType;
 use crate::util::checksum::ChecksumType;
 use crate::util::comparator::{ComparatorRef, bytewise};
 use crate::util::slice_transform::SliceTransformRef;
+
+/// A cache of parsed blocks keyed by (table cache id, block offset).
+/// Implemented by `crate::cache::BlockCache`; tables only see this trait.
+pub trait BlockCacheApi: Send + Sync {
+    fn lookup(&self, cache_id: u64, offset: u64) -> Option<Arc<Block>>;
+    fn insert(&self, cache_id: u64, offset: u64, block: Arc<Block>);
+}
 
 /// How tables are written and read.
 #[derive(Clone)]
@@ -36,6 +46,8 @@ pub struct TableOptions {
     pub column_family_name: String,
     /// Merge operator name recorded in the properties (`nullptr` if none).
     pub merge_operator_name: Option<String>,
+    /// Cache for data blocks read through this table (none by default).
+    pub block_cache: Option<Arc<dyn BlockCacheApi>>,
 }
 
 impl std::fmt::Debug for TableOptions {
@@ -69,6 +81,7 @@ impl Default for TableOptions {
             column_family_id: 0,
             column_family_name: "default".into(),
             merge_operator_name: None,
+            block_cache: None,
         }
     }
 }

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::block::{Block, BlockIter, KeyOrder};
 use super::filter::FilterReader;
@@ -24,8 +25,13 @@ use crate::error::{Error, Result};
 use crate::format::dbformat::{InternalKeyComparator, extract_user_key, pack_sequence_and_type};
 use crate::format::{ValueType, parse_internal_key};
 
+static NEXT_CACHE_ID: AtomicU64 = AtomicU64::new(1);
+
 /// An open table.
 pub struct Table {
+    /// Unique in the process: the block-cache key prefix of this open.
+    cache_id: u64,
+    block_cache: Option<Arc<dyn super::options::BlockCacheApi>>,
     file: Arc<dyn RandomAccessFile>,
     name: Arc<str>,
     file_size: u64,
@@ -174,6 +180,8 @@ impl Table {
         }
         let global_seqno = props.global_seqno().filter(|&s| s != 0);
         Ok(Table {
+            cache_id: NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed),
+            block_cache: opts.block_cache.clone(),
             file,
             name,
             file_size,
@@ -236,10 +244,19 @@ impl Table {
         read_block(&*self.file, &self.name, handle, &self.read_opts)
     }
 
-    /// Reads a data block.
+    /// Reads a data block (through the block cache when there is one).
     pub fn read_data_block(&self, handle: BlockHandle) -> Result<Arc<Block>> {
+        if let Some(cache) = &self.block_cache
+            && let Some(b) = cache.lookup(self.cache_id, handle.offset)
+        {
+            return Ok(b);
+        }
         let c = self.read_block(handle)?;
-        Ok(Arc::new(Block::new(c.data, self.name.clone(), handle)?))
+        let block = Arc::new(Block::new(c.data, self.name.clone(), handle)?);
+        if let Some(cache) = &self.block_cache {
+            cache.insert(self.cache_id, handle.offset, Arc::clone(&block));
+        }
+        Ok(block)
     }
 
     /// False only if the filter proves `user_key` is absent.

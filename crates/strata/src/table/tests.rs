@@ -266,3 +266,25 @@ fn range_tombstones_roundtrip() {
     assert_eq!(t.range_tombstones()[0].1, b"d");
     assert_eq!(t.properties().num_range_deletions, 1);
 }
+
+#[test]
+fn block_cache_serves_repeated_reads() {
+    let cache = crate::cache::BlockCache::new(1 << 20);
+    let opts = TableOptions {
+        block_cache: Some(cache.clone()),
+        block_size: 256,
+        ..TableOptions::default()
+    };
+    let model = small_model();
+    let t = open(build(&model, &opts), &opts).unwrap();
+    assert_eq!(cache.usage(), 0);
+    assert_eq!(scan(&t).unwrap(), expected(&model));
+    let after_first = cache.usage();
+    assert!(after_first > 0);
+    assert_eq!(scan(&t).unwrap(), expected(&model));
+    assert_eq!(
+        cache.usage(),
+        after_first,
+        "second scan should hit the cache only"
+    );
+}
