@@ -1,24 +1,34 @@
-//! The `strata` command: table tools now (`sst_dump`, `sst_write`), and
-//! later the ldb-style admin commands, `bench` and `stress`.
+//! The `strata` command: table tools (`sst_dump`, `sst_write`) and the
+//! ldb-style admin commands (`strata --db=PATH COMMAND`).
 
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod flags;
+mod ldb;
 mod sst_dump;
 mod sst_write;
 
 use std::process::ExitCode;
 
-fn usage() -> &'static str {
-    "usage: strata COMMAND [--flag=value ...]\n\
+fn usage() -> String {
+    let mut u = String::from(USAGE);
+    u.push_str(
+        "  --db=PATH [--column_family=NAME] [--hex] [--key_hex] [--value_hex] COMMAND ...\n",
+    );
+    u.push_str("            ldb commands: ");
+    u.push_str(&ldb::COMMANDS.join(" "));
+    u.push('\n');
+    u
+}
+
+const USAGE: &str = "usage: strata COMMAND [--flag=value ...]\n\
      commands:\n\
      \x20 sst_dump  --file=PATH [--command=scan|check|verify|raw|none] [--show_properties]\n\
      \x20           [--output_hex] [--input_key_hex] [--from=K] [--to=K] [--read_num=N]\n\
      \x20 sst_write --file=PATH [--compression_type=snappy|lz4|lz4hc|zstd|zlib|bzip2|none]\n\
      \x20           [--bloom_bits=10] [--block_size=4096] [--checksum_type=1] [--hex]\n\
-     \x20           reads `key ==> value` lines from stdin\n"
-}
+     \x20           reads `key ==> value` lines from stdin\n";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -34,6 +44,16 @@ fn main() -> ExitCode {
         .map(|(_, a)| a.clone())
         .collect();
     let f = flags::Flags::parse(&rest);
+    if let Some(db) = f.get("db").map(|s| s.to_string()) {
+        let positional: Vec<String> = f.positional.clone();
+        return match ldb::run(&db, &cmd, &positional, &f) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let result = match cmd.as_str() {
         "sst_dump" => sst_dump::run(&f),
         "sst_write" => sst_write::run(&f),

@@ -12,18 +12,24 @@
 #![warn(missing_debug_implementations, rust_2018_idioms)]
 
 pub mod cache;
+pub mod db;
 pub mod env;
 pub mod error;
 pub mod format;
 pub mod iter;
+pub mod memtable;
 pub mod merge_operator;
 pub mod options;
 pub mod table;
 pub mod tools;
 pub mod util;
+pub mod version;
 pub mod wal;
 
+pub use db::{ColumnFamilyDescriptor, ColumnFamilyHandle, DB, DbIterator, Snapshot};
 pub use error::{Error, Result};
+pub use format::WriteBatch;
+pub use options::{ColumnFamilyOptions, Options, ReadOptions, WalRecoveryMode, WriteOptions};
 
 /// The README's example, compiled and run as a doctest.
 #[doc = include_str!("../../../README.md")]

@@ -259,6 +259,21 @@ impl Table {
         Ok(block)
     }
 
+    /// Approximate file offset where entries at or after the internal key
+    /// `ikey` begin (the data size for keys past the end).
+    pub fn approximate_offset_of(&self, ikey: &[u8]) -> u64 {
+        let mut it = self.index_iter();
+        it.seek(ikey);
+        if it.valid()
+            && let Some(h) = BlockHandle::decode(it.value())
+        {
+            return h.offset;
+        }
+        self.props
+            .data_size
+            .max(self.footer.index_handle.offset.min(self.file_size))
+    }
+
     /// False only if the filter proves `user_key` is absent.
     pub fn key_may_match(&self, user_key: &[u8]) -> bool {
         let Some(f) = &self.filter else { return true };

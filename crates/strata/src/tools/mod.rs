@@ -6,3 +6,6 @@
 //! and never panic, hang, or allocate from an unchecked length.
 
 pub mod fuzz;
+mod manifest_dump;
+
+pub use manifest_dump::{manifest_dump, manifest_dump_with};

@@ -1,0 +1,364 @@
+//! `strata --db=PATH COMMAND`: RocksDB's `ldb` admin commands with the same
+//! syntax and output shapes (`key : value` for scan, `key ==> value` for
+//! dump and load, `OK` after writes, `Failed: ...` and exit status 1 on
+//! errors).
+
+use std::io::{BufRead, Write};
+use std::sync::Arc;
+
+use strata::format::WriteBatch;
+use strata::format::write_batch::BatchRecord;
+use strata::merge_operator::StringAppendOperator;
+use strata::wal::LogReader;
+use strata::{
+    ColumnFamilyDescriptor, ColumnFamilyHandle, ColumnFamilyOptions, DB, Options, ReadOptions,
+    WriteOptions,
+};
+
+use crate::flags::{Flags, from_hex, to_hex};
+
+/// Commands that take `--db`.
+pub const COMMANDS: &[&str] = &[
+    "get",
+    "put",
+    "delete",
+    "deleterange",
+    "batchput",
+    "scan",
+    "dump",
+    "load",
+    "list_column_families",
+    "create_column_family",
+    "drop_column_family",
+    "dump_wal",
+    "checkconsistency",
+    "approxsize",
+    "flush",
+    "manifest_dump",
+];
+
+struct Ctx<'a> {
+    f: &'a Flags,
+    key_hex: bool,
+    value_hex: bool,
+}
+
+impl Ctx<'_> {
+    fn key_in(&self, s: &str) -> Result<Vec<u8>, String> {
+        if self.key_hex {
+            from_hex(s)
+        } else {
+            Ok(s.as_bytes().to_vec())
+        }
+    }
+    fn value_in(&self, s: &str) -> Result<Vec<u8>, String> {
+        if self.value_hex {
+            from_hex(s)
+        } else {
+            Ok(s.as_bytes().to_vec())
+        }
+    }
+    fn key_out(&self, b: &[u8]) -> String {
+        if self.key_hex {
+            format!("0x{}", to_hex(b))
+        } else {
+            String::from_utf8_lossy(b).into_owned()
+        }
+    }
+    fn value_out(&self, b: &[u8]) -> String {
+        if self.value_hex {
+            format!("0x{}", to_hex(b))
+        } else {
+            String::from_utf8_lossy(b).into_owned()
+        }
+    }
+}
+
+fn err(e: strata::Error) -> String {
+    format!("Failed: {e}")
+}
+
+fn cf_options() -> ColumnFamilyOptions {
+    ColumnFamilyOptions {
+        // ldb opens with a string-append merge operator; so do we, so that
+        // merge operands written by either tool can be read.
+        merge_operator: Some(Arc::new(StringAppendOperator::default())),
+        ..ColumnFamilyOptions::default()
+    }
+}
+
+fn open(db: &str, f: &Flags, read_only: bool) -> Result<DB, String> {
+    let mut opts = Options {
+        create_if_missing: f.bool("create_if_missing")?,
+        cf: cf_options(),
+        ..Options::default()
+    };
+    opts.create_missing_column_families = false;
+    let names = match DB::list_column_families(&opts, db) {
+        Ok(n) => n,
+        Err(_) => vec!["default".to_string()],
+    };
+    let descs: Vec<ColumnFamilyDescriptor> = names
+        .iter()
+        .map(|n| ColumnFamilyDescriptor::new(n.clone(), cf_options()))
+        .collect();
+    let r = if read_only {
+        DB::open_cf_read_only(opts, db, descs)
+    } else {
+        DB::open_cf(opts, db, descs)
+    };
+    r.map_err(err)
+}
+
+fn cf(db: &DB, f: &Flags) -> Result<ColumnFamilyHandle, String> {
+    match f.get("column_family") {
+        None => Ok(db.default_cf()),
+        Some(name) => db
+            .cf_handle(name)
+            .ok_or_else(|| format!("Failed: Column family not found: {name}")),
+    }
+}
+
+/// Runs one ldb command; `args` are the positional arguments after it.
+pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), String> {
+    let hex = f.bool("hex")?;
+    let c = Ctx {
+        f,
+        key_hex: hex || f.bool("key_hex")?,
+        value_hex: hex || f.bool("value_hex")?,
+    };
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    let wo = WriteOptions::default();
+    let arg = |i: usize, what: &str| -> Result<&String, String> {
+        args.get(i)
+            .ok_or_else(|| format!("Failed: {what} must be specified for the {cmd} command"))
+    };
+    match cmd {
+        "get" => {
+            let db = open(db_path, c.f, true)?;
+            let k = c.key_in(arg(0, "<key>")?)?;
+            match db
+                .get_cf(&ReadOptions::default(), &cf(&db, f)?, &k)
+                .map_err(err)?
+            {
+                Some(v) => writeln!(out, "{}", c.value_out(&v)).map_err(|e| e.to_string())?,
+                None => return Err("Failed: Get failed: NotFound: ".into()),
+            }
+        }
+        "put" => {
+            let db = open(db_path, c.f, false)?;
+            let (k, v) = (c.key_in(arg(0, "<key>")?)?, c.value_in(arg(1, "<value>")?)?);
+            db.put_cf(&wo, &cf(&db, f)?, &k, &v).map_err(err)?;
+            writeln!(out, "OK").map_err(|e| e.to_string())?;
+        }
+        "delete" => {
+            let db = open(db_path, c.f, false)?;
+            let k = c.key_in(arg(0, "<key>")?)?;
+            db.delete_cf(&wo, &cf(&db, f)?, &k).map_err(err)?;
+            writeln!(out, "OK").map_err(|e| e.to_string())?;
+        }
+        "deleterange" => {
+            let db = open(db_path, c.f, false)?;
+            let (b, e) = (
+                c.key_in(arg(0, "<begin key>")?)?,
+                c.key_in(arg(1, "<end key>")?)?,
+            );
+            db.delete_range_cf(&wo, &cf(&db, f)?, &b, &e).map_err(err)?;
+            writeln!(out, "OK").map_err(|e| e.to_string())?;
+        }
+        "batchput" => {
+            if args.len() < 2 || args.len() % 2 != 0 {
+                return Err(
+                    "Failed: At least one <key> <value> pair must be specified batchput.".into(),
+                );
+            }
+            let db = open(db_path, c.f, false)?;
+            let h = cf(&db, f)?;
+            let mut b = WriteBatch::new();
+            for pair in args.chunks(2) {
+                b.put_cf(h.id, &c.key_in(&pair[0])?, &c.value_in(&pair[1])?);
+            }
+            db.write(&wo, b).map_err(err)?;
+            writeln!(out, "OK").map_err(|e| e.to_string())?;
+        }
+        "scan" | "dump" => {
+            let db = open(db_path, c.f, true)?;
+            let from = f.get("from").map(|s| c.key_in(s)).transpose()?;
+            let to = f.get("to").map(|s| c.key_in(s)).transpose()?;
+            let max_keys: Option<u64> = f
+                .get("max_keys")
+                .map(|v| v.parse().map_err(|_| format!("bad --max_keys: {v}")))
+                .transpose()?;
+            let mut it = db
+                .iter_cf(&ReadOptions::default(), &cf(&db, f)?)
+                .map_err(err)?;
+            if let Some(k) = &from {
+                it.seek(k);
+            }
+            let mut n = 0u64;
+            while it.valid() {
+                if to.as_deref().is_some_and(|t| it.key() >= t) || max_keys.is_some_and(|m| n >= m)
+                {
+                    break;
+                }
+                let sep = if cmd == "scan" { " : " } else { " ==> " };
+                writeln!(
+                    out,
+                    "{}{sep}{}",
+                    c.key_out(it.key()),
+                    c.value_out(it.value())
+                )
+                .map_err(|e| e.to_string())?;
+                n += 1;
+                it.next();
+            }
+            it.status().map_err(err)?;
+            if cmd == "dump" {
+                writeln!(out, "Keys in range: {n}").map_err(|e| e.to_string())?;
+            }
+        }
+        "load" => {
+            let db = open(db_path, c.f, false)?;
+            let h = cf(&db, f)?;
+            let stdin = std::io::stdin();
+            let mut batch = WriteBatch::new();
+            for line in stdin.lock().split(b'\n') {
+                let line = line.map_err(|e| e.to_string())?;
+                let line = String::from_utf8_lossy(&line)
+                    .trim_end_matches('\r')
+                    .to_string();
+                let Some((k, v)) = line.split_once(" ==> ") else {
+                    continue;
+                };
+                batch.put_cf(h.id, &c.key_in(k)?, &c.value_in(v)?);
+                if batch.byte_size() > 1 << 20 {
+                    db.write(&wo, std::mem::take(&mut batch)).map_err(err)?;
+                }
+            }
+            db.write(&wo, batch).map_err(err)?;
+            writeln!(out, "OK").map_err(|e| e.to_string())?;
+        }
+        "list_column_families" => {
+            let names = DB::list_column_families(&Options::default(), db_path).map_err(err)?;
+            writeln!(
+                out,
+                "Column families in {db_path}: \n{{{}}}",
+                names.join(", ")
+            )
+            .map_err(|e| e.to_string())?;
+        }
+        "create_column_family" => {
+            let db = open(db_path, c.f, false)?;
+            db.create_column_family(arg(0, "<name>")?, cf_options())
+                .map_err(err)?;
+            writeln!(out, "OK").map_err(|e| e.to_string())?;
+        }
+        "drop_column_family" => {
+            let db = open(db_path, c.f, false)?;
+            let name = arg(0, "<name>")?;
+            let h = db
+                .cf_handle(name)
+                .ok_or_else(|| format!("Failed: Column family not found: {name}"))?;
+            db.drop_column_family(&h).map_err(err)?;
+            writeln!(out, "OK").map_err(|e| e.to_string())?;
+        }
+        "flush" => {
+            let db = open(db_path, c.f, false)?;
+            db.flush_cf(&cf(&db, f)?).map_err(err)?;
+            writeln!(out, "OK").map_err(|e| e.to_string())?;
+        }
+        "dump_wal" => {
+            let path = f.get("walfile").ok_or("Failed: --walfile is required")?;
+            dump_wal(&mut out, path, f.bool("header")?, f.bool("print_value")?)?;
+        }
+        "checkconsistency" => {
+            let db = open(db_path, c.f, true)?;
+            db.verify_checksums().map_err(err)?;
+            writeln!(out, "OK").map_err(|e| e.to_string())?;
+        }
+        "approxsize" => {
+            let from = f
+                .get("from")
+                .ok_or("Failed: from must be specified for approxsize command")?;
+            let to = f
+                .get("to")
+                .ok_or("Failed: to must be specified for approxsize command")?;
+            let db = open(db_path, c.f, true)?;
+            let size = db
+                .approximate_size(&cf(&db, f)?, &c.key_in(from)?, &c.key_in(to)?)
+                .map_err(err)?;
+            writeln!(out, "{size}").map_err(|e| e.to_string())?;
+        }
+        "manifest_dump" => {
+            let text = strata::tools::manifest_dump(db_path, f.get("path")).map_err(err)?;
+            write!(out, "{text}").map_err(|e| e.to_string())?;
+        }
+        other => return Err(format!("Failed: unknown command {other}")),
+    }
+    Ok(())
+}
+
+fn dump_wal(
+    out: &mut impl Write,
+    path: &str,
+    header: bool,
+    print_value: bool,
+) -> Result<(), String> {
+    let fs = strata::env::default_fs();
+    let file = fs
+        .new_sequential_file(std::path::Path::new(path))
+        .map_err(err)?;
+    let number = std::path::Path::new(path)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(".log"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let mut r = LogReader::new(file, number);
+    if header {
+        writeln!(out, "Sequence,Count,ByteSize,Physical Offset,Key(s)")
+            .map_err(|e| e.to_string())?;
+    }
+    loop {
+        let rec = match r.read_record() {
+            Ok(Some(rec)) => rec,
+            Ok(None) => break,
+            Err(e) => return Err(format!("Failed: {}", e.into_error(path))),
+        };
+        let b = WriteBatch::from_bytes(rec).map_err(err)?;
+        let mut line = format!(
+            "{},{},{},{},",
+            b.sequence(),
+            b.count(),
+            b.byte_size(),
+            r.last_record_offset()
+        );
+        for rec in b.iter() {
+            let rec = rec.map_err(err)?;
+            let (name, cf, key, value): (&str, u32, &[u8], Option<&[u8]>) = match rec {
+                BatchRecord::Put { cf, key, value } => ("PUT", cf, key, Some(value)),
+                BatchRecord::Delete { cf, key } => ("DELETE", cf, key, None),
+                BatchRecord::SingleDelete { cf, key } => ("SINGLE_DELETE", cf, key, None),
+                BatchRecord::DeleteRange { cf, begin, end } => {
+                    ("DELETE_RANGE", cf, begin, Some(end))
+                }
+                BatchRecord::Merge { cf, key, value } => ("MERGE", cf, key, Some(value)),
+                BatchRecord::LogData(_) => {
+                    line.push_str("LOG_DATA ");
+                    continue;
+                }
+                _ => {
+                    line.push_str("OTHER ");
+                    continue;
+                }
+            };
+            line.push_str(&format!("{name}({cf}) : 0x{} ", to_hex(key)));
+            if print_value && let Some(v) = value {
+                line.push_str(&format!(": 0x{} ", to_hex(v)));
+            }
+        }
+        writeln!(out, "{line}").map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,159 @@
+//! Database interop with RocksDB 7.8.3, both directions:
+//! * a database Strata wrote and closed is read by `ldb scan` (identical to
+//!   `strata scan`) and passes `ldb checkconsistency`, with the data still
+//!   only in the WAL and after a flush;
+//! * Strata opens, reads and keeps writing to databases written by
+//!   `ldb load`, `db_bench fillrandom` (snappy, unflushed WAL data) and one
+//!   with several column families.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+fn ldb(db: &Path) -> std::process::Command {
+    let mut c = rocksdb_tool("ldb").unwrap();
+    c.arg(format!("--db={}", db.display()));
+    c
+}
+
+fn ours(db: &Path) -> std::process::Command {
+    let mut c = strata();
+    c.arg(format!("--db={}", db.display()));
+    c
+}
+
+fn scan_both(db: &Path, extra: &[&str]) -> (String, String) {
+    let mut a = ldb(db);
+    a.args(extra).arg("--hex").arg("scan");
+    let mut b = ours(db);
+    b.args(extra).arg("--hex").arg("scan");
+    (run(a, b""), run(b, b""))
+}
+
+fn load_input(seed: u64, n: usize) -> String {
+    let mut rng = Rng(seed);
+    (0..n)
+        .map(|_| {
+            let k = format!("key{:06}", rng.next() % 100_000);
+            let v = format!("value-{}", rng.next() % 1_000_000_000);
+            format!("{k} ==> {v}\n")
+        })
+        .collect()
+}
+
+#[test]
+fn rocksdb_reads_what_strata_wrote() {
+    let Some(_) = rocksdb_tool("ldb") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let mut load = ours(&db);
+    load.arg("--create_if_missing").arg("load");
+    run(load, load_input(1, 3000).as_bytes());
+    let mut del = ours(&db);
+    del.arg("delete").arg("key000001");
+    run(del, b"");
+    let mut dr = ours(&db);
+    dr.arg("deleterange").arg("key010000").arg("key020000");
+    run(dr, b"");
+    // Data only in the WAL (and what recovery flushed at each reopen).
+    let (theirs, mine) = scan_both(&db, &[]);
+    assert!(!mine.is_empty());
+    assert_eq!(theirs, mine, "ldb scan differs from strata scan (WAL data)");
+    let mut cc = ldb(&db);
+    cc.arg("checkconsistency");
+    assert!(run(cc, b"").contains("OK"));
+    // After a flush.
+    let mut put = ours(&db);
+    put.arg("put").arg("zzz").arg("last");
+    run(put, b"");
+    let mut fl = ours(&db);
+    fl.arg("flush");
+    run(fl, b"");
+    let (theirs, mine) = scan_both(&db, &[]);
+    assert_eq!(
+        theirs, mine,
+        "ldb scan differs from strata scan (after flush)"
+    );
+    let mut cc = ldb(&db);
+    cc.arg("checkconsistency");
+    assert!(run(cc, b"").contains("OK"));
+    let mut ours_cc = ours(&db);
+    ours_cc.arg("checkconsistency");
+    assert!(run(ours_cc, b"").contains("OK"));
+}
+
+#[test]
+fn strata_reads_and_extends_rocksdb_databases() {
+    let Some(_) = rocksdb_tool("ldb") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // ldb load, then more writes left in the WAL.
+    let db = dir.path().join("ldb");
+    let mut load = ldb(&db);
+    load.arg("--create_if_missing").arg("load");
+    run(load, load_input(2, 4000).as_bytes());
+    let mut put = ldb(&db);
+    put.arg("put").arg("wal-only").arg("yes");
+    run(put, b"");
+    let (theirs, mine) = scan_both(&db, &[]);
+    assert_eq!(theirs, mine, "strata scan of an ldb-written database");
+    let mut more = ours(&db);
+    more.arg("batchput")
+        .arg("from-strata")
+        .arg("1")
+        .arg("wal-only")
+        .arg("changed");
+    run(more, b"");
+    let (theirs, mine) = scan_both(&db, &[]);
+    assert_eq!(theirs, mine, "after Strata kept writing");
+    assert!(mine.contains("0x66726F6D2D737472617461 : 0x31"));
+
+    // db_bench fillrandom, snappy, WAL on (unflushed data stays in the WAL).
+    let Some(mut bench) = rocksdb_tool("db_bench") else {
+        return;
+    };
+    let db = dir.path().join("bench");
+    bench
+        .arg(format!("--db={}", db.display()))
+        .arg("--benchmarks=fillrandom")
+        .arg("--num=30000")
+        .arg("--compression_type=snappy")
+        .arg("--write_buffer_size=1048576");
+    run(bench, b"");
+    let (theirs, mine) = scan_both(&db, &[]);
+    assert_eq!(theirs.lines().count(), mine.lines().count());
+    assert_eq!(theirs, mine, "strata scan of a db_bench database");
+    let mut put = ours(&db);
+    put.arg("--hex").arg("put").arg("0x00").arg("0x01");
+    run(put, b"");
+    let (theirs, mine) = scan_both(&db, &[]);
+    assert_eq!(theirs, mine);
+
+    // Several column families.
+    let db = dir.path().join("cfs");
+    let mut load = ldb(&db);
+    load.arg("--create_if_missing").arg("load");
+    run(load, load_input(3, 500).as_bytes());
+    for cf in ["one", "two"] {
+        let mut c = ldb(&db);
+        c.arg("create_column_family").arg(cf);
+        run(c, b"");
+        let mut l = ldb(&db);
+        l.arg(format!("--column_family={cf}")).arg("load");
+        run(l, load_input(cf.len() as u64 * 7, 300).as_bytes());
+    }
+    let mut lc = ours(&db);
+    lc.arg("list_column_families");
+    assert!(run(lc, b"").contains("{default, one, two}"));
+    for cf in ["default", "one", "two"] {
+        let flag = format!("--column_family={cf}");
+        let (theirs, mine) = scan_both(&db, &[&flag]);
+        assert_eq!(theirs, mine, "column family {cf}");
+        let mut p = ours(&db);
+        p.arg(&flag).arg("put").arg("strata-key").arg(cf);
+        run(p, b"");
+        let (theirs, mine) = scan_both(&db, &[&flag]);
+        assert_eq!(theirs, mine, "column family {cf} after a Strata write");
+    }
+}

@@ -1,0 +1,216 @@
+//! The public operations of [`DB`], in RocksDB's vocabulary: put, delete,
+//! single_delete, delete_range, merge, write, get, multi_get, iterators,
+//! snapshots and flush, each with a `_cf` form taking a column family.
+
+use super::{ColumnFamilyHandle, DB, DbIterator, Snapshot};
+use crate::error::Result;
+use crate::format::WriteBatch;
+use crate::options::{ReadOptions, WriteOptions};
+
+impl DB {
+    pub fn put(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put_cf(opts, &self.default_cf(), key, value)
+    }
+
+    pub fn put_cf(
+        &self,
+        opts: &WriteOptions,
+        cf: &ColumnFamilyHandle,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put_cf(cf.id, key, value);
+        self.write(opts, b)
+    }
+
+    pub fn delete(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
+        self.delete_cf(opts, &self.default_cf(), key)
+    }
+
+    pub fn delete_cf(
+        &self,
+        opts: &WriteOptions,
+        cf: &ColumnFamilyHandle,
+        key: &[u8],
+    ) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_cf(cf.id, key);
+        self.write(opts, b)
+    }
+
+    /// Deletes a key written at most once since its last deletion
+    /// (RocksDB's SingleDelete); behaves as `delete` here.
+    pub fn single_delete(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
+        self.single_delete_cf(opts, &self.default_cf(), key)
+    }
+
+    pub fn single_delete_cf(
+        &self,
+        opts: &WriteOptions,
+        cf: &ColumnFamilyHandle,
+        key: &[u8],
+    ) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.single_delete_cf(cf.id, key);
+        self.write(opts, b)
+    }
+
+    /// Deletes every key in `[begin, end)`.
+    pub fn delete_range(&self, opts: &WriteOptions, begin: &[u8], end: &[u8]) -> Result<()> {
+        self.delete_range_cf(opts, &self.default_cf(), begin, end)
+    }
+
+    pub fn delete_range_cf(
+        &self,
+        opts: &WriteOptions,
+        cf: &ColumnFamilyHandle,
+        begin: &[u8],
+        end: &[u8],
+    ) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range_cf(cf.id, begin, end);
+        self.write(opts, b)
+    }
+
+    /// Adds a merge operand (needs a merge operator on the column family).
+    pub fn merge(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+        self.merge_cf(opts, &self.default_cf(), key, value)
+    }
+
+    pub fn merge_cf(
+        &self,
+        opts: &WriteOptions,
+        cf: &ColumnFamilyHandle,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.merge_cf(cf.id, key, value);
+        self.write(opts, b)
+    }
+
+    /// Applies a batch atomically (it may span column families).
+    pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        self.inner.write(opts, batch)
+    }
+
+    pub fn get(&self, opts: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.inner.get(opts, 0, key)
+    }
+
+    pub fn get_cf(
+        &self,
+        opts: &ReadOptions,
+        cf: &ColumnFamilyHandle,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        self.inner.get(opts, cf.id, key)
+    }
+
+    /// Reads several keys from one consistent view.
+    pub fn multi_get(&self, opts: &ReadOptions, keys: &[&[u8]]) -> Vec<Result<Option<Vec<u8>>>> {
+        self.inner.multi_get(opts, 0, keys)
+    }
+
+    pub fn multi_get_cf(
+        &self,
+        opts: &ReadOptions,
+        cf: &ColumnFamilyHandle,
+        keys: &[&[u8]],
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        self.inner.multi_get(opts, cf.id, keys)
+    }
+
+    /// An iterator positioned at the first key (in bounds).
+    pub fn iter(&self, opts: &ReadOptions) -> Result<DbIterator> {
+        self.inner.iter(opts, 0)
+    }
+
+    pub fn iter_cf(&self, opts: &ReadOptions, cf: &ColumnFamilyHandle) -> Result<DbIterator> {
+        self.inner.iter(opts, cf.id)
+    }
+
+    /// A snapshot of the current state; pass `snapshot.sequence()` in
+    /// `ReadOptions::snapshot` to read at it.
+    pub fn snapshot(&self) -> Snapshot {
+        self.inner.snapshot()
+    }
+
+    /// Flushes the default column family's memtable to a table and waits.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush(0)
+    }
+
+    pub fn flush_cf(&self, cf: &ColumnFamilyHandle) -> Result<()> {
+        self.inner.flush(cf.id)
+    }
+}
+
+impl DB {
+    /// Reads every block of every live table and checks its checksum, as
+    /// `ldb checkconsistency` does; the error names the file and offset.
+    pub fn verify_checksums(&self) -> Result<()> {
+        let inner = &self.inner;
+        let cfs: Vec<u32> = inner.super_versions.load().keys().copied().collect();
+        for cf in cfs {
+            let sv = inner.super_version(cf)?;
+            let opts = inner.cf_options(cf)?;
+            for level in 0..sv.version.num_levels() {
+                for f in sv.version.files(level) {
+                    let mut topts = opts.table_options(cf, "");
+                    topts.verify_checksums = true;
+                    let path = inner
+                        .dbname
+                        .join(crate::cache::table_cache::table_file_name(f.number));
+                    let size = inner.fs.file_size(&path)?;
+                    if size != f.file_size {
+                        return Err(crate::Error::corruption(
+                            path.to_string_lossy(),
+                            0,
+                            format!(
+                                "Sst file size mismatch: MANIFEST says {} bytes, file has {size}",
+                                f.file_size
+                            ),
+                        ));
+                    }
+                    let file = inner.fs.new_random_access_file(&path)?;
+                    let t = std::sync::Arc::new(crate::table::Table::open(
+                        file,
+                        &path.to_string_lossy(),
+                        size,
+                        &topts,
+                    )?);
+                    t.verify_checksums()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Approximate bytes on disk of the keys in `[from, to)` of `cf`.
+    pub fn approximate_size(&self, cf: &ColumnFamilyHandle, from: &[u8], to: &[u8]) -> Result<u64> {
+        let inner = &self.inner;
+        let sv = inner.super_version(cf.id)?;
+        let opts = inner.cf_options(cf.id)?;
+        let lo = crate::format::make_internal_key(
+            from,
+            crate::format::MAX_SEQUENCE_NUMBER,
+            crate::format::ValueType::WideColumnEntity,
+        );
+        let hi = crate::format::make_internal_key(
+            to,
+            crate::format::MAX_SEQUENCE_NUMBER,
+            crate::format::ValueType::WideColumnEntity,
+        );
+        let mut total = 0;
+        for level in 0..sv.version.num_levels() {
+            for f in sv.version.files(level) {
+                let t = inner.table(f, cf.id, &opts)?;
+                let (a, b) = (t.approximate_offset_of(&lo), t.approximate_offset_of(&hi));
+                total += b.saturating_sub(a);
+            }
+        }
+        Ok(total)
+    }
+}

@@ -1,0 +1,323 @@
+//! Flushes: immutable memtables become level-0 tables on a background
+//! thread; manual flushes; obsolete-file deletion; closing.
+//!
+//! A flush writes one table from all immutable memtables of a column
+//! family (merged), keeping every entry some snapshot can still see,
+//! appends the version edit (new file, new log number) to the MANIFEST,
+//! and only then drops the memtables and installs a new SuperVersion.
+//!
+//! Invariants: a table becomes part of a version only after it is synced
+//! and its directory entry is synced; WAL files are deleted only below the
+//! smallest log any column family still needs; table files only when no
+//! live version names them and no flush is writing them.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
+
+use super::{DbInner, DbState};
+use crate::error::{Error, Result};
+use crate::format::{SequenceNumber, ValueType, parse_internal_key};
+use crate::iter::MergingIterator;
+use crate::memtable::MemTable;
+use crate::options::ColumnFamilyOptions;
+use crate::table::TableBuilder;
+use crate::table::iterator::InternalIterator;
+use crate::version::{FileMetaData, VersionEdit};
+
+/// Decides which versions of a key a flush keeps: an entry is dropped when
+/// a newer entry of the same user key in the same snapshot stripe already
+/// settles its value (a put or a deletion, not a merge operand).
+pub(crate) struct ShadowFilter<'a> {
+    snapshots: &'a [SequenceNumber],
+    last_key: Option<Vec<u8>>,
+    last_stripe: usize,
+    settled: bool,
+}
+
+impl<'a> ShadowFilter<'a> {
+    /// `snapshots` sorted ascending.
+    pub(crate) fn new(snapshots: &'a [SequenceNumber]) -> Self {
+        ShadowFilter {
+            snapshots,
+            last_key: None,
+            last_stripe: usize::MAX,
+            settled: false,
+        }
+    }
+
+    fn stripe(&self, seq: SequenceNumber) -> usize {
+        self.snapshots.partition_point(|&s| s < seq)
+    }
+
+    /// True if the entry must be kept. Entries come in internal-key order.
+    pub(crate) fn keep(&mut self, user_key: &[u8], seq: SequenceNumber, t: ValueType) -> bool {
+        let stripe = self.stripe(seq);
+        let same_key = self.last_key.as_deref() == Some(user_key);
+        if !same_key {
+            self.last_key = Some(user_key.to_vec());
+        }
+        if same_key && stripe == self.last_stripe {
+            if self.settled {
+                return false;
+            }
+        } else {
+            self.last_stripe = stripe;
+            self.settled = false;
+        }
+        if t != ValueType::Merge {
+            self.settled = true;
+        }
+        true
+    }
+}
+
+impl DbInner {
+    pub(crate) fn start_flush_thread(self: &Arc<Self>) -> Result<()> {
+        let me = Arc::clone(self);
+        let h = std::thread::Builder::new()
+            .name("strata:flush".into())
+            .spawn(move || me.flush_loop())
+            .map_err(|e| Error::io("spawning the flush thread", e))?;
+        *self
+            .flush_thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(h);
+        Ok(())
+    }
+
+    fn flush_loop(self: Arc<Self>) {
+        loop {
+            let mut st = self.lock_state();
+            loop {
+                if self.shutting_down.load(Ordering::Acquire) || st.bg_error.is_some() {
+                    return;
+                }
+                if st.cfs.values().any(|c| !c.imms.is_empty()) {
+                    break;
+                }
+                st = self.bg_cv.wait(st).unwrap_or_else(PoisonError::into_inner);
+            }
+            let Some(cf_id) = st
+                .cfs
+                .values()
+                .filter(|c| !c.imms.is_empty())
+                .min_by_key(|c| c.imms.first().map(|(_, w)| *w))
+                .map(|c| c.id)
+            else {
+                continue;
+            };
+            let r = self.flush_cf(st, cf_id);
+            let mut st = self.lock_state();
+            if let Err(e) = r {
+                st.bg_error.get_or_insert(e);
+            }
+            self.bg_cv.notify_all();
+        }
+    }
+
+    /// Flushes all immutable memtables of `cf_id` into one level-0 table.
+    fn flush_cf(&self, mut st: std::sync::MutexGuard<'_, DbState>, cf_id: u32) -> Result<()> {
+        let Some(cf) = st.cfs.get(&cf_id) else {
+            return Ok(());
+        };
+        let mems: Vec<Arc<MemTable>> = cf.imms.iter().map(|(m, _)| Arc::clone(m)).collect();
+        let n = mems.len();
+        let opts = cf.options.clone();
+        let name = cf.name.clone();
+        let snapshots: Vec<SequenceNumber> = st.snapshots.keys().copied().collect();
+        let number = st.versions.new_file_number();
+        st.pending_outputs.insert(number);
+        drop(st);
+        let meta = self.write_level0_table(&mems, cf_id, &name, &opts, number, &snapshots);
+        let mut st = self.lock_state();
+        st.pending_outputs.remove(&number);
+        let meta = meta?;
+        let Some(cf) = st.cfs.get(&cf_id) else {
+            return Ok(());
+        };
+        let next_log = cf.imms.get(n).map(|(_, w)| *w).unwrap_or(cf.mem_wal);
+        let mut edit = VersionEdit {
+            log_number: Some(next_log),
+            ..Default::default()
+        };
+        if let Some(m) = meta {
+            edit.new_files.push((0, m));
+        }
+        st.versions.log_and_apply(cf_id, edit)?;
+        if let Some(cf) = st.cfs.get_mut(&cf_id) {
+            cf.imms.drain(..n);
+        }
+        self.install_super_versions(&mut st);
+        self.delete_obsolete_files(&mut st);
+        Ok(())
+    }
+
+    /// Writes the merged contents of `mems` to table `number`. Returns
+    /// `None` (and writes nothing) if nothing survives.
+    pub(crate) fn write_level0_table(
+        &self,
+        mems: &[Arc<MemTable>],
+        cf_id: u32,
+        cf_name: &str,
+        opts: &ColumnFamilyOptions,
+        number: u64,
+        snapshots: &[SequenceNumber],
+    ) -> Result<Option<FileMetaData>> {
+        let icmp = crate::format::InternalKeyComparator::new(opts.comparator.clone());
+        let children: Vec<Box<dyn InternalIterator + Send>> = mems
+            .iter()
+            .map(|m| Box::new(m.iter()) as Box<dyn InternalIterator + Send>)
+            .collect();
+        let mut it = MergingIterator::new(icmp.clone(), children);
+        let mut tombstones: Vec<(Vec<u8>, Vec<u8>)> =
+            mems.iter().flat_map(|m| m.range_tombstones()).collect();
+        tombstones.sort_by(|a, b| icmp.compare(&a.0, &b.0));
+        it.seek_to_first();
+        if !it.valid() && tombstones.is_empty() {
+            it.status()?;
+            return Ok(None);
+        }
+        let path = self
+            .dbname
+            .join(crate::cache::table_cache::table_file_name(number));
+        let file = self.fs.new_writable_file(&path)?;
+        let mut builder = TableBuilder::new(opts.table_options(cf_id, cf_name), file)?;
+        builder.set_identity("", "", number);
+        let mut filter = ShadowFilter::new(snapshots);
+        while it.valid() {
+            let p = parse_internal_key(it.key())
+                .ok_or_else(|| Error::corruption("", 0, "bad internal key in memtable"))?;
+            if filter.keep(p.user_key, p.sequence, p.value_type) {
+                builder.add(it.key(), it.value())?;
+            }
+            it.next();
+        }
+        it.status()?;
+        for (k, end) in &tombstones {
+            let p = parse_internal_key(k)
+                .ok_or_else(|| Error::corruption("", 0, "bad range tombstone in memtable"))?;
+            builder.add_range_tombstone(p.user_key, end, p.sequence)?;
+        }
+        let info = builder.finish(true)?;
+        self.fs.sync_dir(&self.dbname)?;
+        Ok(Some(FileMetaData {
+            number,
+            file_size: info.file_size,
+            smallest: info.smallest_key,
+            largest: info.largest_key,
+            smallest_seqno: info.smallest_seqno,
+            largest_seqno: info.largest_seqno,
+            ..FileMetaData::default()
+        }))
+    }
+
+    /// Deletes WALs and tables nothing needs any more.
+    pub(crate) fn delete_obsolete_files(&self, st: &mut DbState) {
+        let current = st.wal_number;
+        let min_wal = st
+            .cfs
+            .values()
+            .filter(|c| !c.dropped)
+            .map(|c| c.min_wal_needed(current))
+            .min()
+            .unwrap_or(current);
+        let (old, keep): (Vec<u64>, Vec<u64>) = st.alive_wals.iter().partition(|&&w| w < min_wal);
+        st.alive_wals = keep;
+        for w in old {
+            let _ = self
+                .fs
+                .delete_file(&self.wal_dir.join(crate::wal::log_file_name(w)));
+        }
+        let mut live: BTreeSet<u64> = st.pending_outputs.iter().copied().collect();
+        st.live_versions.retain(|w| w.strong_count() > 0);
+        for v in st.live_versions.iter().filter_map(|w| w.upgrade()) {
+            for level in 0..v.num_levels() {
+                live.extend(v.files(level).iter().map(|f| f.number));
+            }
+        }
+        for (_, cf) in st.cfs.iter() {
+            if let Some(v) = st.versions.current(cf.id) {
+                for level in 0..v.num_levels() {
+                    live.extend(v.files(level).iter().map(|f| f.number));
+                }
+            }
+        }
+        let Ok(children) = self.fs.children(&self.dbname) else {
+            return;
+        };
+        for name in children {
+            if let Some(num) = name
+                .strip_suffix(".sst")
+                .and_then(|n| n.parse::<u64>().ok())
+                && !live.contains(&num)
+            {
+                self.table_cache.evict(num);
+                let _ = self.fs.delete_file(&self.dbname.join(&name));
+            }
+        }
+    }
+
+    /// Switches the memtable of `cf_id` and waits until it is flushed.
+    pub(crate) fn flush(&self, cf_id: u32) -> Result<()> {
+        if self.read_only {
+            return Err(Error::NotSupported("flush on a read-only database".into()));
+        }
+        let _leader = self
+            .write_mutex
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut st = self.lock_state();
+        let Some(cf) = st.cfs.get(&cf_id) else {
+            return Err(Error::InvalidArgument(format!(
+                "unknown column family id {cf_id}"
+            )));
+        };
+        if cf.mem.is_empty() && cf.imms.is_empty() {
+            return Ok(());
+        }
+        if !cf.mem.is_empty() {
+            self.switch_memtables(&mut st, &[cf_id])?;
+        }
+        drop(_leader);
+        self.bg_cv.notify_all();
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(e.duplicate());
+            }
+            if st.cfs.get(&cf_id).is_none_or(|c| c.imms.is_empty()) {
+                return Ok(());
+            }
+            st = self.bg_cv.wait(st).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Stops background work, flushes the WAL to the OS and releases the
+    /// lock. Idempotent.
+    pub(crate) fn close(&self) {
+        if self.shutting_down.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        {
+            let _st = self.lock_state();
+            self.bg_cv.notify_all();
+        }
+        let h = self
+            .flush_thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(h) = h {
+            let _ = h.join();
+        }
+        let mut st = self.lock_state();
+        if let Some(w) = st.wal.as_mut() {
+            let _ = w.flush();
+        }
+        drop(st);
+        self.lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+    }
+}

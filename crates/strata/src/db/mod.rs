@@ -1,0 +1,240 @@
+//! Layer 6: the database. `DB` ties the layers together: the write path
+//! (group commit into the WAL and memtables), background flushes to
+//! level-0 tables recorded in the MANIFEST, recovery at open, and reads
+//! against lock-free SuperVersions.
+//!
+//! Locking: `state` (one mutex) guards the version set, the column
+//! families' memtable lists, the WAL writer and the snapshot list. Only the
+//! write-group leader appends to the WAL and inserts into memtables; reads
+//! take no lock (they load the column family's SuperVersion).
+//!
+//! Invariants: `last_sequence` is published only after every entry up to it
+//! is in a memtable; a memtable leaves the immutable list only after its
+//! table is recorded in the MANIFEST; a WAL is deleted only when every
+//! column family's unflushed data lives in newer WALs.
+
+mod api;
+mod flush;
+mod get_context;
+mod open;
+mod read;
+mod super_version;
+mod write;
+
+use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+use arc_swap::ArcSwap;
+use std::thread::JoinHandle;
+
+use crate::cache::TableCache;
+use crate::env::{FileLock, FileSystemRef};
+use crate::error::{Error, Result};
+use crate::format::{InternalKeyComparator, SequenceNumber};
+use crate::memtable::MemTable;
+use crate::options::{ColumnFamilyOptions, Options};
+use crate::version::VersionSet;
+use crate::wal::LogWriter;
+
+pub use open::ColumnFamilyDescriptor;
+pub use read::{DbIterator, Snapshot};
+pub use super_version::SuperVersion;
+
+/// Identifies a column family in calls that take one.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ColumnFamilyHandle {
+    pub id: u32,
+    pub name: String,
+}
+
+/// The name of the default column family.
+pub const DEFAULT_COLUMN_FAMILY_NAME: &str = "default";
+
+/// A column family's in-memory state.
+pub(crate) struct CfData {
+    pub(crate) id: u32,
+    pub(crate) name: String,
+    pub(crate) options: ColumnFamilyOptions,
+    pub(crate) icmp: InternalKeyComparator,
+    pub(crate) mem: Arc<MemTable>,
+    /// WAL that was current when `mem` was created.
+    pub(crate) mem_wal: u64,
+    /// Immutable memtables, oldest first, with their WAL numbers.
+    pub(crate) imms: Vec<(Arc<MemTable>, u64)>,
+    pub(crate) dropped: bool,
+}
+
+/// A fresh memtable for a column family with `options`, its arena sized
+/// as RocksDB sizes it for the write buffer.
+pub(crate) fn new_memtable(icmp: &InternalKeyComparator, options: &ColumnFamilyOptions) -> Arc<MemTable> {
+    Arc::new(MemTable::with_arena_block_size(
+        icmp.clone(),
+        crate::memtable::arena_block_size_for(options.write_buffer_size),
+    ))
+}
+
+impl CfData {
+    /// Whether the mutable memtable holds data and has used its budget.
+    /// An empty memtable is never full, whatever the budget: switching it
+    /// would make no room.
+    pub(crate) fn mem_full(&self) -> bool {
+        !self.mem.is_empty() && self.mem.should_flush(self.options.write_buffer_size)
+    }
+
+    /// The smallest WAL number that may still hold unflushed data of this
+    /// column family.
+    pub(crate) fn min_wal_needed(&self, current_wal: u64) -> u64 {
+        if let Some((_, w)) = self.imms.first() {
+            *w
+        } else if !self.mem.is_empty() {
+            self.mem_wal
+        } else {
+            current_wal
+        }
+    }
+}
+
+pub(crate) struct DbState {
+    pub(crate) versions: VersionSet,
+    pub(crate) cfs: BTreeMap<u32, CfData>,
+    pub(crate) wal: Option<LogWriter>,
+    pub(crate) wal_number: u64,
+    /// WAL files that may still be needed, oldest first.
+    pub(crate) alive_wals: Vec<u64>,
+    /// Live snapshots: sequence -> count.
+    pub(crate) snapshots: BTreeMap<SequenceNumber, usize>,
+    /// A failed write or sync: further writes are refused.
+    pub(crate) bg_error: Option<Error>,
+    pub(crate) flush_requested: bool,
+    /// Versions handed out, to know which files are still in use.
+    pub(crate) live_versions: Vec<std::sync::Weak<crate::version::Version>>,
+    /// Table numbers being written by flushes (not yet in any version).
+    pub(crate) pending_outputs: std::collections::BTreeSet<u64>,
+}
+
+pub(crate) struct DbInner {
+    pub(crate) dbname: PathBuf,
+    pub(crate) wal_dir: PathBuf,
+    pub(crate) fs: FileSystemRef,
+    pub(crate) options: Options,
+    pub(crate) read_only: bool,
+    pub(crate) state: Mutex<DbState>,
+    /// Signalled when a flush finishes or is requested.
+    pub(crate) bg_cv: Condvar,
+    /// Sequence number of the last write visible to readers.
+    pub(crate) last_sequence: AtomicU64,
+    pub(crate) shutting_down: AtomicBool,
+    pub(crate) table_cache: TableCache,
+    pub(crate) writers: write::WriteQueue,
+    /// Held by the write leader while it writes, and by manual flushes
+    /// while they switch memtables.
+    pub(crate) write_mutex: Mutex<()>,
+    pub(crate) lock: Mutex<Option<Box<dyn FileLock>>>,
+    pub(crate) flush_thread: Mutex<Option<JoinHandle<()>>>,
+    /// The current SuperVersion of every column family, swapped as a whole
+    /// so reads never lock.
+    pub(crate) super_versions: ArcSwap<HashMap<u32, Arc<SuperVersion>>>,
+}
+
+impl DbInner {
+    pub(crate) fn lock_state(&self) -> MutexGuard<'_, DbState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Publishes new SuperVersions for every column family from `st`.
+    /// REQUIRES: the state lock is held (the caller passes its guard).
+    pub(crate) fn install_super_versions(&self, st: &mut DbState) {
+        let mut map = HashMap::new();
+        for cf in st.cfs.values().filter(|c| !c.dropped) {
+            let Some(version) = st.versions.current(cf.id) else {
+                continue;
+            };
+            st.live_versions.push(Arc::downgrade(&version));
+            map.insert(
+                cf.id,
+                Arc::new(SuperVersion {
+                    mem: Arc::clone(&cf.mem),
+                    imms: cf.imms.iter().rev().map(|(m, _)| Arc::clone(m)).collect(),
+                    version,
+                }),
+            );
+        }
+        st.live_versions.retain(|w| w.strong_count() > 0);
+        self.super_versions.store(Arc::new(map));
+    }
+
+    /// The current SuperVersion of column family `cf`.
+    pub(crate) fn super_version(&self, cf: u32) -> Result<Arc<SuperVersion>> {
+        self.super_versions
+            .load()
+            .get(&cf)
+            .cloned()
+            .ok_or_else(|| Error::InvalidArgument(format!("unknown column family id {cf}")))
+    }
+}
+
+/// An open database.
+pub struct DB {
+    pub(crate) inner: Arc<DbInner>,
+}
+
+impl std::fmt::Debug for DB {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DB")
+            .field("path", &self.inner.dbname)
+            .finish()
+    }
+}
+
+impl DB {
+    /// The database directory.
+    pub fn path(&self) -> &std::path::Path {
+        &self.inner.dbname
+    }
+
+    /// The handle of the default column family.
+    pub fn default_cf(&self) -> ColumnFamilyHandle {
+        ColumnFamilyHandle {
+            id: 0,
+            name: DEFAULT_COLUMN_FAMILY_NAME.into(),
+        }
+    }
+
+    /// The handle of column family `name`.
+    pub fn cf_handle(&self, name: &str) -> Option<ColumnFamilyHandle> {
+        let st = self.inner.lock_state();
+        st.cfs
+            .values()
+            .find(|c| c.name == name && !c.dropped)
+            .map(|c| ColumnFamilyHandle {
+                id: c.id,
+                name: c.name.clone(),
+            })
+    }
+
+    /// Names of the live column families, default first.
+    pub fn column_families(&self) -> Vec<String> {
+        let st = self.inner.lock_state();
+        st.cfs
+            .values()
+            .filter(|c| !c.dropped)
+            .map(|c| c.name.clone())
+            .collect()
+    }
+
+    /// The latest sequence number visible to reads.
+    pub fn latest_sequence_number(&self) -> SequenceNumber {
+        self.inner
+            .last_sequence
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+impl Drop for DB {
+    fn drop(&mut self) {
+        self.inner.close();
+    }
+}

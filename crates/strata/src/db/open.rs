@@ -1,0 +1,489 @@
+//! Opening a database: lock, create or recover the version set from
+//! CURRENT -> MANIFEST, replay the WALs the MANIFEST does not cover (by the
+//! WAL recovery mode), flush what was replayed to level-0 tables, start a
+//! fresh WAL and the flush thread.
+//!
+//! Invariants: a read-only open takes no lock and changes no file; replay
+//! never skips past damage except in `SkipAnyCorruptedRecords` mode; the
+//! recovered state is a prefix of the acknowledged writes.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Condvar, Mutex};
+
+use arc_swap::ArcSwap;
+
+use super::write::insert_batch;
+use super::{CfData, ColumnFamilyHandle, DB, DbInner, DbState};
+use crate::cache::TableCache;
+use crate::env::{FileSystemRef, default_fs};
+use crate::error::{Error, Result};
+use crate::format::{InternalKeyComparator, WriteBatch};
+use crate::memtable::MemTable;
+use crate::options::{ColumnFamilyOptions, Options, WalRecoveryMode};
+use crate::version::VersionEdit;
+use crate::version::version_set::{VersionSet, VersionSetOptions};
+use crate::wal::{LogReader, LogWriter, ReadError};
+
+/// A column family to open, with its options.
+#[derive(Clone, Debug)]
+pub struct ColumnFamilyDescriptor {
+    pub name: String,
+    pub options: ColumnFamilyOptions,
+}
+
+impl ColumnFamilyDescriptor {
+    pub fn new(name: impl Into<String>, options: ColumnFamilyOptions) -> Self {
+        ColumnFamilyDescriptor {
+            name: name.into(),
+            options,
+        }
+    }
+}
+
+fn version_set_options(opts: &Options) -> VersionSetOptions {
+    let mut v = VersionSetOptions::new(opts.cf.comparator.clone());
+    v.num_levels = opts.cf.num_levels;
+    v.max_manifest_file_size = opts.max_manifest_file_size;
+    v
+}
+
+fn parse_wal_number(name: &str) -> Option<u64> {
+    name.strip_suffix(".log")?.parse().ok()
+}
+
+impl DB {
+    /// Opens the database at `path` with only the default column family.
+    pub fn open(opts: Options, path: impl AsRef<Path>) -> Result<DB> {
+        let cf = opts.cf.clone();
+        Self::open_cf(opts, path, vec![ColumnFamilyDescriptor::new("default", cf)])
+    }
+
+    /// Opens with the given column families (which must include every
+    /// column family the database has, as RocksDB requires).
+    pub fn open_cf(
+        opts: Options,
+        path: impl AsRef<Path>,
+        cfs: Vec<ColumnFamilyDescriptor>,
+    ) -> Result<DB> {
+        Self::open_impl(opts, path.as_ref(), cfs, false)
+    }
+
+    /// Opens without taking the lock and without changing any file. WAL
+    /// contents are replayed into memory only.
+    pub fn open_read_only(opts: Options, path: impl AsRef<Path>) -> Result<DB> {
+        let cf = opts.cf.clone();
+        Self::open_impl(
+            opts,
+            path.as_ref(),
+            vec![ColumnFamilyDescriptor::new("default", cf)],
+            true,
+        )
+    }
+
+    /// Read-only open with the given column families; column families not
+    /// listed are opened with default options.
+    pub fn open_cf_read_only(
+        opts: Options,
+        path: impl AsRef<Path>,
+        cfs: Vec<ColumnFamilyDescriptor>,
+    ) -> Result<DB> {
+        Self::open_impl(opts, path.as_ref(), cfs, true)
+    }
+
+    /// Names of the column families of the database at `path`.
+    pub fn list_column_families(opts: &Options, path: impl AsRef<Path>) -> Result<Vec<String>> {
+        let fs = opts.fs.clone().unwrap_or_else(default_fs);
+        let vs = VersionSet::recover_with(fs, path.as_ref(), version_set_options(opts), true)?;
+        Ok(vs.column_families().into_iter().map(|(_, n)| n).collect())
+    }
+
+    fn open_impl(
+        opts: Options,
+        dbname: &Path,
+        descs: Vec<ColumnFamilyDescriptor>,
+        read_only: bool,
+    ) -> Result<DB> {
+        let fs: FileSystemRef = opts.fs.clone().unwrap_or_else(default_fs);
+        let dbname = dbname.to_path_buf();
+        let wal_dir: PathBuf = opts.wal_dir.clone().unwrap_or_else(|| dbname.clone());
+        let mut lock = None;
+        let exists = fs.file_exists(&dbname.join("CURRENT"));
+        if !read_only {
+            fs.create_dir_all(&dbname)?;
+            if wal_dir != dbname {
+                fs.create_dir_all(&wal_dir)?;
+            }
+            lock = Some(fs.lock_file(&dbname.join("LOCK")).map_err(|e| match e {
+                Error::Busy(m) => Error::Busy(format!(
+                    "While lock file: {}/LOCK: Resource temporarily unavailable ({m})",
+                    dbname.display()
+                )),
+                other => other,
+            })?);
+        }
+        let mut versions = if exists {
+            if opts.error_if_exists {
+                return Err(Error::InvalidArgument(format!(
+                    "{}: exists (error_if_exists is true)",
+                    dbname.display()
+                )));
+            }
+            VersionSet::recover_with(
+                Arc::clone(&fs),
+                &dbname,
+                version_set_options(&opts),
+                read_only,
+            )?
+        } else {
+            if read_only || !opts.create_if_missing {
+                return Err(Error::InvalidArgument(format!(
+                    "{}: does not exist (create_if_missing is false)",
+                    dbname.display()
+                )));
+            }
+            let vs =
+                VersionSet::create_new_with(Arc::clone(&fs), &dbname, version_set_options(&opts))?;
+            if !fs.file_exists(&dbname.join("IDENTITY")) {
+                let id = make_db_id();
+                fs.write_file(&dbname.join("IDENTITY"), id.as_bytes(), true)?;
+                fs.sync_dir(&dbname)?;
+            }
+            vs
+        };
+        // Column families: every existing one must be listed (read-only
+        // opens fill in defaults), missing ones are created on request.
+        let existing = versions.column_families();
+        let mut by_name: HashMap<String, ColumnFamilyOptions> = descs
+            .iter()
+            .map(|d| (d.name.clone(), d.options.clone()))
+            .collect();
+        for (_, name) in &existing {
+            if !by_name.contains_key(name) {
+                if read_only {
+                    by_name.insert(name.clone(), opts.cf.clone());
+                } else {
+                    return Err(Error::InvalidArgument(format!(
+                        "Column families not opened: {name}"
+                    )));
+                }
+            }
+        }
+        for d in &descs {
+            if !existing.iter().any(|(_, n)| n == &d.name) {
+                if read_only || !opts.create_missing_column_families {
+                    return Err(Error::InvalidArgument(format!(
+                        "Column family not found: {}",
+                        d.name
+                    )));
+                }
+                versions.create_column_family(&d.name)?;
+            }
+        }
+        // One default 8 MiB block cache shared by the column families that
+        // did not bring their own.
+        let default_cache: Arc<dyn crate::table::options::BlockCacheApi> =
+            crate::cache::BlockCache::new(8 << 20);
+        let mut cfs = BTreeMap::new();
+        for (id, name) in versions.column_families() {
+            let mut options = by_name
+                .get(&name)
+                .cloned()
+                .unwrap_or_else(|| opts.cf.clone());
+            if options.block_cache.is_none() {
+                options.block_cache = Some(Arc::clone(&default_cache));
+            }
+            let icmp = InternalKeyComparator::new(options.comparator.clone());
+            cfs.insert(
+                id,
+                CfData {
+                    id,
+                    name,
+                    mem: super::new_memtable(&icmp, &options),
+                    icmp,
+                    options,
+                    mem_wal: 0,
+                    imms: Vec::new(),
+                    dropped: false,
+                },
+            );
+        }
+        let table_cache = TableCache::new(Arc::clone(&fs), dbname.clone(), opts.max_open_files);
+        let inner = Arc::new(DbInner {
+            dbname: dbname.clone(),
+            wal_dir: wal_dir.clone(),
+            fs: Arc::clone(&fs),
+            read_only,
+            state: Mutex::new(DbState {
+                versions,
+                cfs,
+                wal: None,
+                wal_number: 0,
+                alive_wals: Vec::new(),
+                snapshots: BTreeMap::new(),
+                bg_error: None,
+                flush_requested: false,
+                live_versions: Vec::new(),
+                pending_outputs: Default::default(),
+            }),
+            bg_cv: Condvar::new(),
+            last_sequence: AtomicU64::new(0),
+            shutting_down: AtomicBool::new(false),
+            table_cache,
+            writers: Default::default(),
+            write_mutex: Mutex::new(()),
+            lock: Mutex::new(lock),
+            flush_thread: Mutex::new(None),
+            super_versions: ArcSwap::from_pointee(HashMap::new()),
+            options: opts,
+        });
+        inner.recover_wals()?;
+        if !read_only {
+            inner.start_flush_thread()?;
+        }
+        Ok(DB { inner })
+    }
+
+    /// Creates a column family.
+    pub fn create_column_family(
+        &self,
+        name: &str,
+        options: ColumnFamilyOptions,
+    ) -> Result<ColumnFamilyHandle> {
+        let inner = &self.inner;
+        if inner.read_only {
+            return Err(Error::NotSupported(
+                "create_column_family on a read-only database".into(),
+            ));
+        }
+        let _leader = inner
+            .write_mutex
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut st = inner.lock_state();
+        if st.cfs.values().any(|c| c.name == name && !c.dropped) {
+            return Err(Error::InvalidArgument(format!(
+                "Column family already exists: {name}"
+            )));
+        }
+        let mut options = options;
+        if options.block_cache.is_none() {
+            options.block_cache = st.cfs.get(&0).and_then(|c| c.options.block_cache.clone());
+        }
+        let id = st.versions.create_column_family(name)?;
+        let icmp = InternalKeyComparator::new(options.comparator.clone());
+        let wal = st.wal_number;
+        st.cfs.insert(
+            id,
+            CfData {
+                id,
+                name: name.to_string(),
+                mem: super::new_memtable(&icmp, &options),
+                icmp,
+                options,
+                mem_wal: wal,
+                imms: Vec::new(),
+                dropped: false,
+            },
+        );
+        inner.install_super_versions(&mut st);
+        Ok(ColumnFamilyHandle {
+            id,
+            name: name.to_string(),
+        })
+    }
+
+    /// Drops a column family (not the default one).
+    pub fn drop_column_family(&self, cf: &ColumnFamilyHandle) -> Result<()> {
+        let inner = &self.inner;
+        if inner.read_only {
+            return Err(Error::NotSupported(
+                "drop_column_family on a read-only database".into(),
+            ));
+        }
+        if cf.id == 0 {
+            return Err(Error::InvalidArgument(
+                "Can't drop default column family".into(),
+            ));
+        }
+        let _leader = inner
+            .write_mutex
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut st = inner.lock_state();
+        if st.cfs.get(&cf.id).is_none_or(|c| c.dropped) {
+            return Err(Error::InvalidArgument(format!(
+                "unknown column family {}",
+                cf.name
+            )));
+        }
+        st.versions.drop_column_family(cf.id)?;
+        st.cfs.remove(&cf.id);
+        inner.install_super_versions(&mut st);
+        inner.delete_obsolete_files(&mut st);
+        Ok(())
+    }
+}
+
+fn make_db_id() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mut x = (now as u64) ^ (u64::from(std::process::id()) << 32) ^ 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let (a, b) = (next(), next());
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xffff,
+        b >> 48,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+impl DbInner {
+    /// Replays the WALs newer than what the MANIFEST covers, then (read-write)
+    /// flushes the result and starts a new WAL.
+    fn recover_wals(self: &Arc<Self>) -> Result<()> {
+        let mut st = self.lock_state();
+        let min_log = st
+            .cfs
+            .keys()
+            .map(|&id| st.versions.column_family(id).map_or(0, |c| c.log_number()))
+            .min()
+            .unwrap_or(0);
+        let mut wals: Vec<u64> = self
+            .fs
+            .children(&self.wal_dir)?
+            .iter()
+            .filter_map(|n| parse_wal_number(n))
+            .filter(|&n| n >= min_log)
+            .collect();
+        wals.sort_unstable();
+        let mode = self.options.wal_recovery_mode;
+        let mut max_seq = st.versions.last_sequence();
+        let mems: HashMap<u32, Arc<MemTable>> = st
+            .cfs
+            .iter()
+            .map(|(id, c)| (*id, Arc::clone(&c.mem)))
+            .collect();
+        let log_numbers: HashMap<u32, u64> = st
+            .cfs
+            .keys()
+            .map(|&id| {
+                (
+                    id,
+                    st.versions.column_family(id).map_or(0, |c| c.log_number()),
+                )
+            })
+            .collect();
+        let mut stop = false;
+        for &w in &wals {
+            if stop {
+                break;
+            }
+            let path = self.wal_dir.join(crate::wal::log_file_name(w));
+            let name = path.to_string_lossy().into_owned();
+            let mut reader = LogReader::new(self.fs.new_sequential_file(&path)?, w);
+            let skip = |cf: u32| log_numbers.get(&cf).is_some_and(|&l| w < l);
+            loop {
+                let rec = match reader.read_record() {
+                    Ok(Some(r)) => r,
+                    Ok(None) => break,
+                    Err(ReadError::Other(e)) => return Err(e),
+                    Err(e @ ReadError::TruncatedTail { .. }) => match mode {
+                        WalRecoveryMode::AbsoluteConsistency => return Err(e.into_error(&name)),
+                        WalRecoveryMode::SkipAnyCorruptedRecords => break,
+                        _ => {
+                            stop = true;
+                            break;
+                        }
+                    },
+                    Err(e @ ReadError::Corruption { .. }) => match mode {
+                        WalRecoveryMode::PointInTime => {
+                            stop = true;
+                            break;
+                        }
+                        WalRecoveryMode::SkipAnyCorruptedRecords => continue,
+                        _ => return Err(e.into_error(&name)),
+                    },
+                };
+                let offset = reader.last_record_offset();
+                let batch = match WriteBatch::from_bytes(rec).and_then(|b| b.validate().map(|()| b))
+                {
+                    Ok(b) => b,
+                    Err(e) => match mode {
+                        WalRecoveryMode::PointInTime => {
+                            stop = true;
+                            break;
+                        }
+                        WalRecoveryMode::SkipAnyCorruptedRecords => continue,
+                        _ => return Err(e.relocate(&name, offset)),
+                    },
+                };
+                let first = batch.sequence();
+                let end = insert_batch(&batch, first, &mems, Some(&skip))?;
+                max_seq = max_seq.max(end.saturating_sub(1));
+            }
+        }
+        st.versions.set_last_sequence(max_seq);
+        self.last_sequence
+            .store(max_seq, std::sync::atomic::Ordering::Release);
+        if self.read_only {
+            for cf in st.cfs.values_mut() {
+                cf.mem_wal = wals.last().copied().unwrap_or(0);
+            }
+            self.install_super_versions(&mut st);
+            return Ok(());
+        }
+        // Flush what was replayed, then start a fresh WAL.
+        let new_wal = st.versions.new_file_number();
+        let ids: Vec<u32> = st.cfs.keys().copied().collect();
+        for id in ids {
+            let Some(cf) = st.cfs.get(&id) else { continue };
+            let mut edit = VersionEdit {
+                log_number: Some(new_wal),
+                ..Default::default()
+            };
+            if !cf.mem.is_empty() {
+                let number = st.versions.new_file_number();
+                let mem = Arc::clone(&cf.mem);
+                let (name, opts) = (cf.name.clone(), cf.options.clone());
+                if let Some(meta) =
+                    self.write_level0_table(&[mem], id, &name, &opts, number, &[])?
+                {
+                    edit.new_files.push((0, meta));
+                }
+            }
+            st.versions.log_and_apply(id, edit)?;
+            if let Some(cf) = st.cfs.get_mut(&id) {
+                cf.mem = super::new_memtable(&cf.icmp, &cf.options);
+                cf.mem_wal = new_wal;
+            }
+        }
+        let path = self.wal_dir.join(crate::wal::log_file_name(new_wal));
+        let file = self.fs.new_writable_file(&path)?;
+        st.wal = Some(LogWriter::new(file, new_wal, false));
+        st.wal_number = new_wal;
+        st.alive_wals = vec![new_wal];
+        self.fs.sync_dir(&self.wal_dir)?;
+        // Every older WAL is now covered by the MANIFEST (or was cut off by
+        // point-in-time recovery): delete them all.
+        for name in self.fs.children(&self.wal_dir)? {
+            if parse_wal_number(&name).is_some_and(|n| n < new_wal) {
+                let _ = self.fs.delete_file(&self.wal_dir.join(&name));
+            }
+        }
+        self.install_super_versions(&mut st);
+        self.delete_obsolete_files(&mut st);
+        Ok(())
+    }
+}

@@ -1,0 +1,293 @@
+//! The read path: point lookups, consistent multi-gets, iterators and
+//! snapshots, all against a SuperVersion loaded without locks.
+//!
+//! Invariants: a read uses one SuperVersion and one sequence number
+//! throughout; sources are consulted newest first (active memtable,
+//! immutable memtables newest first, level-0 files newest first, then each
+//! deeper level), and a lookup stops at the first entry that settles it.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+
+use super::get_context::GetContext;
+use super::{DbInner, SuperVersion};
+use crate::error::Result;
+use crate::format::dbformat::{VALUE_TYPE_FOR_SEEK, make_internal_key};
+use crate::format::{SequenceNumber, parse_internal_key};
+use crate::iter::{DBIter, DBIterOptions, MergingIterator, RangeDelAggregator};
+use crate::options::{ColumnFamilyOptions, ReadOptions};
+use crate::table::Table;
+use crate::table::iterator::InternalIterator;
+
+/// A point-in-time view; reads given its sequence see the database as it
+/// was when it was taken. Released when dropped.
+pub struct Snapshot {
+    pub(crate) seq: SequenceNumber,
+    pub(crate) db: Weak<DbInner>,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot").field("seq", &self.seq).finish()
+    }
+}
+
+impl Snapshot {
+    /// The sequence number this snapshot reads at.
+    pub fn sequence(&self) -> SequenceNumber {
+        self.seq
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        if let Some(db) = self.db.upgrade() {
+            let mut st = db.lock_state();
+            if let Some(n) = st.snapshots.get_mut(&self.seq) {
+                *n -= 1;
+                if *n == 0 {
+                    st.snapshots.remove(&self.seq);
+                }
+            }
+        }
+    }
+}
+
+/// An iterator over a column family at one snapshot. It keeps the files and
+/// memtables it reads alive until dropped.
+pub struct DbIterator {
+    pub(crate) iter: DBIter,
+    pub(crate) _sv: Arc<SuperVersion>,
+}
+
+impl std::fmt::Debug for DbIterator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbIterator")
+            .field("iter", &self.iter)
+            .finish()
+    }
+}
+
+impl DbIterator {
+    pub fn valid(&self) -> bool {
+        self.iter.valid()
+    }
+    pub fn key(&self) -> &[u8] {
+        self.iter.key()
+    }
+    pub fn value(&self) -> &[u8] {
+        self.iter.value()
+    }
+    pub fn seek_to_first(&mut self) {
+        self.iter.seek_to_first()
+    }
+    pub fn seek_to_last(&mut self) {
+        self.iter.seek_to_last()
+    }
+    pub fn seek(&mut self, key: &[u8]) {
+        self.iter.seek(key)
+    }
+    pub fn seek_for_prev(&mut self, key: &[u8]) {
+        self.iter.seek_for_prev(key)
+    }
+    pub fn next(&mut self) {
+        self.iter.next()
+    }
+    pub fn prev(&mut self) {
+        self.iter.prev()
+    }
+    /// The first error met; check it when `valid()` turns false.
+    pub fn status(&self) -> Result<()> {
+        self.iter.status()
+    }
+}
+
+impl Iterator for DbIterator {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    /// Yields the entry at the cursor and advances (call a seek first;
+    /// a fresh iterator from `DB::iter` is already at the first entry).
+    fn next(&mut self) -> Option<Self::Item> {
+        if !self.iter.valid() {
+            return self.iter.status().err().map(Err);
+        }
+        let item = (self.iter.key().to_vec(), self.iter.value().to_vec());
+        self.iter.next();
+        Some(Ok(item))
+    }
+}
+
+impl DbInner {
+    pub(crate) fn cf_options(&self, cf: u32) -> Result<ColumnFamilyOptions> {
+        let st = self.lock_state();
+        st.cfs
+            .get(&cf)
+            .filter(|c| !c.dropped)
+            .map(|c| c.options.clone())
+            .ok_or_else(|| crate::Error::InvalidArgument(format!("unknown column family id {cf}")))
+    }
+
+    pub(crate) fn table(
+        &self,
+        f: &crate::version::FileMetaData,
+        cf: u32,
+        opts: &ColumnFamilyOptions,
+    ) -> Result<Arc<Table>> {
+        let mut topts = opts.table_options(cf, "");
+        topts.verify_checksums = self.options.paranoid_checks;
+        self.table_cache.get(f.number, f.file_size, &topts)
+    }
+
+    fn snapshot_seq(&self, ro: &ReadOptions) -> SequenceNumber {
+        ro.snapshot
+            .unwrap_or_else(|| self.last_sequence.load(Ordering::Acquire))
+    }
+
+    /// Range tombstones visible at `seq` from every source of `sv`.
+    fn range_dels(
+        &self,
+        sv: &SuperVersion,
+        cf: u32,
+        opts: &ColumnFamilyOptions,
+        seq: SequenceNumber,
+    ) -> Result<RangeDelAggregator> {
+        let mut agg = RangeDelAggregator::new(opts.comparator.clone(), seq);
+        for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+            if m.num_range_deletes() > 0 {
+                agg.add_encoded(&m.range_tombstones());
+            }
+        }
+        for level in 0..sv.version.num_levels() {
+            for f in sv.version.files(level) {
+                let t = self.table(f, cf, opts)?;
+                if !t.range_tombstones().is_empty() {
+                    agg.add_encoded(t.range_tombstones());
+                }
+            }
+        }
+        Ok(agg)
+    }
+
+    pub(crate) fn get(&self, ro: &ReadOptions, cf: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let sv = self.super_version(cf)?;
+        let opts = self.cf_options(cf)?;
+        let seq = self.snapshot_seq(ro);
+        self.get_in(&sv, cf, &opts, seq, key)
+    }
+
+    fn get_in(
+        &self,
+        sv: &SuperVersion,
+        cf: u32,
+        opts: &ColumnFamilyOptions,
+        seq: SequenceNumber,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        let agg = self.range_dels(sv, cf, opts, seq)?;
+        let mut ctx = GetContext::new(agg.max_covering_seq(key));
+        let lookup = make_internal_key(key, seq, VALUE_TYPE_FOR_SEEK);
+        let ucmp = &opts.comparator;
+        let feed = |it: &mut dyn InternalIterator, ctx: &mut GetContext| -> Result<()> {
+            it.seek(&lookup);
+            while it.valid() {
+                let Some(p) = parse_internal_key(it.key()) else {
+                    return Err(crate::Error::corruption("", 0, "corrupted internal key"));
+                };
+                if !ucmp.compare(p.user_key, key).is_eq()
+                    || ctx.add(p.sequence, p.value_type, it.value())
+                {
+                    break;
+                }
+                it.next();
+            }
+            it.status()
+        };
+        for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+            if ctx.done() {
+                break;
+            }
+            feed(&mut m.iter(), &mut ctx)?;
+        }
+        for level in 0..sv.version.num_levels() {
+            for f in sv.version.files(level) {
+                if ctx.done() {
+                    break;
+                }
+                let smallest = crate::format::extract_user_key(&f.smallest);
+                let largest = crate::format::extract_user_key(&f.largest);
+                if ucmp.compare(key, smallest).is_lt() || ucmp.compare(key, largest).is_gt() {
+                    continue;
+                }
+                let t = self.table(f, cf, opts)?;
+                if !t.key_may_match(key) {
+                    continue;
+                }
+                feed(&mut t.iter(), &mut ctx)?;
+            }
+        }
+        ctx.finish(key, opts.merge_operator.as_ref())
+    }
+
+    /// Reads several keys from one consistent view.
+    pub(crate) fn multi_get(
+        &self,
+        ro: &ReadOptions,
+        cf: u32,
+        keys: &[&[u8]],
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        let sv = match self.super_version(cf) {
+            Ok(sv) => sv,
+            Err(e) => return keys.iter().map(|_| Err(e.duplicate())).collect(),
+        };
+        let opts = match self.cf_options(cf) {
+            Ok(o) => o,
+            Err(e) => return keys.iter().map(|_| Err(e.duplicate())).collect(),
+        };
+        let seq = self.snapshot_seq(ro);
+        keys.iter()
+            .map(|k| self.get_in(&sv, cf, &opts, seq, k))
+            .collect()
+    }
+
+    pub(crate) fn iter(&self, ro: &ReadOptions, cf: u32) -> Result<DbIterator> {
+        let sv = self.super_version(cf)?;
+        let opts = self.cf_options(cf)?;
+        let seq = self.snapshot_seq(ro);
+        let icmp = crate::format::InternalKeyComparator::new(opts.comparator.clone());
+        let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
+        children.push(Box::new(sv.mem.iter()));
+        for m in &sv.imms {
+            children.push(Box::new(m.iter()));
+        }
+        for level in 0..sv.version.num_levels() {
+            for f in sv.version.files(level) {
+                children.push(Box::new(self.table(f, cf, &opts)?.iter()));
+            }
+        }
+        let agg = self.range_dels(&sv, cf, &opts, seq)?;
+        let inner = MergingIterator::new(icmp, children);
+        let mut iter = DBIter::new(
+            Box::new(inner),
+            opts.comparator.clone(),
+            seq,
+            opts.merge_operator.clone(),
+            agg,
+            DBIterOptions {
+                lower_bound: ro.iterate_lower_bound.clone(),
+                upper_bound: ro.iterate_upper_bound.clone(),
+            },
+        );
+        iter.seek_to_first();
+        Ok(DbIterator { iter, _sv: sv })
+    }
+
+    pub(crate) fn snapshot(self: &Arc<Self>) -> Snapshot {
+        let mut st = self.lock_state();
+        let seq = self.last_sequence.load(Ordering::Acquire);
+        *st.snapshots.entry(seq).or_insert(0) += 1;
+        Snapshot {
+            seq,
+            db: Arc::downgrade(self),
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! The write path: group commit. Writers queue up; the writer at the front
+//! becomes the leader, takes a group of compatible writers behind it, makes
+//! room (switching full memtables), assigns sequence numbers, appends the
+//! whole group to the WAL as one record (syncing if any writer asked),
+//! inserts into the memtables, publishes the last sequence and wakes the
+//! group.
+//!
+//! Invariants: only the leader appends to the WAL or inserts into the
+//! active memtables; sequence numbers are assigned in queue order and
+//! published only after every entry of the group is in its memtable; a
+//! failed WAL write or sync is never acknowledged and stops all later
+//! writes (the DB becomes read-only until reopened).
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+
+use super::{DbInner, DbState};
+use crate::error::{Error, Result};
+use crate::format::write_batch::BatchRecord;
+use crate::format::{SequenceNumber, ValueType, WriteBatch};
+use crate::memtable::MemTable;
+use crate::options::WriteOptions;
+use crate::wal::LogWriter;
+
+/// Largest group a leader assembles (bytes of batches).
+const MAX_GROUP_BYTES: usize = 1 << 20;
+
+struct Writer {
+    batch: WriteBatch,
+    opts: WriteOptions,
+    result: Option<Result<()>>,
+}
+
+/// The queue of waiting writers.
+#[derive(Default)]
+pub(crate) struct WriteQueue {
+    queue: Mutex<VecDeque<Arc<Mutex<Writer>>>>,
+    cv: Condvar,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl DbInner {
+    /// Applies `batch` atomically.
+    pub(crate) fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        if self.read_only {
+            return Err(Error::NotSupported("write on a read-only database".into()));
+        }
+        if batch.count() == 0 {
+            return Ok(());
+        }
+        let me = Arc::new(Mutex::new(Writer {
+            batch,
+            opts: *opts,
+            result: None,
+        }));
+        let mut q = lock(&self.writers.queue);
+        q.push_back(Arc::clone(&me));
+        loop {
+            if let Some(r) = lock(&me).result.take() {
+                return r;
+            }
+            if q.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
+                break;
+            }
+            q = self
+                .writers
+                .cv
+                .wait(q)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        // Leader: take a group of compatible writers.
+        let mut group: Vec<Arc<Mutex<Writer>>> = Vec::new();
+        let mut bytes = 0;
+        let lead_opts = lock(&me).opts;
+        for w in q.iter() {
+            let g = lock(w);
+            if !group.is_empty()
+                && (g.opts.disable_wal != lead_opts.disable_wal
+                    || (g.opts.sync && !lead_opts.sync)
+                    || bytes + g.batch.byte_size() > MAX_GROUP_BYTES)
+            {
+                break;
+            }
+            bytes += g.batch.byte_size();
+            drop(g);
+            group.push(Arc::clone(w));
+        }
+        drop(q);
+        let leader = lock(&self.write_mutex);
+        let result = self.write_group(&group, lead_opts);
+        drop(leader);
+        let mut q = lock(&self.writers.queue);
+        for w in &group {
+            let popped = q.pop_front();
+            debug_assert!(popped.is_some_and(|p| Arc::ptr_eq(&p, w)));
+            let mut g = lock(w);
+            g.result = Some(match &result {
+                Ok(()) => Ok(()),
+                Err(e) => Err(e.duplicate()),
+            });
+        }
+        self.writers.cv.notify_all();
+        drop(q);
+        let r = lock(&me).result.take();
+        r.unwrap_or(Ok(()))
+    }
+
+    fn write_group(&self, group: &[Arc<Mutex<Writer>>], opts: WriteOptions) -> Result<()> {
+        let st = self.lock_state();
+        if let Some(e) = &st.bg_error {
+            return Err(Error::InvalidArgument(format!(
+                "database is read-only after a background error: {e}"
+            )));
+        }
+        // Validate column families before anything is written.
+        for w in group {
+            let g = lock(w);
+            check_batch_cfs(&st, &g.batch)?;
+        }
+        let mut st = self.make_room_for_write(st)?;
+        let first_seq = self.last_sequence.load(Ordering::Acquire) + 1;
+        let mut seq = first_seq;
+        let mut merged = WriteBatch::new();
+        for w in group {
+            let mut g = lock(w);
+            g.batch.set_sequence(seq);
+            seq += u64::from(g.batch.count());
+            merged.append(&g.batch);
+        }
+        merged.set_sequence(first_seq);
+        let last_seq = seq - 1;
+        if !opts.disable_wal {
+            let wal = st
+                .wal
+                .as_mut()
+                .ok_or_else(|| Error::InvalidArgument("no WAL is open".into()))?;
+            let r = wal
+                .add_record(merged.data())
+                .and_then(|()| if opts.sync { wal.sync() } else { wal.flush() });
+            if let Err(e) = r {
+                st.bg_error = Some(e.duplicate());
+                return Err(e);
+            }
+        }
+        // Insert into memtables (the leader is the only inserter).
+        let mems: std::collections::HashMap<u32, Arc<MemTable>> = st
+            .cfs
+            .iter()
+            .map(|(id, c)| (*id, Arc::clone(&c.mem)))
+            .collect();
+        drop(st);
+        insert_batch(&merged, first_seq, &mems, None)?;
+        self.last_sequence.store(last_seq, Ordering::Release);
+        let st = self.lock_state();
+        st.versions.set_last_sequence(last_seq);
+        Ok(())
+    }
+
+    /// Switches every full memtable to the immutable list, waiting while
+    /// too many are queued for flush (a write stall).
+    fn make_room_for_write<'a>(
+        &'a self,
+        mut st: std::sync::MutexGuard<'a, DbState>,
+    ) -> Result<std::sync::MutexGuard<'a, DbState>> {
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::InvalidArgument(format!(
+                    "database is read-only after a background error: {e}"
+                )));
+            }
+            let full: Vec<u32> = st
+                .cfs
+                .values()
+                .filter(|c| !c.dropped && c.mem_full())
+                .map(|c| c.id)
+                .collect();
+            if full.is_empty() {
+                return Ok(st);
+            }
+            let stalled = full.iter().any(|id| {
+                st.cfs
+                    .get(id)
+                    .is_some_and(|c| c.imms.len() + 1 >= c.options.max_write_buffer_number.max(2))
+            });
+            st.flush_requested = true;
+            self.bg_cv.notify_all();
+            if stalled {
+                st = self.bg_cv.wait(st).unwrap_or_else(PoisonError::into_inner);
+                continue;
+            }
+            self.switch_memtables(&mut st, &full)?;
+        }
+    }
+
+    /// Starts a new WAL and moves the memtables of `cfs` to their immutable
+    /// lists. REQUIRES: the caller is the write leader or the only writer.
+    pub(crate) fn switch_memtables(&self, st: &mut DbState, cfs: &[u32]) -> Result<()> {
+        let new_wal = st.versions.new_file_number();
+        let path = self.wal_dir.join(crate::wal::log_file_name(new_wal));
+        let file = self.fs.new_writable_file(&path)?;
+        // The new WAL's directory entry must be durable before a synced
+        // write relies on it, and the old WAL must be durable before any
+        // write lands in the new one: otherwise a power loss could keep a
+        // later synced write and lose earlier unsynced ones (a hole).
+        let synced = self
+            .fs
+            .sync_dir(&self.wal_dir)
+            .and_then(|()| match st.wal.as_mut() {
+                Some(old) => old.sync().and_then(|()| old.close()),
+                None => Ok(()),
+            });
+        if let Err(e) = synced {
+            st.bg_error = Some(e.duplicate());
+            return Err(e);
+        }
+        st.wal = None;
+        st.wal = Some(LogWriter::new(file, new_wal, false));
+        st.wal_number = new_wal;
+        st.alive_wals.push(new_wal);
+        for id in cfs {
+            if let Some(cf) = st.cfs.get_mut(id) {
+                if cf.mem.is_empty() {
+                    cf.mem_wal = new_wal;
+                    continue;
+                }
+                let fresh = super::new_memtable(&cf.icmp, &cf.options);
+                let old = std::mem::replace(&mut cf.mem, fresh);
+                cf.imms.push((old, cf.mem_wal));
+                cf.mem_wal = new_wal;
+            }
+        }
+        self.install_super_versions(st);
+        Ok(())
+    }
+}
+
+/// Fails if `batch` names a column family that does not exist.
+fn check_batch_cfs(st: &DbState, batch: &WriteBatch) -> Result<()> {
+    for r in batch.iter() {
+        let cf = match r? {
+            BatchRecord::Put { cf, .. }
+            | BatchRecord::Delete { cf, .. }
+            | BatchRecord::SingleDelete { cf, .. }
+            | BatchRecord::DeleteRange { cf, .. }
+            | BatchRecord::Merge { cf, .. } => cf,
+            BatchRecord::BlobIndex { .. } | BatchRecord::PutEntity { .. } => {
+                return Err(Error::NotSupported("blob indexes and wide columns".into()));
+            }
+            _ => continue,
+        };
+        if st.cfs.get(&cf).is_none_or(|c| c.dropped) {
+            return Err(Error::InvalidArgument(format!(
+                "Invalid column family specified in write batch: {cf}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Inserts every record of `batch` (sequence numbers from `first_seq`)
+/// into the memtables of its column families. `min_log` (recovery) skips
+/// column families whose data in this WAL is already flushed: it maps a
+/// column family to whether to skip it.
+pub(crate) fn insert_batch(
+    batch: &WriteBatch,
+    first_seq: SequenceNumber,
+    mems: &std::collections::HashMap<u32, Arc<MemTable>>,
+    skip: Option<&dyn Fn(u32) -> bool>,
+) -> Result<SequenceNumber> {
+    let mut seq = first_seq;
+    for r in batch.iter() {
+        let (cf, t, key, value): (u32, ValueType, &[u8], &[u8]) = match r? {
+            BatchRecord::Put { cf, key, value } => (cf, ValueType::Value, key, value),
+            BatchRecord::Delete { cf, key } => (cf, ValueType::Deletion, key, &[]),
+            BatchRecord::SingleDelete { cf, key } => (cf, ValueType::SingleDeletion, key, &[]),
+            BatchRecord::DeleteRange { cf, begin, end } => {
+                (cf, ValueType::RangeDeletion, begin, end)
+            }
+            BatchRecord::Merge { cf, key, value } => (cf, ValueType::Merge, key, value),
+            BatchRecord::BlobIndex { .. } | BatchRecord::PutEntity { .. } => {
+                return Err(Error::NotSupported("blob indexes and wide columns".into()));
+            }
+            _ => continue,
+        };
+        let skipped = skip.is_some_and(|f| f(cf));
+        if !skipped {
+            match mems.get(&cf) {
+                Some(m) => m.add(seq, t, key, value),
+                None => {
+                    return Err(Error::InvalidArgument(format!(
+                        "Invalid column family specified in write batch: {cf}"
+                    )));
+                }
+            }
+        }
+        seq += 1;
+    }
+    Ok(seq)
+}

@@ -1,0 +1,358 @@
+//! A concurrent bump allocator for memtable nodes and entries (RocksDB's
+//! `ConcurrentArena`, simplified).
+//!
+//! Owns: blocks of zeroed memory obtained from the global allocator. Small
+//! allocations are carved from the current block; an allocation larger than
+//! a quarter of the block size gets a block of its own so the current block
+//! is not wasted. Nothing is freed individually: every block is returned to
+//! the allocator when the arena drops.
+//!
+//! Thread-safety: `Arena` is `Send + Sync`. The fast path is lock-free: one
+//! acquire load of the current block and one `fetch_add` on its fill offset.
+//! Only switching to a new block (or making a big allocation) takes the
+//! mutex that guards the block list.
+//!
+//! Invariants:
+//! - every returned pointer is aligned to [`ALIGN`], points to zeroed memory
+//!   of at least the requested size, and stays valid (and is never handed out
+//!   again) until the arena drops;
+//! - a block's fill offset only grows; bytes `[offset, offset + size)` belong
+//!   to the one caller whose `fetch_add` returned `offset`, and only if
+//!   `offset + size <= capacity`;
+//! - `memory_usage()` only grows and equals, exactly, the bytes requested from
+//!   the allocator for blocks plus the capacity of the block list itself.
+
+use std::alloc::{self, Layout};
+use std::mem::size_of;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// Alignment of every allocation (enough for pointers and `u64`s).
+pub const ALIGN: usize = 8;
+/// Smallest block size the arena uses.
+pub const MIN_BLOCK_SIZE: usize = 4 << 10;
+/// Largest block size the arena uses.
+pub const MAX_BLOCK_SIZE: usize = 1 << 20;
+
+/// Header at the start of every shared block; the data follows it.
+#[repr(C)]
+struct BlockHeader {
+    /// Bytes handed out from the start of the block, header included. May
+    /// exceed `capacity` after a failed fast-path attempt (the block is then
+    /// full).
+    used: AtomicUsize,
+    /// Size of the whole block in bytes.
+    capacity: usize,
+}
+
+const HEADER_SIZE: usize = size_of::<BlockHeader>();
+const _: () = assert!(HEADER_SIZE % ALIGN == 0);
+
+/// One allocation from the global allocator, freed on drop of the arena.
+struct Block {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+/// A concurrent, insert-only bump allocator. See the module comment.
+pub struct Arena {
+    block_size: usize,
+    /// The block small allocations come from; null until the first one.
+    current: AtomicPtr<BlockHeader>,
+    blocks: Mutex<Vec<Block>>,
+    memory_usage: AtomicUsize,
+}
+
+// SAFETY: the raw pointers in `current` and `blocks` point to heap blocks the
+// arena owns exclusively; they are shared between threads only through
+// atomics (`current`, `used`) or under the `blocks` mutex, and the memory
+// they hand out is used by callers under their own synchronization.
+unsafe impl Send for Arena {}
+// SAFETY: see `Send`; every `&self` method is safe to call concurrently.
+unsafe impl Sync for Arena {}
+
+impl std::fmt::Debug for Arena {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Arena")
+            .field("block_size", &self.block_size)
+            .field("memory_usage", &self.memory_usage())
+            .finish()
+    }
+}
+
+#[inline]
+fn round_up(n: usize) -> Option<usize> {
+    Some(n.checked_add(ALIGN - 1)? & !(ALIGN - 1))
+}
+
+impl Arena {
+    /// An arena whose shared blocks are `block_size` bytes, clamped to
+    /// `[MIN_BLOCK_SIZE, MAX_BLOCK_SIZE]` and rounded to [`ALIGN`]. No memory
+    /// is allocated until the first allocation.
+    pub fn new(block_size: usize) -> Arena {
+        let block_size = block_size.clamp(MIN_BLOCK_SIZE, MAX_BLOCK_SIZE) & !(ALIGN - 1);
+        Arena {
+            block_size,
+            current: AtomicPtr::new(ptr::null_mut()),
+            blocks: Mutex::new(Vec::new()),
+            memory_usage: AtomicUsize::new(0),
+        }
+    }
+
+    /// The size of the shared blocks.
+    pub fn block_size(&self) -> usize {
+        self.block_size
+    }
+
+    /// Bytes obtained from the allocator so far: the blocks (headers and
+    /// unused tails included) plus the block list. Only grows.
+    pub fn memory_usage(&self) -> usize {
+        self.memory_usage.load(Ordering::Relaxed)
+    }
+
+    /// Bytes left in the current shared block (approximate while other
+    /// threads allocate). RocksDB's `AllocatedAndUnused`.
+    pub fn allocated_and_unused(&self) -> usize {
+        let cur = self.current.load(Ordering::Acquire);
+        if cur.is_null() {
+            return 0;
+        }
+        // SAFETY: a non-null `current` points to the header of a block that
+        // lives until the arena drops; the header was initialized before it
+        // was published with a release store, which our acquire load saw.
+        let hdr = unsafe { &*cur };
+        hdr.capacity
+            .saturating_sub(hdr.used.load(Ordering::Relaxed))
+    }
+
+    /// Allocates `size` bytes (rounded up to [`ALIGN`]), zeroed and aligned to
+    /// [`ALIGN`], valid until the arena drops. Aborts the process if the
+    /// allocator fails, as `Vec` does.
+    pub fn allocate(&self, size: usize) -> NonNull<u8> {
+        let Some(size) = round_up(size.max(1)) else {
+            std::process::abort();
+        };
+        if size > self.block_size / 4 {
+            return self.allocate_own_block(size);
+        }
+        // Each round either succeeds or observes that another thread
+        // installed a new block since our load, so it makes progress.
+        loop {
+            let cur = self.current.load(Ordering::Acquire);
+            if let Some(p) = Self::try_bump(cur, size) {
+                return p;
+            }
+            if let Some(p) = self.allocate_new_current(cur, size) {
+                return p;
+            }
+        }
+    }
+
+    /// The fast path: carve `size` bytes from the block at `cur`, if it fits.
+    #[inline]
+    fn try_bump(cur: *mut BlockHeader, size: usize) -> Option<NonNull<u8>> {
+        if cur.is_null() {
+            return None;
+        }
+        // SAFETY: as in `allocated_and_unused`: `cur` came from an acquire
+        // load of `current` and points to a live, initialized header.
+        let hdr = unsafe { &*cur };
+        let offset = hdr.used.fetch_add(size, Ordering::Relaxed);
+        let end = offset.checked_add(size)?;
+        if end > hdr.capacity {
+            return None;
+        }
+        debug_assert!(offset >= HEADER_SIZE && offset % ALIGN == 0);
+        // SAFETY: `offset + size <= capacity`, so the result stays inside the
+        // block that `cur` heads; the `fetch_add` gave this range to us only.
+        Some(unsafe { NonNull::new_unchecked(cur.cast::<u8>().add(offset)) })
+    }
+
+    /// The slow path: under the lock, if `seen` is still the current block,
+    /// install a fresh block with `size` bytes already taken for the caller.
+    /// Returns `None` if another thread replaced the block first.
+    #[cold]
+    fn allocate_new_current(&self, seen: *mut BlockHeader, size: usize) -> Option<NonNull<u8>> {
+        let mut blocks = self.lock_blocks();
+        if self.current.load(Ordering::Acquire) != seen {
+            return None;
+        }
+        let block = self.push_block(&mut blocks, self.block_size);
+        let hdr = block.cast::<BlockHeader>();
+        // SAFETY: the block is fresh, `block_size >= HEADER_SIZE`, aligned to
+        // ALIGN (enough for the header) and not yet visible to other threads.
+        unsafe {
+            hdr.as_ptr().write(BlockHeader {
+                used: AtomicUsize::new(HEADER_SIZE + size),
+                capacity: self.block_size,
+            });
+        }
+        self.current.store(hdr.as_ptr(), Ordering::Release);
+        drop(blocks);
+        // SAFETY: `HEADER_SIZE + size <= block_size` because
+        // `size <= block_size / 4`; those bytes were reserved above.
+        Some(unsafe { NonNull::new_unchecked(block.as_ptr().add(HEADER_SIZE)) })
+    }
+
+    #[cold]
+    fn allocate_own_block(&self, size: usize) -> NonNull<u8> {
+        let mut blocks = self.lock_blocks();
+        self.push_block(&mut blocks, size)
+    }
+
+    /// Allocates a zeroed block of `size` bytes, records it, and updates the
+    /// memory accounting. REQUIRES: the caller holds the `blocks` lock.
+    fn push_block(&self, blocks: &mut MutexGuard<'_, Vec<Block>>, size: usize) -> NonNull<u8> {
+        let Ok(layout) = Layout::from_size_align(size, ALIGN) else {
+            std::process::abort();
+        };
+        // SAFETY: `size > 0` (every caller passes a rounded, non-zero size).
+        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        let Some(ptr) = NonNull::new(raw) else {
+            alloc::handle_alloc_error(layout);
+        };
+        blocks.push(Block { ptr, layout });
+        let block_bytes: usize = blocks.iter().map(|b| b.layout.size()).sum();
+        let usage = block_bytes + blocks.capacity() * size_of::<Block>();
+        debug_assert!(usage >= self.memory_usage.load(Ordering::Relaxed));
+        self.memory_usage.store(usage, Ordering::Relaxed);
+        ptr
+    }
+
+    fn lock_blocks(&self) -> MutexGuard<'_, Vec<Block>> {
+        // A panic while the lock is held cannot leave the list inconsistent
+        // (pushes are the only mutation), so poisoning is ignored.
+        self.blocks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Number of blocks obtained from the allocator (tests and statistics).
+    pub fn num_blocks(&self) -> usize {
+        self.lock_blocks().len()
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        let blocks = self
+            .blocks
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        for b in blocks.drain(..) {
+            // SAFETY: each block was allocated with exactly this layout by
+            // `push_block` and is freed once; `&mut self` proves no pointer
+            // into the arena is still in use by a borrower.
+            unsafe { alloc::dealloc(b.ptr.as_ptr(), b.layout) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+    use std::sync::Arc;
+
+    #[test]
+    fn small_allocations_share_blocks() {
+        let a = Arena::new(4096);
+        assert_eq!(a.memory_usage(), 0);
+        assert_eq!(a.allocated_and_unused(), 0);
+        let p = a.allocate(10);
+        assert_eq!(p.as_ptr().addr() % ALIGN, 0);
+        let q = a.allocate(10);
+        assert_eq!(q.as_ptr().addr() - p.as_ptr().addr(), 16);
+        assert_eq!(a.num_blocks(), 1);
+        assert!(a.memory_usage() >= 4096);
+        assert_eq!(a.allocated_and_unused(), 4096 - HEADER_SIZE - 32);
+    }
+
+    #[test]
+    fn big_allocations_get_own_blocks() {
+        let a = Arena::new(4096);
+        let _ = a.allocate(8);
+        let before = a.memory_usage();
+        let big = a.allocate(5000);
+        assert_eq!(a.num_blocks(), 2);
+        assert!(a.memory_usage() >= before + 5000);
+        // The current block is still used for small allocations.
+        let unused = a.allocated_and_unused();
+        let _ = a.allocate(8);
+        assert_eq!(a.allocated_and_unused(), unused - 8);
+        // SAFETY: `big` points to 5000 writable bytes owned by this test.
+        let s = unsafe { std::slice::from_raw_parts_mut(big.as_ptr(), 5000) };
+        assert!(s.iter().all(|&b| b == 0));
+        s.fill(0xAB);
+    }
+
+    #[test]
+    fn accounting_is_exact_and_monotonic() {
+        let a = Arena::new(0); // clamped to MIN_BLOCK_SIZE
+        assert_eq!(a.block_size(), MIN_BLOCK_SIZE);
+        let mut last = 0;
+        let mut requested = 0;
+        for i in 0..2000usize {
+            let n = 1 + (i * 7919) % 1500;
+            let p = a.allocate(n);
+            // SAFETY: `p` points to `n` writable bytes handed out to us only.
+            unsafe { ptr::write_bytes(p.as_ptr(), 0xCD, n) };
+            requested += n;
+            let u = a.memory_usage();
+            assert!(u >= last);
+            assert!(u >= requested);
+            last = u;
+        }
+        let blocks = a.lock_blocks();
+        let exact: usize = blocks.iter().map(|b| b.layout.size()).sum::<usize>()
+            + blocks.capacity() * size_of::<Block>();
+        drop(blocks);
+        assert_eq!(a.memory_usage(), exact);
+    }
+
+    /// An allocation handed back from a test thread.
+    struct Alloc(NonNull<u8>, usize, u8);
+    // SAFETY: the pointer is only dereferenced after the owning thread
+    // joined, while the arena is alive.
+    unsafe impl Send for Alloc {}
+
+    #[test]
+    fn concurrent_allocations_are_disjoint() {
+        let threads = 4;
+        let per_thread = if cfg!(miri) { 40 } else { 5000 };
+        let a = Arc::new(Arena::new(4096));
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let a = Arc::clone(&a);
+                std::thread::spawn(move || {
+                    let mut out = Vec::with_capacity(per_thread);
+                    for i in 0..per_thread {
+                        let n = 1 + (i * 31 + t * 7) % 200;
+                        let p = a.allocate(n);
+                        // SAFETY: `p` points to `n` writable bytes that only
+                        // this thread was given.
+                        unsafe { ptr::write_bytes(p.as_ptr(), t as u8, n) };
+                        out.push(Alloc(p, n, t as u8));
+                    }
+                    out
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for h in handles {
+            all.extend(h.join().unwrap());
+        }
+        let starts: HashSet<usize> = all.iter().map(|x| x.0.as_ptr().addr()).collect();
+        assert_eq!(starts.len(), all.len());
+        all.sort_unstable_by_key(|x| x.0.as_ptr().addr());
+        for w in all.windows(2) {
+            let (a, b) = (w[0].0.as_ptr().addr(), w[1].0.as_ptr().addr());
+            assert!(a + w[0].1 <= b, "overlapping allocations");
+        }
+        for &Alloc(p, n, t) in &all {
+            // SAFETY: every allocation is still live (the arena is alive) and
+            // no thread writes to it any more.
+            let s = unsafe { std::slice::from_raw_parts(p.as_ptr(), n) };
+            assert!(s.iter().all(|&b| b == t));
+        }
+    }
+}

@@ -1,0 +1,414 @@
+//! The memtable: the in-memory write buffer that every write goes to after
+//! the WAL (RocksDB's `db/memtable.h`). Point entries and range tombstones
+//! are kept in two reps over one arena; `approximate_memory_usage` is the
+//! arena's exact byte count, checked against `write_buffer_size`.
+//!
+//! Thread-safety: `MemTable` is `Send + Sync`. `add` may be called from many
+//! threads at once (concurrent memtable writes); `get`, `iter` and the
+//! counters never block and may run concurrently with `add`. An iterator
+//! holds an `Arc` of the memtable, so it may outlive the caller's borrow.
+//!
+//! Invariants:
+//! - no two entries share an internal key (`(user_key, seq, type)`): the DB
+//!   layer never adds `(key, seq)` twice (REQUIRES on `add`);
+//! - entries are never removed or modified; memory is freed only when the
+//!   last `Arc` (memtable or iterator) drops;
+//! - the counters and sequence bounds cover every completed `add`.
+
+pub mod arena;
+pub mod rep;
+pub mod skiplist;
+
+#[cfg(test)]
+mod tests;
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::Result;
+use crate::format::dbformat::{
+    InternalKeyComparator, MAX_SEQUENCE_NUMBER, SequenceNumber, TRAILER_LEN, VALUE_TYPE_FOR_SEEK,
+    ValueType, pack_sequence_and_type, parse_internal_key,
+};
+use crate::table::iterator::InternalIterator;
+use arena::Arena;
+pub use rep::{MemTableRep, MemTableRepIter, SkipListRep};
+use rep::{decode_entry, encode_entry, encoded_entry_len};
+
+/// Arena block size of [`MemTable::new`].
+pub const DEFAULT_ARENA_BLOCK_SIZE: usize = 64 << 10;
+
+/// RocksDB's default arena block size for a write buffer size:
+/// `min(1 MiB, write_buffer_size / 8)`, at least 4 KiB.
+pub fn arena_block_size_for(write_buffer_size: usize) -> usize {
+    (write_buffer_size / 8).clamp(arena::MIN_BLOCK_SIZE, arena::MAX_BLOCK_SIZE)
+}
+
+/// Result of [`MemTable::get`]: the point entries of one user key visible
+/// at the snapshot, newest first, up to and including the first entry that
+/// is not a merge operand. Sequence numbers are kept so the DB layer can
+/// apply range tombstones (which `get` does not) entry by entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MemTableGet {
+    /// No visible entry for the key in this memtable.
+    NotFound,
+    /// The newest visible entry is not a merge operand: a `Value`, a
+    /// `Deletion`/`SingleDeletion` (empty value), or another type the
+    /// caller decides about (e.g. `BlobIndex`).
+    Found {
+        value_type: ValueType,
+        seq: SequenceNumber,
+        value: Vec<u8>,
+    },
+    /// The newest visible entries are merge operands.
+    Merge {
+        /// `(seq, operand)`, newest first.
+        operands: Vec<(SequenceNumber, Vec<u8>)>,
+        /// The entry that ended the chain in this memtable, if any, as
+        /// `(type, seq, value)`; `None` means older sources must be read.
+        base: Option<(ValueType, SequenceNumber, Vec<u8>)>,
+    },
+}
+
+/// The in-memory write buffer. See the module comment.
+pub struct MemTable {
+    icmp: InternalKeyComparator,
+    arena: Arc<Arena>,
+    table: Arc<dyn MemTableRep>,
+    range_del_table: Arc<dyn MemTableRep>,
+    num_entries: AtomicU64,
+    num_deletes: AtomicU64,
+    num_range_deletes: AtomicU64,
+    /// `u64::MAX` while empty.
+    first_seqno: AtomicU64,
+    largest_seqno: AtomicU64,
+}
+
+impl std::fmt::Debug for MemTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemTable")
+            .field("num_entries", &self.num_entries())
+            .field("num_range_deletes", &self.num_range_deletes())
+            .field("memory_usage", &self.approximate_memory_usage())
+            .finish()
+    }
+}
+
+impl MemTable {
+    /// An empty memtable with [`DEFAULT_ARENA_BLOCK_SIZE`] arena blocks.
+    pub fn new(icmp: InternalKeyComparator) -> MemTable {
+        MemTable::with_arena_block_size(icmp, DEFAULT_ARENA_BLOCK_SIZE)
+    }
+
+    /// An empty memtable whose arena uses blocks of `block_size` bytes
+    /// (clamped to 4 KiB..=1 MiB); see [`arena_block_size_for`].
+    pub fn with_arena_block_size(icmp: InternalKeyComparator, block_size: usize) -> MemTable {
+        let arena = Arc::new(Arena::new(block_size));
+        let table = Arc::new(SkipListRep::new(icmp.clone(), Arc::clone(&arena)));
+        let range_del_table = Arc::new(SkipListRep::new(icmp.clone(), Arc::clone(&arena)));
+        MemTable {
+            icmp,
+            arena,
+            table,
+            range_del_table,
+            num_entries: AtomicU64::new(0),
+            num_deletes: AtomicU64::new(0),
+            num_range_deletes: AtomicU64::new(0),
+            first_seqno: AtomicU64::new(u64::MAX),
+            largest_seqno: AtomicU64::new(0),
+        }
+    }
+
+    pub fn comparator(&self) -> &InternalKeyComparator {
+        &self.icmp
+    }
+
+    /// Adds an entry. For `ValueType::RangeDeletion`, `key` is the begin
+    /// user key and `value` the (exclusive) end user key; it goes to the
+    /// range-tombstone rep. The entry is encoded directly into arena memory
+    /// (one allocation, no heap allocation). Thread-safe: concurrent calls
+    /// are allowed.
+    ///
+    /// REQUIRES: `(key, seq)` is never added twice; `seq <=
+    /// MAX_SEQUENCE_NUMBER`; `t` is a value type or `RangeDeletion`;
+    /// `key.len() + 8` and `value.len()` fit in a `u32` (the DB layer must
+    /// reject larger keys/values: this panics on them).
+    pub fn add(&self, seq: SequenceNumber, t: ValueType, key: &[u8], value: &[u8]) {
+        debug_assert!(seq <= MAX_SEQUENCE_NUMBER);
+        debug_assert!(t.is_extended_value_type(), "{t:?} in a memtable");
+        let trailer = pack_sequence_and_type(seq, t).to_le_bytes();
+        let len = encoded_entry_len(key.len() + TRAILER_LEN, value.len());
+        let Some(len) = len else {
+            // Documented REQUIRES; a silently dropped or truncated write
+            // would be worse than stopping here.
+            unreachable_oversize(key.len(), value.len());
+        };
+        let rep = if t == ValueType::RangeDeletion {
+            &self.range_del_table
+        } else {
+            &self.table
+        };
+        let inserted = rep.insert_with(len, &mut |buf| encode_entry(buf, &[key, &trailer], value));
+        debug_assert!(inserted, "memtable entry (seq {seq}, {t:?}) added twice");
+
+        self.num_entries.fetch_add(1, Ordering::Relaxed);
+        match t {
+            ValueType::Deletion | ValueType::SingleDeletion | ValueType::DeletionWithTimestamp => {
+                self.num_deletes.fetch_add(1, Ordering::Relaxed);
+            }
+            ValueType::RangeDeletion => {
+                self.num_range_deletes.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+        self.first_seqno.fetch_min(seq, Ordering::Relaxed);
+        self.largest_seqno.fetch_max(seq, Ordering::Relaxed);
+    }
+
+    /// Calls `f(seq, type, value)` on the point entries of `user_key` with
+    /// `seq <= snapshot`, newest first, until `f` breaks or the key's
+    /// entries run out. Range tombstones are not applied. This is the
+    /// allocation-free form of [`MemTable::get`] (e.g. for a `GetContext`).
+    pub fn get_with<F>(&self, user_key: &[u8], snapshot: SequenceNumber, mut f: F)
+    where
+        F: FnMut(SequenceNumber, ValueType, &[u8]) -> ControlFlow<()>,
+    {
+        let snapshot = snapshot.min(MAX_SEQUENCE_NUMBER);
+        let trailer = pack_sequence_and_type(snapshot, VALUE_TYPE_FOR_SEEK).to_le_bytes();
+        let ucmp = self.icmp.user_comparator();
+        let mut visit = |entry: &[u8]| {
+            let (ikey, value) = decode_entry(entry);
+            match parse_internal_key(ikey) {
+                Some(p) if ucmp.compare(p.user_key, user_key).is_eq() => {
+                    debug_assert!(p.sequence <= snapshot);
+                    f(p.sequence, p.value_type, value)
+                }
+                _ => ControlFlow::Break(()),
+            }
+        };
+        with_lookup_entry(&[user_key, &trailer], |target| {
+            self.table.visit_from(target, &mut visit);
+        });
+    }
+
+    /// The newest entries of `user_key` visible at `snapshot`; see
+    /// [`MemTableGet`]. Range tombstones are not applied.
+    pub fn get(&self, user_key: &[u8], snapshot: SequenceNumber) -> MemTableGet {
+        let mut operands = Vec::new();
+        let mut base = None;
+        self.get_with(user_key, snapshot, |seq, t, value| {
+            if t == ValueType::Merge {
+                operands.push((seq, value.to_vec()));
+                ControlFlow::Continue(())
+            } else {
+                base = Some((t, seq, value.to_vec()));
+                ControlFlow::Break(())
+            }
+        });
+        match (operands.is_empty(), base) {
+            (true, None) => MemTableGet::NotFound,
+            (true, Some((value_type, seq, value))) => MemTableGet::Found {
+                value_type,
+                seq,
+                value,
+            },
+            (false, base) => MemTableGet::Merge { operands, base },
+        }
+    }
+
+    /// An iterator over the point entries: `key()` is the internal key,
+    /// `value()` the value. It sees entries added before each positioning
+    /// call (and maybe later ones), always in internal-key order.
+    pub fn iter(self: &Arc<Self>) -> MemTableIter {
+        MemTableIter {
+            iter: Arc::clone(&self.table).iter(),
+            _mem: Arc::clone(self),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// An iterator over the range tombstones: `key()` is the internal begin
+    /// key (type `RangeDeletion`), `value()` the end user key.
+    pub fn range_del_iter(self: &Arc<Self>) -> MemTableIter {
+        MemTableIter {
+            iter: Arc::clone(&self.range_del_table).iter(),
+            _mem: Arc::clone(self),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The range tombstones as `(internal begin key, end user key)`, sorted
+    /// by internal key.
+    pub fn range_tombstones(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut it = Arc::clone(&self.range_del_table).iter();
+        it.seek_to_first();
+        while it.valid() {
+            let (k, v) = decode_entry(it.entry());
+            out.push((k.to_vec(), v.to_vec()));
+            it.next();
+        }
+        out
+    }
+
+    /// Bytes the arena obtained from the allocator (all entries, both reps,
+    /// block overhead): the exact figure to hold against `write_buffer_size`.
+    pub fn approximate_memory_usage(&self) -> usize {
+        self.arena.memory_usage()
+    }
+
+    /// RocksDB's `MemTable::ShouldFlushNow`: whether this memtable is full
+    /// for a `write_buffer_size` budget. It lets the arena over-allocate by
+    /// at most 0.6 block, and stops once the last block is 3/4 used.
+    pub fn should_flush(&self, write_buffer_size: usize) -> bool {
+        let block = self.arena.block_size();
+        let allowed_over = block * 6 / 10;
+        let allocated = self.arena.memory_usage();
+        if allocated + block < write_buffer_size + allowed_over {
+            return false;
+        }
+        if allocated > write_buffer_size + allowed_over {
+            return true;
+        }
+        self.arena.allocated_and_unused() < block / 4
+    }
+
+    /// Every `add`: point entries and range tombstones (as RocksDB counts).
+    pub fn num_entries(&self) -> u64 {
+        self.num_entries.load(Ordering::Relaxed)
+    }
+
+    /// `Deletion`, `SingleDeletion` and `DeletionWithTimestamp` entries.
+    pub fn num_deletes(&self) -> u64 {
+        self.num_deletes.load(Ordering::Relaxed)
+    }
+
+    /// `RangeDeletion` entries.
+    pub fn num_range_deletes(&self) -> u64 {
+        self.num_range_deletes.load(Ordering::Relaxed)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.num_entries() == 0
+    }
+
+    /// The smallest sequence number added (0 if empty).
+    pub fn first_seqno(&self) -> SequenceNumber {
+        match self.first_seqno.load(Ordering::Relaxed) {
+            u64::MAX => 0,
+            s => s,
+        }
+    }
+
+    /// The largest sequence number added (0 if empty).
+    pub fn largest_seqno(&self) -> SequenceNumber {
+        self.largest_seqno.load(Ordering::Relaxed)
+    }
+}
+
+/// A broken `add` precondition: a key or value whose length does not fit
+/// the entry format's varint32. Stopping is the only safe choice left (a
+/// dropped or truncated write would lose data silently); the write path
+/// rejects such keys and values before they get here.
+#[cold]
+#[allow(clippy::panic)]
+fn unreachable_oversize(key_len: usize, value_len: usize) -> ! {
+    panic!("memtable entry too large: key {key_len} bytes, value {value_len} bytes")
+}
+
+/// Runs `f` on the lookup entry `varint32 len | parts...` built on the
+/// stack when it is short (the common case), else on the heap.
+fn with_lookup_entry<R>(parts: &[&[u8]], f: impl FnOnce(&[u8]) -> R) -> R {
+    let key_len: usize = parts.iter().map(|p| p.len()).sum();
+    let Some(len) = encoded_entry_len(key_len, 0) else {
+        // No entry can have a key this long; the empty target lands on an
+        // early entry whose user key differs, so `get_with` finds nothing.
+        return f(&[]);
+    };
+    let mut stack = [0u8; 128];
+    let mut heap = Vec::new();
+    let buf: &mut [u8] = if len <= stack.len() {
+        &mut stack[..len]
+    } else {
+        heap.resize(len, 0);
+        &mut heap
+    };
+    encode_entry(buf, parts, &[]);
+    // The value length byte (0) is harmless: entries compare by key only.
+    f(buf)
+}
+
+/// Iterator over a memtable's entries (see [`MemTable::iter`]); implements
+/// [`InternalIterator`] and keeps the memtable alive.
+pub struct MemTableIter {
+    iter: Box<dyn MemTableRepIter>,
+    _mem: Arc<MemTable>,
+    /// Reused buffer for encoding seek targets.
+    scratch: Vec<u8>,
+}
+
+impl std::fmt::Debug for MemTableIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemTableIter")
+            .field("valid", &self.iter.valid())
+            .finish()
+    }
+}
+
+impl MemTableIter {
+    /// Encodes `target` (an internal key) as an entry prefix in `scratch`.
+    /// A target longer than any entry's key (4 GiB) is not supported.
+    fn encode_target(&mut self, target: &[u8]) {
+        let len = encoded_entry_len(target.len(), 0).unwrap_or(0);
+        self.scratch.clear();
+        self.scratch.resize(len, 0);
+        if len > 0 {
+            encode_entry(&mut self.scratch, &[target], &[]);
+        }
+    }
+}
+
+impl InternalIterator for MemTableIter {
+    fn valid(&self) -> bool {
+        self.iter.valid()
+    }
+
+    fn seek_to_first(&mut self) {
+        self.iter.seek_to_first();
+    }
+
+    fn seek_to_last(&mut self) {
+        self.iter.seek_to_last();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        self.encode_target(target);
+        self.iter.seek(&self.scratch);
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.encode_target(target);
+        self.iter.seek_for_prev(&self.scratch);
+    }
+
+    fn next(&mut self) {
+        self.iter.next();
+    }
+
+    fn prev(&mut self) {
+        self.iter.prev();
+    }
+
+    fn key(&self) -> &[u8] {
+        decode_entry(self.iter.entry()).0
+    }
+
+    fn value(&self) -> &[u8] {
+        decode_entry(self.iter.entry()).1
+    }
+
+    fn status(&self) -> Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,498 @@
+//! An insert-only concurrent skiplist whose nodes and keys live in an
+//! [`Arena`] (LevelDB's `db/skiplist.h`, with RocksDB `InlineSkipList`'s
+//! inline keys and CAS-based concurrent insert).
+//!
+//! Owns: the node layout and the list's links. A node is one arena
+//! allocation: an 8-byte header (`key_len << 8 | height`), then `height`
+//! next pointers (`AtomicPtr`), then the key bytes. Keys are opaque
+//! byte strings ordered by the [`KeyComparator`] given at construction.
+//!
+//! Thread-safety: `SkipList` is `Send + Sync`. Readers take no lock: they
+//! follow next pointers with acquire loads. Inserts may run concurrently with
+//! each other and with readers: a node is fully written (key, height, its own
+//! next pointers) before a release compare-and-swap links it at level 0, then
+//! at each higher level, bottom up; a failed CAS recomputes that level's
+//! neighbours and retries. Nothing is ever unlinked, so a node reached once
+//! stays valid (the arena keeps it) for the lifetime of the list.
+//!
+//! Invariants:
+//! - at every level, the linked nodes are in strictly increasing key order;
+//! - a node linked at level `l > 0` is linked at every level below `l`;
+//! - no two nodes have equal keys (an insert of an existing key is refused);
+//! - `1 <= height <= MAX_HEIGHT`; the head node has `MAX_HEIGHT` levels and
+//!   no key; `max_height` is at least the height of every linked node.
+
+use std::cell::Cell;
+use std::cmp::Ordering as CmpOrdering;
+use std::mem::size_of;
+use std::ops::Deref;
+use std::ptr::{self, NonNull};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+
+use super::arena::Arena;
+
+/// Maximum number of levels of a node.
+pub const MAX_HEIGHT: usize = 12;
+/// One node in `BRANCHING` at level `l` also appears at level `l + 1`.
+const BRANCHING: u32 = 4;
+
+/// Orders the keys of a [`SkipList`]. Must be a total order, deterministic
+/// and thread-safe.
+pub trait KeyComparator: Send + Sync {
+    fn compare(&self, a: &[u8], b: &[u8]) -> CmpOrdering;
+}
+
+impl<F> KeyComparator for F
+where
+    F: Fn(&[u8], &[u8]) -> CmpOrdering + Send + Sync,
+{
+    #[inline]
+    fn compare(&self, a: &[u8], b: &[u8]) -> CmpOrdering {
+        self(a, b)
+    }
+}
+
+/// A node's fixed header, `(key_len << 8) | height`; the tower and the key
+/// follow it in the same arena allocation. Only ever accessed through raw
+/// pointers that carry the provenance of the whole allocation.
+#[repr(C)]
+struct Node {
+    meta: u64,
+}
+
+impl Node {
+    #[inline]
+    fn new(height: usize, key_len: usize) -> Node {
+        debug_assert!((1..=MAX_HEIGHT).contains(&height));
+        Node {
+            meta: ((key_len as u64) << 8) | height as u64,
+        }
+    }
+
+    #[inline]
+    fn height(&self) -> usize {
+        (self.meta & 0xff) as usize
+    }
+
+    #[inline]
+    fn key_len(&self) -> usize {
+        (self.meta >> 8) as usize
+    }
+}
+
+/// Longest key a node can hold (56-bit length).
+pub const MAX_KEY_LEN: usize = (1 << 56) - 1;
+
+const NODE_HEADER: usize = size_of::<Node>();
+const LINK: usize = size_of::<AtomicPtr<Node>>();
+const _: () = assert!(NODE_HEADER % super::arena::ALIGN == 0);
+
+/// Bytes of a node of `height` levels holding a key of `key_len` bytes.
+#[inline]
+fn node_size(height: usize, key_len: usize) -> usize {
+    NODE_HEADER + height * LINK + key_len
+}
+
+/// Link `level` of `node`.
+///
+/// SAFETY (callers): `node` points to a node of a live list (head included)
+/// whose header was initialized, `level < height(node)`, and the returned
+/// reference is not used after the list's arena drops.
+#[inline]
+unsafe fn link<'a>(node: *mut Node, level: usize) -> &'a AtomicPtr<Node> {
+    // SAFETY: per the contract the tower slot at `level` is inside the node's
+    // allocation, aligned to 8 (header and links are 8-byte multiples, the
+    // arena aligns to 8), and initialized (zeroed by the arena, then only
+    // written atomically or before publication).
+    unsafe {
+        &*node
+            .cast::<u8>()
+            .add(NODE_HEADER + level * LINK)
+            .cast::<AtomicPtr<Node>>()
+    }
+}
+
+/// The key of `node`.
+///
+/// SAFETY (callers): `node` is a node of a list, not its head, whose header
+/// and key were written before the caller obtained the pointer (it was read
+/// from a link with acquire, or the caller wrote it), and the returned slice
+/// is not used after that list's arena drops.
+#[inline]
+unsafe fn key_of<'a>(node: *mut Node) -> &'a [u8] {
+    // SAFETY: per the contract the header is initialized and the key bytes
+    // `[NODE_HEADER + height * LINK, + key_len)` lie inside the node's
+    // allocation, which outlives `'a`; they are never written after
+    // publication.
+    unsafe {
+        let height = (*node).height();
+        let len = (*node).key_len();
+        std::slice::from_raw_parts(node.cast::<u8>().add(NODE_HEADER + height * LINK), len)
+    }
+}
+
+thread_local! {
+    /// Per-thread generator for node heights (xorshift64*), seeded distinctly.
+    static HEIGHT_RNG: Cell<u64> = Cell::new(seed());
+}
+
+fn seed() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0x9E37_79B9_7F4A_7C15);
+    // splitmix64 of a global counter: distinct, non-zero seeds per thread.
+    let mut z = NEXT.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) | 1
+}
+
+/// A height in `1..=MAX_HEIGHT`, `h` with probability `~(1/4)^(h-1)`.
+fn random_height() -> usize {
+    HEIGHT_RNG.with(|c| {
+        let mut x = c.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        c.set(x);
+        let mut r = (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32;
+        let mut h = 1;
+        while h < MAX_HEIGHT && r % BRANCHING == 0 {
+            h += 1;
+            r /= BRANCHING;
+        }
+        h
+    })
+}
+
+/// An insert-only concurrent skiplist. See the module comment.
+pub struct SkipList<C> {
+    cmp: C,
+    arena: Arc<Arena>,
+    head: NonNull<Node>,
+    /// Height of the tallest node ever linked (1 when empty).
+    max_height: AtomicUsize,
+}
+
+// SAFETY: the list's nodes live in the arena it holds an `Arc` to; nodes are
+// only mutated through atomics (links) or before they are published (key,
+// header), so sharing and sending the list between threads is sound when
+// the comparator itself is `Send + Sync` (required by `KeyComparator`).
+unsafe impl<C: KeyComparator> Send for SkipList<C> {}
+// SAFETY: see `Send`.
+unsafe impl<C: KeyComparator> Sync for SkipList<C> {}
+
+impl<C> std::fmt::Debug for SkipList<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SkipList")
+            .field("max_height", &self.max_height.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl<C: KeyComparator> SkipList<C> {
+    /// An empty list whose nodes are allocated from `arena`.
+    pub fn new(cmp: C, arena: Arc<Arena>) -> Self {
+        let head = arena.allocate(node_size(MAX_HEIGHT, 0)).cast::<Node>();
+        // SAFETY: `head` is a fresh, zeroed, 8-aligned allocation large
+        // enough for a header and MAX_HEIGHT links; zeroed links are nulls.
+        unsafe { head.as_ptr().write(Node::new(MAX_HEIGHT, 0)) };
+        SkipList {
+            cmp,
+            arena,
+            head,
+            max_height: AtomicUsize::new(1),
+        }
+    }
+
+    /// The arena the nodes live in.
+    pub fn arena(&self) -> &Arc<Arena> {
+        &self.arena
+    }
+
+    /// Inserts a copy of `key`. Returns false (and inserts nothing) if an
+    /// equal key is present. Thread-safe.
+    pub fn insert(&self, key: &[u8]) -> bool {
+        self.insert_with(key.len(), |buf| buf.copy_from_slice(key))
+    }
+
+    /// Allocates a node for a key of `len` bytes, lets `fill` write the key
+    /// in place, then links the node. Returns false if an equal key is
+    /// already present (the node's memory is then wasted). Thread-safe.
+    ///
+    /// REQUIRES: `len <= MAX_KEY_LEN` (longer keys are refused).
+    pub fn insert_with(&self, len: usize, fill: impl FnOnce(&mut [u8])) -> bool {
+        if len > MAX_KEY_LEN {
+            debug_assert!(false, "skiplist key of {len} bytes");
+            return false;
+        }
+        let height = random_height();
+        let node = self.arena.allocate(node_size(height, len)).cast::<Node>();
+        let node = node.as_ptr();
+        // SAFETY: `node` is a fresh 8-aligned zeroed allocation of
+        // `node_size(height, len)` bytes that no other thread can see yet, so
+        // writing the header and taking a unique slice of the key bytes
+        // (which are initialized: zeroed) is sound.
+        unsafe {
+            node.write(Node::new(height, len));
+            let key = std::slice::from_raw_parts_mut(
+                node.cast::<u8>().add(NODE_HEADER + height * LINK),
+                len,
+            );
+            fill(key);
+        }
+        self.link_node(node, height)
+    }
+
+    /// Links a fully written, unpublished node at levels `0..height`.
+    fn link_node(&self, node: *mut Node, height: usize) -> bool {
+        let max = self
+            .max_height
+            .fetch_max(height, Ordering::Relaxed)
+            .max(height);
+        // SAFETY: `node` is a node of this list (written above) and alive.
+        let key = unsafe { key_of(node) };
+        let mut prev = [self.head.as_ptr(); MAX_HEIGHT];
+        let mut next = [ptr::null_mut::<Node>(); MAX_HEIGHT];
+        let mut before = self.head.as_ptr();
+        for level in (0..max).rev() {
+            let (p, n, equal) = self.find_splice_for_level(key, before, level);
+            if equal {
+                return false;
+            }
+            prev[level] = p;
+            next[level] = n;
+            before = p;
+        }
+        for level in 0..height {
+            loop {
+                // Not yet reachable at `level`, so a relaxed store suffices;
+                // the release CAS below publishes it.
+                // SAFETY: `node` has `height > level` levels (written in
+                // `insert_with`) and lives in our arena.
+                unsafe { link(node, level) }.store(next[level], Ordering::Relaxed);
+                // SAFETY: `prev[level]` is the head or a node linked at
+                // `level`, so it has more than `level` levels.
+                if unsafe { link(prev[level], level) }
+                    .compare_exchange(next[level], node, Ordering::Release, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    break;
+                }
+                // Someone linked a node after `prev[level]`: it is still
+                // before us, so search on from it.
+                let (p, n, equal) = self.find_splice_for_level(key, prev[level], level);
+                if equal {
+                    // Only possible at level 0: a node is linked at level 0
+                    // before any higher level, and ours is not yet there.
+                    debug_assert_eq!(level, 0);
+                    return false;
+                }
+                prev[level] = p;
+                next[level] = n;
+            }
+        }
+        true
+    }
+
+    /// Starting at `before` (whose key is < `key`, or the head), walks
+    /// `level` to the last node < `key`. Returns it, its successor (null at
+    /// the end), and whether the successor's key equals `key`.
+    fn find_splice_for_level(
+        &self,
+        key: &[u8],
+        before: *mut Node,
+        level: usize,
+    ) -> (*mut Node, *mut Node, bool) {
+        let mut x = before;
+        loop {
+            let n = self.next(x, level);
+            if n.is_null() {
+                return (x, n, false);
+            }
+            // SAFETY: `n` was read from a link, so it is a published node.
+            match self.cmp.compare(unsafe { key_of(n) }, key) {
+                CmpOrdering::Less => x = n,
+                CmpOrdering::Equal => return (x, n, true),
+                CmpOrdering::Greater => return (x, n, false),
+            }
+        }
+    }
+
+    /// The successor of `x` at `level`. REQUIRES: `x` is the head or a
+    /// published node with more than `level` levels.
+    #[inline]
+    fn next(&self, x: *mut Node, level: usize) -> *mut Node {
+        debug_assert!(level < MAX_HEIGHT);
+        // SAFETY: per the REQUIRES, `x` is a live node of this list with a
+        // link at `level`; the acquire load pairs with the release CAS that
+        // published the successor, so its contents are visible.
+        unsafe { link(x, level).load(Ordering::Acquire) }
+    }
+
+    /// First node with key >= `key`, or null.
+    fn find_greater_or_equal(&self, key: &[u8]) -> *mut Node {
+        let mut x = self.head.as_ptr();
+        let mut level = self.max_height.load(Ordering::Relaxed) - 1;
+        loop {
+            let n = self.next(x, level);
+            // SAFETY: a non-null link target is a published node.
+            let ord = (!n.is_null()).then(|| self.cmp.compare(unsafe { key_of(n) }, key));
+            match ord {
+                Some(CmpOrdering::Less) => x = n,
+                Some(CmpOrdering::Equal) => return n,
+                _ if level == 0 => return n,
+                _ => level -= 1,
+            }
+        }
+    }
+
+    /// Last node with key < `key` (`or_equal`: <= `key`), or the head.
+    fn find_less_than(&self, key: &[u8], or_equal: bool) -> *mut Node {
+        let mut x = self.head.as_ptr();
+        let mut level = self.max_height.load(Ordering::Relaxed) - 1;
+        loop {
+            let n = self.next(x, level);
+            let advance = !n.is_null() && {
+                // SAFETY: a non-null link target is a published node.
+                let ord = self.cmp.compare(unsafe { key_of(n) }, key);
+                ord == CmpOrdering::Less || (or_equal && ord == CmpOrdering::Equal)
+            };
+            if advance {
+                x = n;
+            } else if level == 0 {
+                return x;
+            } else {
+                level -= 1;
+            }
+        }
+    }
+
+    /// Last node of the list, or the head if it is empty.
+    fn find_last(&self) -> *mut Node {
+        let mut x = self.head.as_ptr();
+        let mut level = self.max_height.load(Ordering::Relaxed) - 1;
+        loop {
+            let n = self.next(x, level);
+            if !n.is_null() {
+                x = n;
+            } else if level == 0 {
+                return x;
+            } else {
+                level -= 1;
+            }
+        }
+    }
+
+    /// Whether a key equal to `key` is in the list.
+    pub fn contains(&self, key: &[u8]) -> bool {
+        let n = self.find_greater_or_equal(key);
+        // SAFETY: a non-null result is a published node.
+        !n.is_null() && self.cmp.compare(unsafe { key_of(n) }, key) == CmpOrdering::Equal
+    }
+
+    /// A cursor borrowing the list.
+    pub fn iter(&self) -> Iter<&Self> {
+        Iter::new(self)
+    }
+}
+
+/// A cursor over a [`SkipList`], generic over how it holds the list
+/// (`&SkipList` or `Arc<SkipList>`), so a cursor can own its list. Sees
+/// every node linked before each step; concurrent inserts may or may not be
+/// seen, but the keys it yields are always in order.
+pub struct Iter<L> {
+    list: L,
+    /// Current node; null when not valid. Never the head.
+    node: *mut Node,
+}
+
+// SAFETY: `node` points into the arena kept alive by `list`; it is only read
+// (key bytes never change after publication; links are atomics), so the
+// cursor may move between threads whenever its holder `L` can.
+unsafe impl<L: Send> Send for Iter<L> {}
+// SAFETY: `&Iter` only allows reads of immutable key bytes; see `Send`.
+unsafe impl<L: Sync> Sync for Iter<L> {}
+
+impl<L> std::fmt::Debug for Iter<L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("skiplist::Iter")
+            .field("valid", &!self.node.is_null())
+            .finish()
+    }
+}
+
+impl<C: KeyComparator, L: Deref<Target = SkipList<C>>> Iter<L> {
+    /// A cursor over `list`, initially not valid.
+    pub fn new(list: L) -> Self {
+        Iter {
+            list,
+            node: ptr::null_mut(),
+        }
+    }
+
+    /// Maps the head to null (not valid).
+    fn set(&mut self, n: *mut Node) {
+        self.node = if n == self.list.head.as_ptr() {
+            ptr::null_mut()
+        } else {
+            n
+        };
+    }
+
+    pub fn valid(&self) -> bool {
+        !self.node.is_null()
+    }
+
+    /// The current key. REQUIRES: `valid()`; returns an empty slice if not.
+    pub fn key(&self) -> &[u8] {
+        if self.node.is_null() {
+            debug_assert!(false, "key() on an invalid skiplist cursor");
+            return &[];
+        }
+        // SAFETY: a valid cursor's node is a published, non-head node of
+        // `self.list`, which keeps the arena alive while `self` is borrowed.
+        unsafe { key_of(self.node) }
+    }
+
+    /// Advances to the next key. REQUIRES: `valid()`.
+    pub fn next(&mut self) {
+        debug_assert!(self.valid());
+        if self.valid() {
+            self.node = self.list.next(self.node, 0);
+        }
+    }
+
+    /// Moves to the previous key (a search from the head for the last node
+    /// before the current one). REQUIRES: `valid()`.
+    pub fn prev(&mut self) {
+        debug_assert!(self.valid());
+        if self.valid() {
+            let n = self.list.find_less_than(self.key(), false);
+            self.set(n);
+        }
+    }
+
+    /// Positions at the first key >= `target`.
+    pub fn seek(&mut self, target: &[u8]) {
+        self.node = self.list.find_greater_or_equal(target);
+    }
+
+    /// Positions at the last key <= `target`.
+    pub fn seek_for_prev(&mut self, target: &[u8]) {
+        let n = self.list.find_less_than(target, true);
+        self.set(n);
+    }
+
+    pub fn seek_to_first(&mut self) {
+        self.node = self.list.next(self.list.head.as_ptr(), 0);
+    }
+
+    pub fn seek_to_last(&mut self) {
+        let n = self.list.find_last();
+        self.set(n);
+    }
+}
+
+#[cfg(test)]
+#[path = "skiplist_tests.rs"]
+mod tests;

@@ -1,0 +1,140 @@
+//! Skiplist tests: ordering and navigation against a `BTreeSet`, height
+//! distribution, concurrent inserts of overlapping keys, owned cursors.
+//! Sizes shrink under Miri.
+
+use super::*;
+use std::collections::BTreeSet;
+
+fn bytewise(a: &[u8], b: &[u8]) -> CmpOrdering {
+    a.cmp(b)
+}
+
+type BytewiseFn = fn(&[u8], &[u8]) -> CmpOrdering;
+
+fn new_list() -> SkipList<BytewiseFn> {
+    SkipList::new(bytewise as BytewiseFn, Arc::new(Arena::new(4096)))
+}
+
+fn collect_forward<L: Deref<Target = SkipList<C>>, C: KeyComparator>(
+    it: &mut Iter<L>,
+) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    it.seek_to_first();
+    while it.valid() {
+        out.push(it.key().to_vec());
+        it.next();
+    }
+    out
+}
+
+#[test]
+fn empty() {
+    let l = new_list();
+    let mut it = l.iter();
+    assert!(!it.valid());
+    it.seek_to_first();
+    assert!(!it.valid());
+    it.seek_to_last();
+    assert!(!it.valid());
+    it.seek(b"a");
+    assert!(!it.valid());
+    it.seek_for_prev(b"a");
+    assert!(!it.valid());
+    assert!(!l.contains(b"a"));
+}
+
+#[test]
+fn insert_and_navigate() {
+    let l = new_list();
+    let n = if cfg!(miri) { 60 } else { 2000 };
+    let mut model = BTreeSet::new();
+    let mut x: u64 = 1;
+    for _ in 0..n {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let k = ((x >> 33) % 5000).to_be_bytes().to_vec();
+        let fresh = model.insert(k.clone());
+        assert_eq!(l.insert(&k), fresh);
+    }
+    let mut it = l.iter();
+    let fwd = collect_forward(&mut it);
+    assert_eq!(fwd, model.iter().cloned().collect::<Vec<_>>());
+    let mut back = Vec::new();
+    it.seek_to_last();
+    while it.valid() {
+        back.push(it.key().to_vec());
+        it.prev();
+    }
+    back.reverse();
+    assert_eq!(back, fwd);
+    for probe in (0..5100u64).step_by(if cfg!(miri) { 397 } else { 7 }) {
+        let k = probe.to_be_bytes();
+        assert_eq!(l.contains(&k), model.contains(&k[..]));
+        it.seek(&k);
+        let want = model.range(k.to_vec()..).next();
+        assert_eq!(it.valid().then(|| it.key().to_vec()).as_ref(), want);
+        it.seek_for_prev(&k);
+        let want = model.range(..=k.to_vec()).next_back();
+        assert_eq!(it.valid().then(|| it.key().to_vec()).as_ref(), want);
+    }
+}
+
+#[test]
+fn heights_are_bounded_and_geometric() {
+    let n = if cfg!(miri) { 200 } else { 100_000 };
+    let mut counts = [0usize; MAX_HEIGHT + 1];
+    for _ in 0..n {
+        let h = random_height();
+        assert!((1..=MAX_HEIGHT).contains(&h));
+        counts[h] += 1;
+    }
+    if !cfg!(miri) {
+        // About 3/4 of the nodes have height 1.
+        assert!(
+            counts[1] > n * 70 / 100 && counts[1] < n * 80 / 100,
+            "{counts:?}"
+        );
+    }
+}
+
+#[test]
+fn concurrent_inserts_of_the_same_keys() {
+    // Every thread inserts every key, each in its own order: exactly one
+    // insert per key may succeed, and the list ends sorted and complete.
+    let threads = 4u64;
+    let n: u64 = if cfg!(miri) { 41 } else { 20_011 }; // prime: i * m % n permutes
+    let l = Arc::new(new_list());
+    let barrier = Arc::new(std::sync::Barrier::new(threads as usize));
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let (l, barrier) = (Arc::clone(&l), Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                barrier.wait();
+                let m = 2 * t + 1;
+                (0..n)
+                    .filter(|i| l.insert(&(i * m % n).to_be_bytes()))
+                    .count()
+            })
+        })
+        .collect();
+    let inserted: usize = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    assert_eq!(inserted as u64, n);
+    let keys = collect_forward(&mut l.iter());
+    let want: Vec<Vec<u8>> = (0..n).map(|i| i.to_be_bytes().to_vec()).collect();
+    assert_eq!(keys, want);
+}
+
+#[test]
+fn owned_cursor_outlives_borrow() {
+    let l = Arc::new(new_list());
+    for k in [b"b", b"a", b"c"] {
+        assert!(l.insert(k));
+    }
+    let mut it = Iter::new(Arc::clone(&l));
+    drop(l);
+    assert_eq!(
+        collect_forward(&mut it),
+        vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]
+    );
+}

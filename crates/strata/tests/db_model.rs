@@ -1,0 +1,388 @@
+//! Model test: random operation sequences against a `BTreeMap`, on the
+//! crashable in-memory file system, under several option sets. Every seed
+//! is printed on failure and replays with `STRATA_SEED=<seed>`; the seed
+//! count is `STRATA_MODEL_SEEDS` (default 200 per option set).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use strata::db::DB;
+use strata::env::mem::MemFileSystem;
+use strata::format::WriteBatch;
+use strata::merge_operator::StringAppendOperator;
+use strata::options::{Options, ReadOptions, WriteOptions};
+use strata::table::CompressionType;
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // splitmix64
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn key(&mut self) -> Vec<u8> {
+        format!("k{:03}", self.below(120)).into_bytes()
+    }
+    fn value(&mut self) -> Vec<u8> {
+        let n = self.below(40) as usize;
+        let c = b'a' + self.below(26) as u8;
+        let mut v = vec![c; n];
+        v.extend_from_slice(format!("#{}", self.below(1000)).as_bytes());
+        v
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct OptionSet {
+    name: &'static str,
+    write_buffer_size: usize,
+    block_size: usize,
+    compression: CompressionType,
+    disable_wal: bool,
+}
+
+const OPTION_SETS: [OptionSet; 4] = [
+    OptionSet {
+        name: "default",
+        write_buffer_size: 1 << 20,
+        block_size: 4096,
+        compression: CompressionType::Snappy,
+        disable_wal: false,
+    },
+    OptionSet {
+        name: "tiny-memtable",
+        write_buffer_size: 2048,
+        block_size: 256,
+        compression: CompressionType::None,
+        disable_wal: false,
+    },
+    OptionSet {
+        name: "tiny-blocks-zstd",
+        write_buffer_size: 8192,
+        block_size: 64,
+        compression: CompressionType::Zstd,
+        disable_wal: false,
+    },
+    OptionSet {
+        name: "wal-off",
+        write_buffer_size: 4096,
+        block_size: 512,
+        compression: CompressionType::Lz4,
+        disable_wal: true,
+    },
+];
+
+fn options(fs: &MemFileSystem, set: &OptionSet) -> Options {
+    let mut o = Options {
+        create_if_missing: true,
+        fs: Some(Arc::new(fs.clone())),
+        ..Options::default()
+    };
+    o.cf.write_buffer_size = set.write_buffer_size;
+    o.cf.block_size = set.block_size;
+    o.cf.compression = set.compression;
+    o.cf.max_write_buffer_number = 3;
+    o.cf.merge_operator = Some(Arc::new(StringAppendOperator::default()));
+    o
+}
+
+fn apply_merge(model: &mut Model, k: &[u8], v: &[u8]) {
+    let new = match model.get(k) {
+        Some(old) => {
+            let mut x = old.clone();
+            x.push(b',');
+            x.extend_from_slice(v);
+            x
+        }
+        None => v.to_vec(),
+    };
+    model.insert(k.to_vec(), new);
+}
+
+fn scan(db: &DB, ro: &ReadOptions) -> Model {
+    let mut it = db.iter(ro).unwrap();
+    let mut out = Model::new();
+    while it.valid() {
+        out.insert(it.key().to_vec(), it.value().to_vec());
+        it.next();
+    }
+    it.status().unwrap();
+    out
+}
+
+fn scan_reverse(db: &DB, ro: &ReadOptions) -> Model {
+    let mut it = db.iter(ro).unwrap();
+    it.seek_to_last();
+    let mut out = Model::new();
+    while it.valid() {
+        out.insert(it.key().to_vec(), it.value().to_vec());
+        it.prev();
+    }
+    it.status().unwrap();
+    out
+}
+
+fn run_seed(seed: u64, set: &OptionSet) {
+    let mut rng = Rng(seed);
+    let fs = MemFileSystem::new();
+    let path = "/db";
+    let mut db = Some(DB::open(options(&fs, set), path).unwrap());
+    let mut model = Model::new();
+    // States after each acknowledged write since the last durable point.
+    let mut history: Vec<Model> = vec![model.clone()];
+    let mut snapshots: Vec<(strata::db::Snapshot, Model)> = Vec::new();
+    let wo = |sync: bool| WriteOptions {
+        sync: sync && !set.disable_wal,
+        disable_wal: set.disable_wal,
+    };
+    for step in 0..300 {
+        let d = db.as_ref().unwrap();
+        let op = rng.below(100);
+        let ctx = format!("seed {seed} set {} step {step} op {op}", set.name);
+        match op {
+            0..=34 => {
+                let (k, v) = (rng.key(), rng.value());
+                let sync = rng.below(10) == 0;
+                d.put(&wo(sync), &k, &v).unwrap();
+                model.insert(k, v);
+                // A synced write is a durable point only through the WAL.
+                if sync && !set.disable_wal {
+                    history.clear();
+                }
+                history.push(model.clone());
+            }
+            35..=44 => {
+                let k = rng.key();
+                if rng.below(2) == 0 {
+                    d.delete(&wo(false), &k).unwrap()
+                } else {
+                    d.single_delete(&wo(false), &k).unwrap()
+                }
+                model.remove(&k);
+                history.push(model.clone());
+            }
+            45..=48 => {
+                let (a, b) = (rng.key(), rng.key());
+                let (a, b) = if a <= b { (a, b) } else { (b, a) };
+                d.delete_range(&wo(false), &a, &b).unwrap();
+                let doomed: Vec<_> = model
+                    .range(a.clone()..b.clone())
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for k in doomed {
+                    model.remove(&k);
+                }
+                history.push(model.clone());
+            }
+            49..=56 => {
+                let (k, v) = (rng.key(), rng.value());
+                d.merge(&wo(false), &k, &v).unwrap();
+                apply_merge(&mut model, &k, &v);
+                history.push(model.clone());
+            }
+            57..=62 => {
+                let mut b = WriteBatch::new();
+                for _ in 0..rng.below(6) + 1 {
+                    let k = rng.key();
+                    match rng.below(3) {
+                        0 => {
+                            let v = rng.value();
+                            b.put(&k, &v);
+                            model.insert(k, v);
+                        }
+                        1 => {
+                            b.delete(&k);
+                            model.remove(&k);
+                        }
+                        _ => {
+                            let v = rng.value();
+                            b.merge(&k, &v);
+                            apply_merge(&mut model, &k, &v);
+                        }
+                    }
+                }
+                d.write(&wo(false), b).unwrap();
+                history.push(model.clone());
+            }
+            63..=67 => {
+                snapshots.push((d.snapshot(), model.clone()));
+            }
+            68..=69 => {
+                if !snapshots.is_empty() {
+                    let i = rng.below(snapshots.len() as u64) as usize;
+                    snapshots.remove(i);
+                }
+            }
+            70..=79 => {
+                let k = rng.key();
+                let ro = ReadOptions::default();
+                assert_eq!(
+                    d.get(&ro, &k).unwrap(),
+                    model.get(&k).cloned(),
+                    "{ctx}: get {:?}",
+                    String::from_utf8_lossy(&k)
+                );
+                if let Some((s, m)) = snapshots.last() {
+                    let ro = ReadOptions {
+                        snapshot: Some(s.sequence()),
+                        ..Default::default()
+                    };
+                    assert_eq!(
+                        d.get(&ro, &k).unwrap(),
+                        m.get(&k).cloned(),
+                        "{ctx}: snapshot get"
+                    );
+                }
+            }
+            80..=82 => {
+                let keys: Vec<Vec<u8>> = (0..5).map(|_| rng.key()).collect();
+                let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
+                let got = d.multi_get(&ReadOptions::default(), &refs);
+                for (k, g) in keys.iter().zip(got) {
+                    assert_eq!(g.unwrap(), model.get(k).cloned(), "{ctx}: multi_get");
+                }
+            }
+            83..=86 => {
+                let ro = ReadOptions::default();
+                assert_eq!(scan(d, &ro), model, "{ctx}: forward scan");
+                assert_eq!(scan_reverse(d, &ro), model, "{ctx}: reverse scan");
+                if let Some((s, m)) = snapshots.first() {
+                    let ro = ReadOptions {
+                        snapshot: Some(s.sequence()),
+                        ..Default::default()
+                    };
+                    assert_eq!(&scan(d, &ro), m, "{ctx}: snapshot scan");
+                }
+                // Bounded scan and seeks.
+                let (a, b) = (rng.key(), rng.key());
+                let ro = ReadOptions {
+                    iterate_lower_bound: Some(a.clone()),
+                    iterate_upper_bound: Some(b.clone()),
+                    ..Default::default()
+                };
+                let want: Model = if a < b {
+                    model
+                        .range(a.clone()..b.clone())
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
+                } else {
+                    Model::new()
+                };
+                assert_eq!(scan(d, &ro), want, "{ctx}: bounded scan");
+                assert_eq!(scan_reverse(d, &ro), want, "{ctx}: bounded reverse scan");
+                let mut it = d.iter(&ReadOptions::default()).unwrap();
+                let t = rng.key();
+                it.seek(&t);
+                assert_eq!(
+                    it.valid().then(|| it.key().to_vec()),
+                    model.range(t.clone()..).next().map(|(k, _)| k.clone()),
+                    "{ctx}: seek"
+                );
+                it.seek_for_prev(&t);
+                assert_eq!(
+                    it.valid().then(|| it.key().to_vec()),
+                    model
+                        .range(..=t.clone())
+                        .next_back()
+                        .map(|(k, _)| k.clone()),
+                    "{ctx}: seek_for_prev"
+                );
+                if it.valid() {
+                    it.next();
+                    let after = model
+                        .range((
+                            std::ops::Bound::Excluded(t.clone()),
+                            std::ops::Bound::Unbounded,
+                        ))
+                        .next()
+                        .map(|(k, _)| k.clone());
+                    assert_eq!(
+                        it.valid().then(|| it.key().to_vec()),
+                        after,
+                        "{ctx}: next after seek_for_prev"
+                    );
+                }
+            }
+            87..=89 => {
+                d.flush().unwrap();
+                history.clear();
+                history.push(model.clone());
+            }
+            90..=94 => {
+                snapshots.clear();
+                drop(db.take());
+                let d2 = DB::open(options(&fs, set), path).unwrap();
+                let got = scan(&d2, &ReadOptions::default());
+                if set.disable_wal {
+                    assert!(
+                        history.contains(&got),
+                        "{ctx}: reopen without WAL is not a prefix state"
+                    );
+                    model = got;
+                } else {
+                    assert_eq!(got, model, "{ctx}: reopen");
+                }
+                history.clear();
+                history.push(model.clone());
+                db = Some(d2);
+            }
+            _ => {
+                snapshots.clear();
+                drop(db.take());
+                fs.crash_drop_unsynced();
+                let d2 = DB::open(options(&fs, set), path).unwrap();
+                let got = scan(&d2, &ReadOptions::default());
+                assert!(
+                    history.contains(&got),
+                    "{ctx}: after a crash the state is not a prefix of the acknowledged history since the last durable point\n got {got:?}"
+                );
+                model = got;
+                history.clear();
+                history.push(model.clone());
+                db = Some(d2);
+            }
+        }
+    }
+    let d = db.as_ref().unwrap();
+    assert_eq!(
+        scan(d, &ReadOptions::default()),
+        model,
+        "seed {seed} set {}: final scan",
+        set.name
+    );
+}
+
+#[test]
+fn model_random_sequences() {
+    let seeds: u64 = std::env::var("STRATA_MODEL_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200);
+    let only: Option<u64> = std::env::var("STRATA_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    for set in &OPTION_SETS {
+        let list: Vec<u64> = match only {
+            Some(s) => vec![s],
+            None => (1..=seeds).collect(),
+        };
+        for seed in list {
+            let r = std::panic::catch_unwind(|| run_seed(seed, set));
+            if r.is_err() {
+                panic!(
+                    "model test failed: replay with STRATA_SEED={seed} (option set {})",
+                    set.name
+                );
+            }
+        }
+    }
+}
