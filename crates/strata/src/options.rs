@@ -76,6 +76,43 @@ impl std::fmt::Debug for ColumnFamilyOptions {
 }
 
 impl ColumnFamilyOptions {
+    /// Refuses settings the engine cannot honour (checked at open and when
+    /// a column family is created), naming the column family.
+    pub fn validate(&self, cf_name: &str) -> crate::error::Result<()> {
+        let bad = |m: String| {
+            Err(crate::error::Error::InvalidArgument(format!(
+                "column family {cf_name}: {m}"
+            )))
+        };
+        if self.write_buffer_size == 0 {
+            return bad("write_buffer_size must be positive".into());
+        }
+        if self.block_size == 0 || self.block_size > (u32::MAX as usize) {
+            return bad(format!("block_size {} out of range", self.block_size));
+        }
+        if self.block_restart_interval == 0 {
+            return bad("block_restart_interval must be at least 1".into());
+        }
+        if self.num_levels == 0 || self.num_levels > 64 {
+            return bad(format!(
+                "num_levels {} out of range 1..=64",
+                self.num_levels
+            ));
+        }
+        if !self.compression.can_compress() {
+            return bad(format!(
+                "compression {} is supported for reading only",
+                self.compression.name()
+            ));
+        }
+        if let Some(b) = self.bloom_bits_per_key {
+            if !b.is_finite() || b < 0.0 {
+                return bad(format!("bloom_bits_per_key {b} is not a valid number"));
+            }
+        }
+        Ok(())
+    }
+
     /// The table options these settings imply for column family `id`/`name`.
     pub fn table_options(&self, id: u32, name: &str) -> TableOptions {
         TableOptions {
@@ -114,6 +151,18 @@ pub struct Options {
     pub fs: Option<FileSystemRef>,
     /// Options of the default column family.
     pub cf: ColumnFamilyOptions,
+}
+
+impl Options {
+    /// Refuses DB-wide settings the engine cannot honour.
+    pub fn validate(&self) -> crate::error::Result<()> {
+        if self.max_manifest_file_size == 0 {
+            return Err(crate::error::Error::InvalidArgument(
+                "max_manifest_file_size must be positive".into(),
+            ));
+        }
+        self.cf.validate("default")
+    }
 }
 
 impl Default for Options {

@@ -69,7 +69,10 @@ pub(crate) struct CfData {
 
 /// A fresh memtable for a column family with `options`, its arena sized
 /// as RocksDB sizes it for the write buffer.
-pub(crate) fn new_memtable(icmp: &InternalKeyComparator, options: &ColumnFamilyOptions) -> Arc<MemTable> {
+pub(crate) fn new_memtable(
+    icmp: &InternalKeyComparator,
+    options: &ColumnFamilyOptions,
+) -> Arc<MemTable> {
     Arc::new(MemTable::with_arena_block_size(
         icmp.clone(),
         crate::memtable::arena_block_size_for(options.write_buffer_size),

@@ -109,7 +109,18 @@ impl DB {
         let dbname = dbname.to_path_buf();
         let wal_dir: PathBuf = opts.wal_dir.clone().unwrap_or_else(|| dbname.clone());
         let mut lock = None;
+        opts.validate()?;
+        for d in &descs {
+            d.options.validate(&d.name)?;
+        }
         let exists = fs.file_exists(&dbname.join("CURRENT"));
+        if !exists && (read_only || !opts.create_if_missing) {
+            // Refused before anything (directory, LOCK) is created.
+            return Err(Error::InvalidArgument(format!(
+                "{}: does not exist (create_if_missing is false)",
+                dbname.display()
+            )));
+        }
         if !read_only {
             fs.create_dir_all(&dbname)?;
             if wal_dir != dbname {
@@ -257,6 +268,7 @@ impl DB {
                 "create_column_family on a read-only database".into(),
             ));
         }
+        options.validate(name)?;
         let _leader = inner
             .write_mutex
             .lock()

@@ -16,8 +16,8 @@ use crate::format::dbformat::{VALUE_TYPE_FOR_SEEK, make_internal_key};
 use crate::format::{SequenceNumber, parse_internal_key};
 use crate::iter::{DBIter, DBIterOptions, MergingIterator, RangeDelAggregator};
 use crate::options::{ColumnFamilyOptions, ReadOptions};
-use crate::table::Table;
 use crate::table::iterator::InternalIterator;
+use crate::table::{PrefixSeekIter, Table};
 
 /// A point-in-time view; reads given its sequence see the database as it
 /// was when it was taken. Released when dropped.
@@ -259,9 +259,17 @@ impl DbInner {
         for m in &sv.imms {
             children.push(Box::new(m.iter()));
         }
+        // Prefix seeks may skip whole tables by their prefix filter: only
+        // when iteration is confined to the seek prefix (then exact).
+        let prefix_mode = ro.prefix_same_as_start && opts.prefix_extractor.is_some();
         for level in 0..sv.version.num_levels() {
             for f in sv.version.files(level) {
-                children.push(Box::new(self.table(f, cf, &opts)?.iter()));
+                let table = self.table(f, cf, &opts)?;
+                if prefix_mode {
+                    children.push(Box::new(PrefixSeekIter::new(table)));
+                } else {
+                    children.push(Box::new(table.iter()));
+                }
             }
         }
         let agg = self.range_dels(&sv, cf, &opts, seq)?;
@@ -275,6 +283,10 @@ impl DbInner {
             DBIterOptions {
                 lower_bound: ro.iterate_lower_bound.clone(),
                 upper_bound: ro.iterate_upper_bound.clone(),
+                prefix_same_as_start: opts
+                    .prefix_extractor
+                    .clone()
+                    .filter(|_| ro.prefix_same_as_start),
             },
         );
         iter.seek_to_first();

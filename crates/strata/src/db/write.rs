@@ -49,6 +49,11 @@ impl DbInner {
         if self.read_only {
             return Err(Error::NotSupported("write on a read-only database".into()));
         }
+        if opts.sync && opts.disable_wal {
+            return Err(Error::InvalidArgument(
+                "Sync writes has to enable WAL.".into(),
+            ));
+        }
         if batch.count() == 0 {
             return Ok(());
         }
@@ -119,7 +124,7 @@ impl DbInner {
         // Validate column families before anything is written.
         for w in group {
             let g = lock(w);
-            check_batch_cfs(&st, &g.batch)?;
+            check_batch(&st, &g.batch)?;
         }
         let mut st = self.make_room_for_write(st)?;
         let first_seq = self.last_sequence.load(Ordering::Acquire) + 1;
@@ -238,23 +243,47 @@ impl DbInner {
     }
 }
 
-/// Fails if `batch` names a column family that does not exist.
-fn check_batch_cfs(st: &DbState, batch: &WriteBatch) -> Result<()> {
+/// Fails, before anything is written, if a record of `batch` names a
+/// column family that does not exist, is a range deletion with begin >
+/// end, is a merge in a column family without a merge operator, or is too
+/// large for a memtable entry.
+fn check_batch(st: &DbState, batch: &WriteBatch) -> Result<()> {
     for r in batch.iter() {
-        let cf = match r? {
-            BatchRecord::Put { cf, .. }
-            | BatchRecord::Delete { cf, .. }
-            | BatchRecord::SingleDelete { cf, .. }
-            | BatchRecord::DeleteRange { cf, .. }
-            | BatchRecord::Merge { cf, .. } => cf,
+        let (cf, key, value, range_end, merge) = match r? {
+            BatchRecord::Put { cf, key, value } => (cf, key, value, None, false),
+            BatchRecord::Delete { cf, key } | BatchRecord::SingleDelete { cf, key } => {
+                (cf, key, &[][..], None, false)
+            }
+            BatchRecord::DeleteRange { cf, begin, end } => (cf, begin, end, Some(end), false),
+            BatchRecord::Merge { cf, key, value } => (cf, key, value, None, true),
             BatchRecord::BlobIndex { .. } | BatchRecord::PutEntity { .. } => {
                 return Err(Error::NotSupported("blob indexes and wide columns".into()));
             }
             _ => continue,
         };
-        if st.cfs.get(&cf).is_none_or(|c| c.dropped) {
+        let Some(c) = st.cfs.get(&cf).filter(|c| !c.dropped) else {
             return Err(Error::InvalidArgument(format!(
                 "Invalid column family specified in write batch: {cf}"
+            )));
+        };
+        if let Some(end) = range_end {
+            if c.options.comparator.compare(key, end) == std::cmp::Ordering::Greater {
+                return Err(Error::InvalidArgument(
+                    "end key comes before start key in DeleteRange".into(),
+                ));
+            }
+        }
+        if merge && c.options.merge_operator.is_none() {
+            return Err(Error::NotSupported(format!(
+                "Provide a merge_operator when opening DB (column family {})",
+                c.name
+            )));
+        }
+        if !MemTable::entry_fits(key.len(), value.len()) {
+            return Err(Error::InvalidArgument(format!(
+                "key ({} bytes) or value ({} bytes) too large",
+                key.len(),
+                value.len()
             )));
         }
     }
@@ -287,6 +316,14 @@ pub(crate) fn insert_batch(
             _ => continue,
         };
         let skipped = skip.is_some_and(|f| f(cf));
+        if !skipped && !MemTable::entry_fits(key.len(), value.len()) {
+            // Only a damaged WAL can get here (writes are checked first).
+            return Err(Error::InvalidArgument(format!(
+                "record too large for a memtable: key {} bytes, value {} bytes",
+                key.len(),
+                value.len()
+            )));
+        }
         if !skipped {
             match mems.get(&cf) {
                 Some(m) => m.add(seq, t, key, value),

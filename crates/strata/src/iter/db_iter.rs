@@ -17,6 +17,7 @@ use crate::iter::range_del::RangeDelAggregator;
 use crate::merge_operator::MergeOperatorRef;
 use crate::table::iterator::InternalIterator;
 use crate::util::comparator::ComparatorRef;
+use crate::util::slice_transform::SliceTransformRef;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Direction {
@@ -33,6 +34,10 @@ pub struct DBIter {
     range_del: RangeDelAggregator,
     lower: Option<Vec<u8>>,
     upper: Option<Vec<u8>>,
+    /// With `prefix_same_as_start`: the extractor, and the prefix of the
+    /// last seek target, outside of which the iterator is not valid.
+    prefix_extractor: Option<SliceTransformRef>,
+    prefix: Option<Vec<u8>>,
     key: Vec<u8>,
     value: Vec<u8>,
     valid: bool,
@@ -54,6 +59,10 @@ impl std::fmt::Debug for DBIter {
 pub struct DBIterOptions {
     pub lower_bound: Option<Vec<u8>>,
     pub upper_bound: Option<Vec<u8>>,
+    /// Set (the column family's extractor) for `prefix_same_as_start`:
+    /// after `seek`/`seek_for_prev` iteration stays within the target's
+    /// prefix. `seek_to_first`/`seek_to_last` are not confined.
+    pub prefix_same_as_start: Option<SliceTransformRef>,
 }
 
 impl DBIter {
@@ -73,6 +82,8 @@ impl DBIter {
             range_del,
             lower: opts.lower_bound,
             upper: opts.upper_bound,
+            prefix_extractor: opts.prefix_same_as_start,
+            prefix: None,
             key: Vec::new(),
             value: Vec::new(),
             valid: false,
@@ -114,12 +125,33 @@ impl DBIter {
         self.upper
             .as_deref()
             .is_some_and(|u| self.ucmp.compare(user_key, u) != Ordering::Less)
+            || self.outside_prefix(user_key)
     }
 
     fn below_lower(&self, user_key: &[u8]) -> bool {
         self.lower
             .as_deref()
             .is_some_and(|l| self.ucmp.compare(user_key, l) == Ordering::Less)
+            || self.outside_prefix(user_key)
+    }
+
+    /// Keys sharing a prefix are contiguous, so leaving the seek prefix in
+    /// either direction ends the iteration.
+    fn outside_prefix(&self, user_key: &[u8]) -> bool {
+        match (&self.prefix, &self.prefix_extractor) {
+            (Some(p), Some(pe)) => {
+                !pe.in_domain(user_key) || pe.transform(user_key) != p.as_slice()
+            }
+            _ => false,
+        }
+    }
+
+    /// The prefix a seek to `target` confines iteration to.
+    fn set_prefix(&mut self, target: Option<&[u8]>) {
+        self.prefix = match (target, &self.prefix_extractor) {
+            (Some(t), Some(pe)) if pe.in_domain(t) => Some(pe.transform(t).to_vec()),
+            _ => None,
+        };
     }
 
     fn merge(&mut self, key: &[u8], base: Option<&[u8]>, operands: &[Vec<u8>]) -> Option<Vec<u8>> {
@@ -146,6 +178,7 @@ impl DBIter {
 
     pub fn seek_to_first(&mut self) {
         self.status = None;
+        self.set_prefix(None);
         self.direction = Direction::Forward;
         match self.lower.clone() {
             Some(l) => self
@@ -158,6 +191,7 @@ impl DBIter {
 
     pub fn seek(&mut self, target: &[u8]) {
         self.status = None;
+        self.set_prefix(Some(target));
         self.direction = Direction::Forward;
         let t = match &self.lower {
             Some(l) if self.ucmp.compare(target, l) == Ordering::Less => l.clone(),
@@ -170,6 +204,13 @@ impl DBIter {
 
     pub fn seek_to_last(&mut self) {
         self.status = None;
+        self.set_prefix(None);
+        self.last_within_bounds();
+    }
+
+    /// The last visible entry below the upper bound (and, if one is set,
+    /// within the seek prefix).
+    fn last_within_bounds(&mut self) {
         self.direction = Direction::Reverse;
         match self.upper.clone() {
             Some(u) => self.inner.seek_for_prev(&make_internal_key(
@@ -185,8 +226,13 @@ impl DBIter {
     pub fn seek_for_prev(&mut self, target: &[u8]) {
         self.status = None;
         self.direction = Direction::Reverse;
-        if self.at_or_past_upper(target) {
-            self.seek_to_last();
+        self.set_prefix(Some(target));
+        if self
+            .upper
+            .as_deref()
+            .is_some_and(|u| self.ucmp.compare(target, u) != Ordering::Less)
+        {
+            self.last_within_bounds();
             return;
         }
         self.inner

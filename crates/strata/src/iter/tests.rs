@@ -178,6 +178,7 @@ proptest! {
                 DBIterOptions {
                     lower_bound: use_bounds.then(|| lo.clone()),
                     upper_bound: use_bounds.then(|| hi.clone()),
+                    prefix_same_as_start: None,
                 },
             )
         };

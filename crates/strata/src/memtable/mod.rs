@@ -166,6 +166,15 @@ impl MemTable {
         self.largest_seqno.fetch_max(seq, Ordering::Relaxed);
     }
 
+    /// Whether an entry with a `key_len`-byte user key and a
+    /// `value_len`-byte value can be added (see `add`'s REQUIRES).
+    pub fn entry_fits(key_len: usize, value_len: usize) -> bool {
+        key_len
+            .checked_add(TRAILER_LEN)
+            .and_then(|k| encoded_entry_len(k, value_len))
+            .is_some()
+    }
+
     /// Calls `f(seq, type, value)` on the point entries of `user_key` with
     /// `seq <= snapshot`, newest first, until `f` breaks or the key's
     /// entries run out. Range tombstones are not applied. This is the

@@ -12,6 +12,7 @@ pub mod filter;
 pub mod format;
 pub mod iterator;
 pub mod options;
+pub mod prefix_seek_iter;
 pub mod properties;
 pub mod sst_file_writer;
 pub mod table_builder;
@@ -19,6 +20,7 @@ pub mod table_reader;
 
 pub use compression::CompressionType;
 pub use options::TableOptions;
+pub use prefix_seek_iter::PrefixSeekIter;
 pub use sst_file_writer::SstFileWriter;
 pub use table_builder::{TableBuilder, TableInfo};
 pub use table_reader::{Table, TableIter};

@@ -294,6 +294,17 @@ impl Table {
         }
     }
 
+    /// False only if the filter proves no key shares `user_key`'s prefix
+    /// (under the prefix extractor this table's filter was built with).
+    pub fn prefix_of_key_may_match(&self, user_key: &[u8]) -> bool {
+        match (&self.filter, &self.prefix_filter) {
+            (Some(f), Some(pe)) if pe.in_domain(user_key) => {
+                f.key_may_match(pe.transform(user_key))
+            }
+            _ => true,
+        }
+    }
+
     /// The first point entry at or after the internal key `target` if it has
     /// the same user key; consults the filter first.
     pub fn get(self: &Arc<Self>, target: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {

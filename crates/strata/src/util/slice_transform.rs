@@ -14,6 +14,12 @@ pub trait SliceTransform: Send + Sync {
     fn in_domain(&self, key: &[u8]) -> bool;
 }
 
+impl std::fmt::Debug for dyn SliceTransform {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
 /// The first `n` bytes; keys shorter than `n` are out of domain
 /// (`rocksdb.FixedPrefix.n`).
 #[derive(Clone, Copy, Debug)]
