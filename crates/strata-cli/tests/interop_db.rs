@@ -82,6 +82,25 @@ fn rocksdb_reads_what_strata_wrote() {
     let mut ours_cc = ours(&db);
     ours_cc.arg("checkconsistency");
     assert!(run(ours_cc, b"").contains("OK"));
+    // RocksDB parses our OPTIONS file and opens the DB with it.
+    let options_files = std::fs::read_dir(&db)
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            let name = name.to_string_lossy();
+            name.starts_with("OPTIONS-") && !name.ends_with(".dbtmp")
+        })
+        .count();
+    assert!(
+        (1..=2).contains(&options_files),
+        "{options_files} OPTIONS files"
+    );
+    let mut with_options = ldb(&db);
+    with_options
+        .arg("--try_load_options")
+        .arg("--hex")
+        .arg("scan");
+    assert_eq!(run(with_options, b""), mine);
 }
 
 #[test]

@@ -17,6 +17,7 @@ mod api;
 mod flush;
 mod get_context;
 mod open;
+mod options_file;
 mod read;
 mod super_version;
 mod write;
@@ -167,6 +168,20 @@ impl DbInner {
         }
         st.live_versions.retain(|w| w.strong_count() > 0);
         self.super_versions.store(Arc::new(map));
+    }
+
+    /// Writes a new OPTIONS file for the live column families.
+    /// REQUIRES: the state lock is held (the caller passes its guard).
+    pub(crate) fn write_options_file(&self, st: &mut DbState) -> Result<()> {
+        let cfs: Vec<(u32, &str, &ColumnFamilyOptions)> = st
+            .cfs
+            .values()
+            .filter(|c| !c.dropped)
+            .map(|c| (c.id, c.name.as_str(), &c.options))
+            .collect();
+        let text = options_file::render(&self.options, &cfs);
+        let number = st.versions.new_file_number();
+        options_file::persist(self.fs.as_ref(), &self.dbname, number, &text)
     }
 
     /// The current SuperVersion of column family `cf`.

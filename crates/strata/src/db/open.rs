@@ -15,7 +15,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use arc_swap::ArcSwap;
 
 use super::write::insert_batch;
-use super::{CfData, ColumnFamilyHandle, DB, DbInner, DbState};
+use super::{CfData, ColumnFamilyHandle, DB, DEFAULT_COLUMN_FAMILY_NAME, DbInner, DbState};
 use crate::cache::TableCache;
 use crate::env::{FileSystemRef, default_fs};
 use crate::error::{Error, Result};
@@ -42,8 +42,14 @@ impl ColumnFamilyDescriptor {
     }
 }
 
-fn version_set_options(opts: &Options) -> VersionSetOptions {
+fn version_set_options(opts: &Options, descs: &[ColumnFamilyDescriptor]) -> VersionSetOptions {
     let mut v = VersionSetOptions::new(opts.cf.comparator.clone());
+    // Each column family is checked against (and created with) its own
+    // comparator.
+    for d in descs {
+        v.cf_comparators
+            .insert(d.name.clone(), d.options.comparator.clone());
+    }
     v.num_levels = opts.cf.num_levels;
     v.max_manifest_file_size = opts.max_manifest_file_size;
     v
@@ -95,8 +101,23 @@ impl DB {
     /// Names of the column families of the database at `path`.
     pub fn list_column_families(opts: &Options, path: impl AsRef<Path>) -> Result<Vec<String>> {
         let fs = opts.fs.clone().unwrap_or_else(default_fs);
-        let vs = VersionSet::recover_with(fs, path.as_ref(), version_set_options(opts), true)?;
-        Ok(vs.column_families().into_iter().map(|(_, n)| n).collect())
+        // Names only: read the MANIFEST's column family records without
+        // building versions (so no comparator needs to be known).
+        let fs = fs.as_ref();
+        let manifest = path
+            .as_ref()
+            .join(crate::version::read_current_file(fs, path.as_ref())?);
+        let mut reader = crate::version::ManifestReader::open(fs, &manifest)?;
+        let mut names: BTreeMap<u32, String> = BTreeMap::new();
+        names.insert(0, DEFAULT_COLUMN_FAMILY_NAME.to_string());
+        while let Some((_, edit)) = reader.next_edit()? {
+            if let Some(name) = edit.column_family_add {
+                names.insert(edit.column_family, name);
+            } else if edit.column_family_drop {
+                names.remove(&edit.column_family);
+            }
+        }
+        Ok(names.into_values().collect())
     }
 
     fn open_impl(
@@ -144,7 +165,7 @@ impl DB {
             VersionSet::recover_with(
                 Arc::clone(&fs),
                 &dbname,
-                version_set_options(&opts),
+                version_set_options(&opts, &descs),
                 read_only,
             )?
         } else {
@@ -154,8 +175,11 @@ impl DB {
                     dbname.display()
                 )));
             }
-            let vs =
-                VersionSet::create_new_with(Arc::clone(&fs), &dbname, version_set_options(&opts))?;
+            let vs = VersionSet::create_new_with(
+                Arc::clone(&fs),
+                &dbname,
+                version_set_options(&opts, &descs),
+            )?;
             if !fs.file_exists(&dbname.join("IDENTITY")) {
                 let id = make_db_id();
                 fs.write_file(&dbname.join("IDENTITY"), id.as_bytes(), true)?;
@@ -251,6 +275,7 @@ impl DB {
         });
         inner.recover_wals()?;
         if !read_only {
+            inner.write_options_file(&mut inner.lock_state())?;
             inner.start_flush_thread()?;
         }
         Ok(DB { inner })
@@ -283,9 +308,13 @@ impl DB {
         if options.block_cache.is_none() {
             options.block_cache = st.cfs.get(&0).and_then(|c| c.options.block_cache.clone());
         }
-        let id = st.versions.create_column_family(name)?;
-        let icmp = InternalKeyComparator::new(options.comparator.clone());
+        // The column family's own comparator is recorded in the MANIFEST;
+        // WALs before the current one hold nothing for it.
         let wal = st.wal_number;
+        let id = st
+            .versions
+            .create_column_family_with(name, options.comparator.clone(), wal)?;
+        let icmp = InternalKeyComparator::new(options.comparator.clone());
         st.cfs.insert(
             id,
             CfData {
@@ -300,6 +329,9 @@ impl DB {
             },
         );
         inner.install_super_versions(&mut st);
+        // The OPTIONS file is advisory: the column family exists once the
+        // MANIFEST says so, whether or not this write succeeds.
+        let _ = inner.write_options_file(&mut st);
         Ok(ColumnFamilyHandle {
             id,
             name: name.to_string(),
@@ -334,6 +366,7 @@ impl DB {
         st.cfs.remove(&cf.id);
         inner.install_super_versions(&mut st);
         inner.delete_obsolete_files(&mut st);
+        let _ = inner.write_options_file(&mut st);
         Ok(())
     }
 }

@@ -1,0 +1,199 @@
+//! The `OPTIONS-NNNNNN` file: the options a database was last opened (or
+//! its column families created or dropped) with, in RocksDB's INI format,
+//! so `ldb --try_load_options` and RocksDB's `LoadLatestOptions` can read
+//! it. Only options Strata has are written; RocksDB fills in defaults for
+//! the rest.
+//!
+//! Written like CURRENT: to `OPTIONS-NNNNNN.dbtmp`, synced, renamed, the
+//! directory synced. The two newest OPTIONS files are kept (RocksDB's
+//! rule), older ones and stray temporaries are deleted.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::env::FileSystem;
+use crate::error::Result;
+use crate::options::{ColumnFamilyOptions, Options, WalRecoveryMode};
+use crate::table::CompressionType;
+use crate::util::checksum::ChecksumType;
+use crate::version::filename::{options_file_name, temp_options_file_name};
+use crate::version::{FileType, parse_file_name};
+
+/// How many OPTIONS files are kept.
+const OPTIONS_FILES_TO_KEEP: usize = 2;
+
+/// RocksDB's option-file escaping of `\`, `:`, `#`, newline and CR.
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            ':' => out.push_str("\\:"),
+            '#' => out.push_str("\\#"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn compression_name(c: CompressionType) -> &'static str {
+    match c {
+        CompressionType::None => "kNoCompression",
+        CompressionType::Snappy => "kSnappyCompression",
+        CompressionType::Zlib => "kZlibCompression",
+        CompressionType::BZip2 => "kBZip2Compression",
+        CompressionType::Lz4 => "kLZ4Compression",
+        CompressionType::Lz4hc => "kLZ4HCCompression",
+        CompressionType::Xpress => "kXpressCompression",
+        CompressionType::Zstd => "kZSTD",
+        CompressionType::ZstdNotFinal => "kZSTDNotFinalCompression",
+    }
+}
+
+fn checksum_name(c: ChecksumType) -> &'static str {
+    match c {
+        ChecksumType::NoChecksum => "kNoChecksum",
+        ChecksumType::Crc32c => "kCRC32c",
+        ChecksumType::XxHash => "kxxHash",
+        ChecksumType::XxHash64 => "kxxHash64",
+        ChecksumType::Xxh3 => "kXXH3",
+    }
+}
+
+fn recovery_mode_name(m: WalRecoveryMode) -> &'static str {
+    match m {
+        WalRecoveryMode::TolerateCorruptedTailRecords => "kTolerateCorruptedTailRecords",
+        WalRecoveryMode::AbsoluteConsistency => "kAbsoluteConsistency",
+        WalRecoveryMode::PointInTime => "kPointInTimeRecovery",
+        WalRecoveryMode::SkipAnyCorruptedRecords => "kSkipAnyCorruptedRecords",
+    }
+}
+
+/// The text of an OPTIONS file for `opts` and the column families
+/// `(id, name, options)`, in id order.
+pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) -> String {
+    let mut s = String::new();
+    s.push_str(
+        "# This is a RocksDB option file.\n#\n\
+         # For detailed file format spec, please refer to the example file\n\
+         # in examples/rocksdb_option_file_example.ini\n#\n\n",
+    );
+    s.push_str("[Version]\n  rocksdb_version=7.8.3\n  options_file_version=1.1\n\n");
+    s.push_str("[DBOptions]\n");
+    let kv = |s: &mut String, k: &str, v: &dyn std::fmt::Display| {
+        let _ = writeln!(s, "  {k}={v}");
+    };
+    kv(&mut s, "create_if_missing", &opts.create_if_missing);
+    kv(&mut s, "error_if_exists", &opts.error_if_exists);
+    kv(
+        &mut s,
+        "create_missing_column_families",
+        &opts.create_missing_column_families,
+    );
+    kv(&mut s, "paranoid_checks", &opts.paranoid_checks);
+    kv(&mut s, "max_open_files", &opts.max_open_files);
+    kv(
+        &mut s,
+        "max_manifest_file_size",
+        &opts.max_manifest_file_size,
+    );
+    kv(
+        &mut s,
+        "wal_recovery_mode",
+        &recovery_mode_name(opts.wal_recovery_mode),
+    );
+    if let Some(dir) = &opts.wal_dir {
+        kv(&mut s, "wal_dir", &escape(&dir.display().to_string()));
+    }
+    s.push('\n');
+    for (id, name, o) in cfs {
+        let _ = writeln!(s, "[CFOptions \"{}\"]", escape(name));
+        kv(&mut s, "comparator", &escape(o.comparator.name()));
+        let merge = o
+            .merge_operator
+            .as_ref()
+            .map_or_else(|| "nullptr".to_string(), |m| escape(m.name()));
+        kv(&mut s, "merge_operator", &merge);
+        let prefix = o
+            .prefix_extractor
+            .as_ref()
+            .map_or_else(|| "nullptr".to_string(), |p| escape(&p.name()));
+        kv(&mut s, "prefix_extractor", &prefix);
+        kv(&mut s, "write_buffer_size", &o.write_buffer_size);
+        kv(
+            &mut s,
+            "max_write_buffer_number",
+            &o.max_write_buffer_number,
+        );
+        kv(
+            &mut s,
+            "arena_block_size",
+            &crate::memtable::arena_block_size_for(o.write_buffer_size),
+        );
+        kv(&mut s, "compression", &compression_name(o.compression));
+        kv(&mut s, "num_levels", &o.num_levels);
+        s.push('\n');
+        let t = o.table_options(*id, name);
+        let _ = writeln!(s, "[TableOptions/BlockBasedTable \"{}\"]", escape(name));
+        kv(&mut s, "block_size", &t.block_size);
+        kv(&mut s, "block_restart_interval", &t.block_restart_interval);
+        kv(&mut s, "checksum", &checksum_name(t.checksum));
+        kv(&mut s, "format_version", &t.format_version);
+        kv(&mut s, "whole_key_filtering", &t.whole_key_filtering);
+        let filter = t.bloom_bits_per_key.map_or_else(
+            || "nullptr".to_string(),
+            |b| format!("bloomfilter:{b}:false"),
+        );
+        kv(&mut s, "filter_policy", &filter);
+        s.push('\n');
+    }
+    s
+}
+
+/// Writes `text` as `OPTIONS-<number>` in `dbname` and removes older
+/// OPTIONS files beyond the newest two.
+pub(crate) fn persist(fs: &dyn FileSystem, dbname: &Path, number: u64, text: &str) -> Result<()> {
+    let tmp = dbname.join(temp_options_file_name(number));
+    let dst = dbname.join(options_file_name(number));
+    fs.write_file(&tmp, text.as_bytes(), true)?;
+    if let Err(e) = fs.rename_file(&tmp, &dst) {
+        let _ = fs.delete_file(&tmp);
+        return Err(e);
+    }
+    fs.sync_dir(dbname)?;
+    let mut numbers: Vec<u64> = Vec::new();
+    for name in fs.children(dbname)? {
+        match parse_file_name(&name) {
+            Some((n, FileType::Options)) => numbers.push(n),
+            Some((n, FileType::Temp)) if name.starts_with("OPTIONS-") && n != number => {
+                let _ = fs.delete_file(&dbname.join(&name));
+            }
+            _ => {}
+        }
+    }
+    numbers.sort_unstable_by(|a, b| b.cmp(a));
+    for n in numbers.into_iter().skip(OPTIONS_FILES_TO_KEEP) {
+        let _ = fs.delete_file(&dbname.join(options_file_name(n)));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_and_shape() {
+        assert_eq!(escape("a:b#c\\d\ne"), "a\\:b\\#c\\\\d\\ne");
+        let o = Options::default();
+        let text = render(&o, &[(0, "default", &o.cf), (1, "x:y", &o.cf)]);
+        assert!(
+            text.contains("[CFOptions \"default\"]\n  comparator=leveldb.BytewiseComparator\n")
+        );
+        assert!(text.contains("[TableOptions/BlockBasedTable \"x\\:y\"]"));
+        assert!(text.contains("  filter_policy=bloomfilter:10:false\n"));
+        assert!(text.contains("  compression=kSnappyCompression\n"));
+    }
+}
