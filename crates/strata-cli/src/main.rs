@@ -4,6 +4,7 @@
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod bench;
 mod flags;
 mod ldb;
 mod sst_dump;
@@ -28,7 +29,11 @@ const USAGE: &str = "usage: strata COMMAND [--flag=value ...]\n\
      \x20           [--output_hex] [--input_key_hex] [--from=K] [--to=K] [--read_num=N]\n\
      \x20 sst_write --file=PATH [--compression_type=snappy|lz4|lz4hc|zstd|zlib|bzip2|none]\n\
      \x20           [--bloom_bits=10] [--block_size=4096] [--checksum_type=1] [--hex]\n\
-     \x20           reads `key ==> value` lines from stdin\n";
+     \x20           reads `key ==> value` lines from stdin\n\
+     \x20 bench     [--benchmarks=fillseq,fillrandom,overwrite,readrandom,readseq,readreverse,flush]\n\
+     \x20           [--num=N] [--reads=N] [--key_size=16] [--value_size=100] [--batch_size=1]\n\
+     \x20           [--sync] [--disable_wal] [--compression_type=snappy] [--bloom_bits=-1]\n\
+     \x20           [--write_buffer_size=B] [--db=DIR] [--use_existing_db] (db_bench's flags)\n";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -44,6 +49,15 @@ fn main() -> ExitCode {
         .map(|(_, a)| a.clone())
         .collect();
     let f = flags::Flags::parse(&rest);
+    if cmd == "bench" {
+        return match bench::run(&f) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     if let Some(db) = f.get("db").map(|s| s.to_string()) {
         let positional: Vec<String> = f.positional.clone();
         return match ldb::run(&db, &cmd, &positional, &f) {
