@@ -35,7 +35,12 @@ fn bench_reports_consistent_results() {
     assert_eq!(lines.len(), 6, "{out}");
     let found = |l: &str| -> u64 {
         let start = l.find('(').unwrap() + 1;
-        l[start..].split_whitespace().next().unwrap().parse().unwrap()
+        l[start..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
     };
     let (before, after) = (found(lines[1]), found(lines[3]));
     assert!(before > 0 && before < 3000, "{out}");
@@ -54,5 +59,8 @@ fn bench_reports_consistent_results() {
         .arg("--benchmarks=readseq");
     let out2 = run(c, b"");
     let line = out2.lines().find(|l| l.contains("ops/sec")).unwrap();
-    assert_eq!(field_after(line, "operations;").parse::<u64>().unwrap(), seq);
+    assert_eq!(
+        field_after(line, "operations;").parse::<u64>().unwrap(),
+        seq
+    );
 }
