@@ -157,12 +157,17 @@ impl DbInner {
                 continue;
             };
             st.live_versions.push(Arc::downgrade(&version));
+            let mut table_options = cf.options.table_options(cf.id, &cf.name);
+            table_options.verify_checksums = self.options.paranoid_checks;
             map.insert(
                 cf.id,
                 Arc::new(SuperVersion {
                     mem: Arc::clone(&cf.mem),
                     imms: cf.imms.iter().rev().map(|(m, _)| Arc::clone(m)).collect(),
                     version,
+                    options: Arc::new(cf.options.clone()),
+                    table_options: Arc::new(table_options),
+                    frozen_range_dels: std::sync::OnceLock::new(),
                 }),
             );
         }

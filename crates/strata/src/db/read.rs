@@ -138,76 +138,75 @@ impl DbInner {
         self.table_cache.get(f.number, f.file_size, &topts)
     }
 
+    /// The reader of table `f` of the column family `sv` views.
+    fn sv_table(&self, sv: &SuperVersion, f: &crate::version::FileMetaData) -> Result<Arc<Table>> {
+        self.table_cache.get(f.number, f.file_size, &sv.table_options)
+    }
+
     fn snapshot_seq(&self, ro: &ReadOptions) -> SequenceNumber {
         ro.snapshot
             .unwrap_or_else(|| self.last_sequence.load(Ordering::Acquire))
     }
 
-    /// Range tombstones visible at `seq` from every source of `sv`.
-    fn range_dels(
-        &self,
-        sv: &SuperVersion,
-        cf: u32,
-        opts: &ColumnFamilyOptions,
-        seq: SequenceNumber,
-    ) -> Result<RangeDelAggregator> {
-        let mut agg = RangeDelAggregator::new(opts.comparator.clone(), seq);
-        for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-            if m.num_range_deletes() > 0 {
-                agg.add_encoded(&m.range_tombstones());
-            }
+    /// Range tombstones visible at `seq` from every source of `sv`. Those
+    /// of immutable memtables and tables are gathered once per
+    /// SuperVersion; only the active memtable is read each time.
+    fn range_dels(&self, sv: &SuperVersion, seq: SequenceNumber) -> Result<RangeDelAggregator> {
+        let mut agg = RangeDelAggregator::new(sv.options.comparator.clone(), seq);
+        if sv.mem.num_range_deletes() > 0 {
+            agg.add_encoded(&sv.mem.range_tombstones());
         }
-        for level in 0..sv.version.num_levels() {
-            for f in sv.version.files(level) {
-                let t = self.table(f, cf, opts)?;
-                if !t.range_tombstones().is_empty() {
-                    agg.add_encoded(t.range_tombstones());
+        let frozen = match sv.frozen_range_dels.get() {
+            Some(f) => f,
+            None => {
+                let mut all = Vec::new();
+                for m in &sv.imms {
+                    if m.num_range_deletes() > 0 {
+                        all.extend(m.range_tombstones());
+                    }
                 }
+                for level in 0..sv.version.num_levels() {
+                    for f in sv.version.files(level) {
+                        all.extend_from_slice(self.sv_table(sv, f)?.range_tombstones());
+                    }
+                }
+                // Another reader may have set it first: same contents.
+                sv.frozen_range_dels.get_or_init(|| Arc::new(all))
             }
+        };
+        if !frozen.is_empty() {
+            agg.add_encoded(frozen);
         }
         Ok(agg)
     }
 
     pub(crate) fn get(&self, ro: &ReadOptions, cf: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let sv = self.super_version(cf)?;
-        let opts = self.cf_options(cf)?;
         let seq = self.snapshot_seq(ro);
-        self.get_in(&sv, cf, &opts, seq, key)
+        self.get_in(&sv, seq, key)
     }
 
-    fn get_in(
-        &self,
-        sv: &SuperVersion,
-        cf: u32,
-        opts: &ColumnFamilyOptions,
-        seq: SequenceNumber,
-        key: &[u8],
-    ) -> Result<Option<Vec<u8>>> {
-        let agg = self.range_dels(sv, cf, opts, seq)?;
+    fn get_in(&self, sv: &SuperVersion, seq: SequenceNumber, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let opts = &sv.options;
+        let agg = self.range_dels(sv, seq)?;
         let mut ctx = GetContext::new(agg.max_covering_seq(key));
-        let lookup = make_internal_key(key, seq, VALUE_TYPE_FOR_SEEK);
-        let ucmp = &opts.comparator;
-        let feed = |it: &mut dyn InternalIterator, ctx: &mut GetContext| -> Result<()> {
-            it.seek(&lookup);
-            while it.valid() {
-                let Some(p) = parse_internal_key(it.key()) else {
-                    return Err(crate::Error::corruption("", 0, "corrupted internal key"));
-                };
-                if !ucmp.compare(p.user_key, key).is_eq()
-                    || ctx.add(p.sequence, p.value_type, it.value())
-                {
-                    break;
-                }
-                it.next();
-            }
-            it.status()
-        };
         for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
             if ctx.done() {
                 break;
             }
-            feed(&mut m.iter(), &mut ctx)?;
+            m.get_with(key, seq, |s, t, v| {
+                if ctx.add(s, t, v) {
+                    std::ops::ControlFlow::Break(())
+                } else {
+                    std::ops::ControlFlow::Continue(())
+                }
+            });
         }
+        if ctx.done() {
+            return ctx.finish(key, opts.merge_operator.as_ref());
+        }
+        let lookup = make_internal_key(key, seq, VALUE_TYPE_FOR_SEEK);
+        let ucmp = &opts.comparator;
         for level in 0..sv.version.num_levels() {
             for f in sv.version.files(level) {
                 if ctx.done() {
@@ -218,11 +217,28 @@ impl DbInner {
                 if ucmp.compare(key, smallest).is_lt() || ucmp.compare(key, largest).is_gt() {
                     continue;
                 }
-                let t = self.table(f, cf, opts)?;
+                let t = self.sv_table(sv, f)?;
                 if !t.key_may_match(key) {
                     continue;
                 }
-                feed(&mut t.iter(), &mut ctx)?;
+                let mut it = t.iter();
+                it.seek(&lookup);
+                while it.valid() {
+                    let Some(p) = parse_internal_key(it.key()) else {
+                        return Err(crate::Error::corruption(
+                            t.name(),
+                            0,
+                            "corrupted internal key",
+                        ));
+                    };
+                    if !ucmp.compare(p.user_key, key).is_eq()
+                        || ctx.add(p.sequence, p.value_type, it.value())
+                    {
+                        break;
+                    }
+                    it.next();
+                }
+                it.status()?;
             }
         }
         ctx.finish(key, opts.merge_operator.as_ref())
@@ -239,19 +255,13 @@ impl DbInner {
             Ok(sv) => sv,
             Err(e) => return keys.iter().map(|_| Err(e.duplicate())).collect(),
         };
-        let opts = match self.cf_options(cf) {
-            Ok(o) => o,
-            Err(e) => return keys.iter().map(|_| Err(e.duplicate())).collect(),
-        };
         let seq = self.snapshot_seq(ro);
-        keys.iter()
-            .map(|k| self.get_in(&sv, cf, &opts, seq, k))
-            .collect()
+        keys.iter().map(|k| self.get_in(&sv, seq, k)).collect()
     }
 
     pub(crate) fn iter(&self, ro: &ReadOptions, cf: u32) -> Result<DbIterator> {
         let sv = self.super_version(cf)?;
-        let opts = self.cf_options(cf)?;
+        let opts = Arc::clone(&sv.options);
         let seq = self.snapshot_seq(ro);
         let icmp = crate::format::InternalKeyComparator::new(opts.comparator.clone());
         let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
@@ -264,7 +274,7 @@ impl DbInner {
         let prefix_mode = ro.prefix_same_as_start && opts.prefix_extractor.is_some();
         for level in 0..sv.version.num_levels() {
             for f in sv.version.files(level) {
-                let table = self.table(f, cf, &opts)?;
+                let table = self.sv_table(&sv, f)?;
                 if prefix_mode {
                     children.push(Box::new(PrefixSeekIter::new(table)));
                 } else {
@@ -272,7 +282,7 @@ impl DbInner {
                 }
             }
         }
-        let agg = self.range_dels(&sv, cf, &opts, seq)?;
+        let agg = self.range_dels(&sv, seq)?;
         let inner = MergingIterator::new(icmp, children);
         let mut iter = DBIter::new(
             Box::new(inner),

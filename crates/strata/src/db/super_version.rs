@@ -1,15 +1,22 @@
 //! The SuperVersion: what one read sees of a column family, swapped
 //! atomically as a whole: the active memtable, the immutable memtables
-//! waiting for flush (newest first), and the current Version of files.
+//! waiting for flush (newest first), the current Version of files, and the
+//! column family's options.
 //!
-//! Invariant: a SuperVersion is immutable; readers load an `Arc` of the
+//! Invariant: a SuperVersion is immutable (its lazily computed caches
+//! derive only from its immutable parts); readers load an `Arc` of the
 //! current one without locks and keep it (and so every file and memtable it
 //! names) alive until they finish.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::memtable::MemTable;
+use crate::options::ColumnFamilyOptions;
+use crate::table::TableOptions;
 use crate::version::Version;
+
+/// Encoded range tombstones: `(internal start key, end user key)`.
+pub type RangeTombstones = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// One consistent view of a column family.
 pub struct SuperVersion {
@@ -17,6 +24,12 @@ pub struct SuperVersion {
     /// Immutable memtables, newest first.
     pub imms: Vec<Arc<MemTable>>,
     pub version: Arc<Version>,
+    pub options: Arc<ColumnFamilyOptions>,
+    /// What table readers of this column family are opened with.
+    pub table_options: Arc<TableOptions>,
+    /// Range tombstones of the immutable memtables and every table file,
+    /// gathered on first use (they cannot change for this SuperVersion).
+    pub(crate) frozen_range_dels: OnceLock<Arc<RangeTombstones>>,
 }
 
 impl std::fmt::Debug for SuperVersion {
