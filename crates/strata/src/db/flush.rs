@@ -294,9 +294,23 @@ impl DbInner {
 
     /// Stops background work, flushes the WAL to the OS and releases the
     /// lock. Idempotent.
-    pub(crate) fn close(&self) {
+    pub(crate) fn close(&self) -> Result<()> {
+        if self.shutting_down.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        // Data written without the WAL is lost unless flushed now.
+        let mut result = Ok(());
+        if !self.read_only && self.has_unpersisted_data.load(Ordering::Acquire) {
+            let ids: Vec<u32> = self.lock_state().cfs.keys().copied().collect();
+            for id in ids {
+                if let Err(e) = self.flush(id) {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
         if self.shutting_down.swap(true, Ordering::AcqRel) {
-            return;
+            return result;
         }
         {
             let _st = self.lock_state();
@@ -312,12 +326,15 @@ impl DbInner {
         }
         let mut st = self.lock_state();
         if let Some(w) = st.wal.as_mut() {
-            let _ = w.flush();
+            if let Err(e) = w.flush() {
+                result = result.and(Err(e));
+            }
         }
         drop(st);
         self.lock
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
+        result
     }
 }

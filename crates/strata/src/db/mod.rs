@@ -131,6 +131,9 @@ pub(crate) struct DbInner {
     /// Sequence number of the last write visible to readers.
     pub(crate) last_sequence: AtomicU64,
     pub(crate) shutting_down: AtomicBool,
+    /// Set once a write skipped the WAL: its data lives only in memtables
+    /// until flushed, so close flushes (as RocksDB does).
+    pub(crate) has_unpersisted_data: AtomicBool,
     pub(crate) table_cache: TableCache,
     pub(crate) writers: write::WriteQueue,
     /// Held by the write leader while it writes, and by manual flushes
@@ -256,8 +259,17 @@ impl DB {
     }
 }
 
+impl DB {
+    /// Closes the database, reporting what dropping it would ignore: a
+    /// failure to flush data written with `disable_wal`, or a background
+    /// error that stopped writes.
+    pub fn close(self) -> Result<()> {
+        self.inner.close()
+    }
+}
+
 impl Drop for DB {
     fn drop(&mut self) {
-        self.inner.close();
+        let _ = self.inner.close();
     }
 }

@@ -265,6 +265,7 @@ impl DB {
             bg_cv: Condvar::new(),
             last_sequence: AtomicU64::new(0),
             shutting_down: AtomicBool::new(false),
+            has_unpersisted_data: AtomicBool::new(false),
             table_cache,
             writers: Default::default(),
             write_mutex: Mutex::new(()),

@@ -140,7 +140,8 @@ impl DbInner {
 
     /// The reader of table `f` of the column family `sv` views.
     fn sv_table(&self, sv: &SuperVersion, f: &crate::version::FileMetaData) -> Result<Arc<Table>> {
-        self.table_cache.get(f.number, f.file_size, &sv.table_options)
+        self.table_cache
+            .get(f.number, f.file_size, &sv.table_options)
     }
 
     fn snapshot_seq(&self, ro: &ReadOptions) -> SequenceNumber {
@@ -186,7 +187,12 @@ impl DbInner {
         self.get_in(&sv, seq, key)
     }
 
-    fn get_in(&self, sv: &SuperVersion, seq: SequenceNumber, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    fn get_in(
+        &self,
+        sv: &SuperVersion,
+        seq: SequenceNumber,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
         let opts = &sv.options;
         let agg = self.range_dels(sv, seq)?;
         let mut ctx = GetContext::new(agg.max_covering_seq(key));

@@ -157,6 +157,10 @@ impl DbInner {
             .iter()
             .map(|(id, c)| (*id, Arc::clone(&c.mem)))
             .collect();
+        if opts.disable_wal {
+            self.has_unpersisted_data
+                .store(true, std::sync::atomic::Ordering::Release);
+        }
         drop(st);
         insert_batch(&merged, first_seq, &mems, None)?;
         self.last_sequence.store(last_seq, Ordering::Release);

@@ -1,0 +1,184 @@
+//! WAL recovery modes with RocksDB's meaning, on damaged and torn WALs,
+//! and a WAL directory apart from the database directory.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use strata::env::FileSystem;
+use strata::env::mem::MemFileSystem;
+use strata::{DB, Error, Options, ReadOptions, WalRecoveryMode, WriteOptions};
+
+const N: usize = 30;
+
+fn opts(fs: &MemFileSystem, mode: WalRecoveryMode) -> Options {
+    Options {
+        create_if_missing: true,
+        wal_recovery_mode: mode,
+        fs: Some(Arc::new(fs.clone())),
+        ..Options::default()
+    }
+}
+
+fn key(i: usize) -> Vec<u8> {
+    format!("k{i:03}").into_bytes()
+}
+
+/// A database whose N synced puts (4 KB each, so the WAL spans several
+/// 32 KiB blocks) are only in its WAL; returns the WAL.
+fn setup() -> (MemFileSystem, PathBuf) {
+    let fs = MemFileSystem::new();
+    let db = DB::open(opts(&fs, WalRecoveryMode::PointInTime), "/db").unwrap();
+    let wo = WriteOptions {
+        sync: true,
+        ..WriteOptions::default()
+    };
+    for i in 0..N {
+        db.put(&wo, &key(i), &[b'v'; 4000]).unwrap();
+    }
+    db.close().unwrap();
+    let wals: Vec<PathBuf> = fs
+        .file_names()
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    assert_eq!(wals.len(), 1, "{wals:?}");
+    (fs, wals[0].clone())
+}
+
+/// Which of the N keys the database holds.
+fn present(db: &DB) -> Vec<bool> {
+    (0..N)
+        .map(|i| db.get(&ReadOptions::default(), &key(i)).unwrap().is_some())
+        .collect()
+}
+
+fn wal_len(fs: &MemFileSystem, wal: &Path) -> u64 {
+    fs.file_size(wal).unwrap()
+}
+
+#[test]
+fn damage_in_the_middle() {
+    // AbsoluteConsistency and TolerateCorruptedTailRecords refuse to open.
+    for mode in [
+        WalRecoveryMode::AbsoluteConsistency,
+        WalRecoveryMode::TolerateCorruptedTailRecords,
+    ] {
+        let (fs, wal) = setup();
+        let mid = wal_len(&fs, &wal) / 2;
+        fs.corrupt_byte(&wal, mid, 0x10).unwrap();
+        let e = DB::open(opts(&fs, mode), "/db").unwrap_err();
+        assert!(
+            matches!(&e, Error::Corruption { file, .. } if file.ends_with(".log")),
+            "{mode:?}: {e}"
+        );
+        // ...and did not touch the WAL.
+        assert!(fs.file_exists(&wal));
+    }
+    // PointInTime keeps exactly the records before the damage.
+    let (fs, wal) = setup();
+    let mid = wal_len(&fs, &wal) / 2;
+    fs.corrupt_byte(&wal, mid, 0x10).unwrap();
+    let db = DB::open(opts(&fs, WalRecoveryMode::PointInTime), "/db").unwrap();
+    let p = present(&db);
+    let kept = p.iter().take_while(|&&b| b).count();
+    assert!(kept > 0 && kept < N, "{p:?}");
+    assert!(
+        p[kept..].iter().all(|&b| !b),
+        "point-in-time skipped past damage: {p:?}"
+    );
+    // What it recovered is durable: it survives a reopen and a crash.
+    db.close().unwrap();
+    fs.crash_drop_unsynced();
+    let db = DB::open(opts(&fs, WalRecoveryMode::PointInTime), "/db").unwrap();
+    assert_eq!(present(&db), p);
+    // New writes after a point-in-time recovery land and survive.
+    db.put(
+        &WriteOptions {
+            sync: true,
+            ..Default::default()
+        },
+        &key(N - 1),
+        b"new",
+    )
+    .unwrap();
+    db.close().unwrap();
+    fs.crash_drop_unsynced();
+    let db = DB::open(opts(&fs, WalRecoveryMode::PointInTime), "/db").unwrap();
+    assert!(present(&db)[N - 1]);
+
+    // SkipAnyCorruptedRecords drops what the damage makes unreadable (as
+    // RocksDB: the rest of the damaged 32 KiB block, whose lengths can no
+    // longer be trusted) and goes on with the following blocks.
+    let (fs, wal) = setup();
+    let mid = wal_len(&fs, &wal) / 2;
+    fs.corrupt_byte(&wal, mid, 0x10).unwrap();
+    let db = DB::open(opts(&fs, WalRecoveryMode::SkipAnyCorruptedRecords), "/db").unwrap();
+    let p = present(&db);
+    let lost = p.iter().filter(|&&b| !b).count();
+    assert!((1..=9).contains(&lost), "{p:?}");
+    assert!(p[0] && p[N - 1], "{p:?}");
+}
+
+#[test]
+fn torn_tail() {
+    // A torn last record (a crash mid-append) is tolerated by every mode
+    // but AbsoluteConsistency; the records before it are all kept.
+    for mode in [
+        WalRecoveryMode::PointInTime,
+        WalRecoveryMode::TolerateCorruptedTailRecords,
+        WalRecoveryMode::SkipAnyCorruptedRecords,
+        WalRecoveryMode::AbsoluteConsistency,
+    ] {
+        let (fs, wal) = setup();
+        let len = wal_len(&fs, &wal);
+        fs.truncate(&wal, len - 20).unwrap();
+        let r = DB::open(opts(&fs, mode), "/db");
+        if mode == WalRecoveryMode::AbsoluteConsistency {
+            assert!(matches!(r, Err(Error::Corruption { .. })), "{mode:?}");
+            continue;
+        }
+        let p = present(&r.unwrap());
+        let mut want = vec![true; N];
+        want[N - 1] = false;
+        assert_eq!(p, want, "{mode:?}");
+    }
+}
+
+#[test]
+fn wal_dir_apart_from_the_db() {
+    let fs = MemFileSystem::new();
+    let mut o = opts(&fs, WalRecoveryMode::PointInTime);
+    o.wal_dir = Some(PathBuf::from("/wal"));
+    let db = DB::open(o.clone(), "/db").unwrap();
+    let wo = WriteOptions {
+        sync: true,
+        ..WriteOptions::default()
+    };
+    for i in 0..N {
+        db.put(&wo, &key(i), b"v").unwrap();
+    }
+    drop(db);
+    fs.crash_drop_unsynced();
+    let names = fs.file_names();
+    let in_dir = |dir: &str| {
+        names
+            .iter()
+            .filter(|p| p.starts_with(dir) && p.extension().is_some_and(|e| e == "log"))
+            .count()
+    };
+    assert!(in_dir("/wal") > 0 && in_dir("/db") == 0, "{names:?}");
+    let db = DB::open(o.clone(), "/db").unwrap();
+    assert!(present(&db).iter().all(|&b| b));
+    // A flush makes the old WALs obsolete: they are deleted from /wal.
+    db.flush().unwrap();
+    db.put(&wo, b"after", b"x").unwrap();
+    drop(db);
+    let db = DB::open(o, "/db").unwrap();
+    assert!(present(&db).iter().all(|&b| b));
+    assert_eq!(
+        db.get(&ReadOptions::default(), b"after")
+            .unwrap()
+            .as_deref(),
+        Some(&b"x"[..])
+    );
+}
