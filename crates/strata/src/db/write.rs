@@ -2,16 +2,18 @@
 //! becomes the leader, takes a group of compatible writers behind it, makes
 //! room (switching full memtables), assigns sequence numbers, appends the
 //! whole group to the WAL as one record (syncing if any writer asked),
-//! inserts into the memtables, publishes the last sequence and wakes the
-//! group.
+//! then every writer of the group inserts its own batch into the memtables
+//! in parallel (the skiplist takes concurrent inserts); the leader waits
+//! for all, publishes the last sequence and wakes the group.
 //!
-//! Invariants: only the leader appends to the WAL or inserts into the
-//! active memtables; sequence numbers are assigned in queue order and
+//! Invariants: only the leader appends to the WAL or switches memtables,
+//! and memtable inserts happen only inside a group whose leader holds
+//! `write_mutex`; sequence numbers are assigned in queue order and
 //! published only after every entry of the group is in its memtable; a
 //! failed WAL write or sync is never acknowledged and stops all later
 //! writes (the DB becomes read-only until reopened).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
@@ -30,6 +32,43 @@ struct Writer {
     batch: WriteBatch,
     opts: WriteOptions,
     result: Option<Result<()>>,
+    /// Set by the leader once the group is in the WAL: this follower
+    /// inserts its own batch into the memtables, in parallel with the rest
+    /// of the group.
+    insert: Option<InsertTask>,
+}
+
+/// A follower's share of a group's memtable inserts.
+struct InsertTask {
+    mems: Arc<HashMap<u32, Arc<MemTable>>>,
+    group: Arc<GroupInsert>,
+}
+
+/// Completion of a group's parallel inserts: the leader publishes the
+/// group's sequence numbers only once `pending` reaches zero.
+#[derive(Default)]
+struct GroupInsert {
+    pending: Mutex<usize>,
+    cv: Condvar,
+    error: Mutex<Option<Error>>,
+}
+
+impl InsertTask {
+    /// Inserts `w`'s batch and reports completion to the leader.
+    fn run(self, w: &Mutex<Writer>) {
+        let r = {
+            let g = lock(w);
+            insert_batch(&g.batch, g.batch.sequence(), &self.mems, None)
+        };
+        if let Err(e) = r {
+            lock(&self.group.error).get_or_insert(e);
+        }
+        let mut pending = lock(&self.group.pending);
+        *pending -= 1;
+        if *pending == 0 {
+            self.group.cv.notify_all();
+        }
+    }
 }
 
 /// The queue of waiting writers.
@@ -61,12 +100,21 @@ impl DbInner {
             batch,
             opts: *opts,
             result: None,
+            insert: None,
         }));
         let mut q = lock(&self.writers.queue);
         q.push_back(Arc::clone(&me));
         loop {
             if let Some(r) = lock(&me).result.take() {
                 return r;
+            }
+            let task = lock(&me).insert.take();
+            if let Some(task) = task {
+                // Never hold the queue while inserting.
+                drop(q);
+                task.run(&me);
+                q = lock(&self.writers.queue);
+                continue;
             }
             if q.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
                 break;
@@ -151,8 +199,7 @@ impl DbInner {
                 return Err(e);
             }
         }
-        // Insert into memtables (the leader is the only inserter).
-        let mems: std::collections::HashMap<u32, Arc<MemTable>> = st
+        let mems: HashMap<u32, Arc<MemTable>> = st
             .cfs
             .iter()
             .map(|(id, c)| (*id, Arc::clone(&c.mem)))
@@ -162,11 +209,65 @@ impl DbInner {
                 .store(true, std::sync::atomic::Ordering::Release);
         }
         drop(st);
-        insert_batch(&merged, first_seq, &mems, None)?;
+        if group.len() == 1 {
+            insert_batch(&merged, first_seq, &mems, None)?;
+        } else if let Err(e) = self.insert_in_parallel(group, mems) {
+            // Unreachable for validated batches; if it happens the group's
+            // entries may be partly inserted, so no later write may publish
+            // them: stop writes.
+            self.lock_state().bg_error = Some(e.duplicate());
+            return Err(e);
+        }
         self.last_sequence.store(last_seq, Ordering::Release);
         let st = self.lock_state();
         st.versions.set_last_sequence(last_seq);
         Ok(())
+    }
+
+    /// Every writer of `group` (the leader first) inserts its own batch,
+    /// whose sequence numbers are already set, concurrently; returns once
+    /// all have. REQUIRES: the caller is the leader and the group is in the
+    /// WAL; the memtables in `mems` cannot be switched meanwhile (the
+    /// leader holds `write_mutex`).
+    fn insert_in_parallel(
+        &self,
+        group: &[Arc<Mutex<Writer>>],
+        mems: HashMap<u32, Arc<MemTable>>,
+    ) -> Result<()> {
+        let done = Arc::new(GroupInsert {
+            pending: Mutex::new(group.len() - 1),
+            ..GroupInsert::default()
+        });
+        let mems = Arc::new(mems);
+        for w in &group[1..] {
+            lock(w).insert = Some(InsertTask {
+                mems: Arc::clone(&mems),
+                group: Arc::clone(&done),
+            });
+        }
+        {
+            // Under the queue lock so no follower misses the wake-up
+            // between checking for its task and waiting.
+            let _q = lock(&self.writers.queue);
+            self.writers.cv.notify_all();
+        }
+        let mine = {
+            let g = lock(&group[0]);
+            insert_batch(&g.batch, g.batch.sequence(), &mems, None)
+        };
+        let mut pending = lock(&done.pending);
+        while *pending > 0 {
+            pending = done
+                .cv
+                .wait(pending)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        drop(pending);
+        mine?;
+        match lock(&done.error).take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// Switches every full memtable to the immutable list, waiting while
