@@ -25,8 +25,9 @@
 use std::alloc::{self, Layout};
 use std::mem::size_of;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::PoisonError;
+
+use super::sync::{AtomicPtr, AtomicUsize, Mutex, MutexGuard, Ordering};
 
 /// Alignment of every allocation (enough for pointers and `u64`s).
 pub const ALIGN: usize = 8;
@@ -48,6 +49,7 @@ struct BlockHeader {
 
 const HEADER_SIZE: usize = size_of::<BlockHeader>();
 const _: () = assert!(HEADER_SIZE % ALIGN == 0);
+const _: () = assert!(std::mem::align_of::<BlockHeader>() <= ALIGN);
 
 /// One allocation from the global allocator, freed on drop of the arena.
 struct Block {
@@ -92,6 +94,21 @@ impl Arena {
     /// is allocated until the first allocation.
     pub fn new(block_size: usize) -> Arena {
         let block_size = block_size.clamp(MIN_BLOCK_SIZE, MAX_BLOCK_SIZE) & !(ALIGN - 1);
+        Arena {
+            block_size,
+            current: AtomicPtr::new(ptr::null_mut()),
+            blocks: Mutex::new(Vec::new()),
+            memory_usage: AtomicUsize::new(0),
+        }
+    }
+
+    /// An arena with exactly `block_size`-byte shared blocks, below
+    /// [`MIN_BLOCK_SIZE`], so tiny loom models fill blocks and race to
+    /// replace them. REQUIRES: `block_size` is a multiple of [`ALIGN`] and
+    /// at least `4 * HEADER_SIZE` (so `HEADER_SIZE + block_size / 4` fits).
+    #[cfg(loom)]
+    pub(crate) fn with_tiny_blocks(block_size: usize) -> Arena {
+        assert!(block_size % ALIGN == 0 && block_size >= 4 * HEADER_SIZE);
         Arena {
             block_size,
             current: AtomicPtr::new(ptr::null_mut()),
@@ -247,7 +264,9 @@ impl Drop for Arena {
     }
 }
 
-#[cfg(test)]
+// Plain-thread tests; loom builds run only `loom_tests` (loom atomics
+// panic outside `loom::model`).
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::collections::HashSet;

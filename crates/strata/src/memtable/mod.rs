@@ -18,13 +18,22 @@
 pub mod arena;
 pub mod rep;
 pub mod skiplist;
+mod sync;
 
-#[cfg(test)]
+// Plain-thread tests; loom builds (`--cfg loom`) run only `loom_tests`, as
+// loom's atomics panic outside `loom::model`.
+#[cfg(all(test, not(loom)))]
 mod tests;
+
+// Model-checked interleavings of concurrent inserts and readers; see the
+// file for how to run them.
+#[cfg(all(test, loom))]
+mod loom_tests;
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+
+use self::sync::{AtomicU64, Ordering};
 
 use crate::error::Result;
 use crate::format::dbformat::{

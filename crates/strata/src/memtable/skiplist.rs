@@ -3,7 +3,8 @@
 //! inline keys and CAS-based concurrent insert).
 //!
 //! Owns: the node layout and the list's links. A node is one arena
-//! allocation: an 8-byte header (`key_len << 8 | height`), then `height`
+//! allocation: an 8-byte header (`key_len << 8 | height`; 16 bytes under
+//! loom, which adds a tracking cell, see `sync::Published`), then `height`
 //! next pointers (`AtomicPtr`), then the key bytes. Keys are opaque
 //! byte strings ordered by the [`KeyComparator`] given at construction.
 //!
@@ -28,9 +29,9 @@ use std::mem::size_of;
 use std::ops::Deref;
 use std::ptr::{self, NonNull};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use super::arena::Arena;
+use super::sync::{AtomicPtr, AtomicUsize, Ordering, Published};
 
 /// Maximum number of levels of a node.
 pub const MAX_HEIGHT: usize = 12;
@@ -59,6 +60,10 @@ where
 #[repr(C)]
 struct Node {
     meta: u64,
+    /// Covers `meta` and the key bytes: written once before the node is
+    /// published, read only after. Zero-sized except under loom, where it
+    /// lets loom check that every read happens-after the write.
+    contents: Published,
 }
 
 impl Node {
@@ -67,6 +72,7 @@ impl Node {
         debug_assert!((1..=MAX_HEIGHT).contains(&height));
         Node {
             meta: ((key_len as u64) << 8) | height as u64,
+            contents: Published::new(),
         }
     }
 
@@ -87,6 +93,12 @@ pub const MAX_KEY_LEN: usize = (1 << 56) - 1;
 const NODE_HEADER: usize = size_of::<Node>();
 const LINK: usize = size_of::<AtomicPtr<Node>>();
 const _: () = assert!(NODE_HEADER % super::arena::ALIGN == 0);
+// Normal builds keep the 8-byte header: `Published` is zero-sized there.
+#[cfg(not(loom))]
+const _: () = assert!(NODE_HEADER == 8);
+const _: () = assert!(LINK % super::arena::ALIGN == 0);
+const _: () = assert!(std::mem::align_of::<Node>() <= super::arena::ALIGN);
+const _: () = assert!(std::mem::align_of::<AtomicPtr<Node>>() <= super::arena::ALIGN);
 
 /// Bytes of a node of `height` levels holding a key of `key_len` bytes.
 #[inline]
@@ -103,14 +115,39 @@ fn node_size(height: usize, key_len: usize) -> usize {
 unsafe fn link<'a>(node: *mut Node, level: usize) -> &'a AtomicPtr<Node> {
     // SAFETY: per the contract the tower slot at `level` is inside the node's
     // allocation, aligned to 8 (header and links are 8-byte multiples, the
-    // arena aligns to 8), and initialized (zeroed by the arena, then only
-    // written atomically or before publication).
+    // arena aligns to 8), and initialized (zeroed by the arena, or built by
+    // `init_tower` under loom, then only written atomically or before
+    // publication).
     unsafe {
         &*node
             .cast::<u8>()
             .add(NODE_HEADER + level * LINK)
             .cast::<AtomicPtr<Node>>()
     }
+}
+
+/// Constructs the null links of a fresh node's tower (levels
+/// `0..height`). Normal builds rely on the arena's zeroing instead (a zeroed
+/// `std` `AtomicPtr` is null), so this is a no-op there; loom atomics are
+/// model objects that must be constructed (see `sync`).
+///
+/// SAFETY (callers): `node` is a fresh, unpublished allocation of at least
+/// `node_size(height, _)` bytes, 8-aligned.
+#[inline(always)]
+unsafe fn init_tower(node: *mut Node, height: usize) {
+    #[cfg(loom)]
+    for level in 0..height {
+        // SAFETY: per the contract the slot is inside the allocation,
+        // aligned, and not yet visible to any other thread.
+        unsafe {
+            node.cast::<u8>()
+                .add(NODE_HEADER + level * LINK)
+                .cast::<AtomicPtr<Node>>()
+                .write(AtomicPtr::new(ptr::null_mut()));
+        }
+    }
+    #[cfg(not(loom))]
+    let _ = (node, height);
 }
 
 /// The key of `node`.
@@ -126,18 +163,32 @@ unsafe fn key_of<'a>(node: *mut Node) -> &'a [u8] {
     // allocation, which outlives `'a`; they are never written after
     // publication.
     unsafe {
-        let height = (*node).height();
-        let len = (*node).key_len();
-        std::slice::from_raw_parts(node.cast::<u8>().add(NODE_HEADER + height * LINK), len)
+        (*node).contents.read(|| {
+            let height = (*node).height();
+            let len = (*node).key_len();
+            std::slice::from_raw_parts(node.cast::<u8>().add(NODE_HEADER + height * LINK), len)
+        })
     }
 }
 
+#[cfg(not(loom))]
 thread_local! {
     /// Per-thread generator for node heights (xorshift64*), seeded distinctly.
     static HEIGHT_RNG: Cell<u64> = Cell::new(seed());
 }
 
+// Under loom every execution of a model must make the same choices, so each
+// (loom) thread starts from the same fixed seed; loom tests that care about
+// heights pass them explicitly (`insert_with_height`).
+#[cfg(loom)]
+loom::thread_local! {
+    static HEIGHT_RNG: Cell<u64> = Cell::new(0x9E37_79B9_7F4A_7C15);
+}
+
+#[cfg(not(loom))]
 fn seed() -> u64 {
+    // A `static` cannot hold a loom atomic; seeding is not under test.
+    use std::sync::atomic::AtomicU64;
     static NEXT: AtomicU64 = AtomicU64::new(0x9E37_79B9_7F4A_7C15);
     // splitmix64 of a global counter: distinct, non-zero seeds per thread.
     let mut z = NEXT.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed);
@@ -195,7 +246,10 @@ impl<C: KeyComparator> SkipList<C> {
         let head = arena.allocate(node_size(MAX_HEIGHT, 0)).cast::<Node>();
         // SAFETY: `head` is a fresh, zeroed, 8-aligned allocation large
         // enough for a header and MAX_HEIGHT links; zeroed links are nulls.
-        unsafe { head.as_ptr().write(Node::new(MAX_HEIGHT, 0)) };
+        unsafe {
+            head.as_ptr().write(Node::new(MAX_HEIGHT, 0));
+            init_tower(head.as_ptr(), MAX_HEIGHT);
+        }
         SkipList {
             cmp,
             arena,
@@ -225,20 +279,36 @@ impl<C: KeyComparator> SkipList<C> {
             debug_assert!(false, "skiplist key of {len} bytes");
             return false;
         }
-        let height = random_height();
+        self.insert_with_height(random_height(), len, fill)
+    }
+
+    /// `insert_with` with a given node height (loom models choose heights
+    /// so each execution is deterministic). REQUIRES: `1 <= height <=
+    /// MAX_HEIGHT`, `len <= MAX_KEY_LEN`.
+    #[inline]
+    pub(super) fn insert_with_height(
+        &self,
+        height: usize,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> bool {
+        debug_assert!((1..=MAX_HEIGHT).contains(&height) && len <= MAX_KEY_LEN);
         let node = self.arena.allocate(node_size(height, len)).cast::<Node>();
         let node = node.as_ptr();
         // SAFETY: `node` is a fresh 8-aligned zeroed allocation of
         // `node_size(height, len)` bytes that no other thread can see yet, so
-        // writing the header and taking a unique slice of the key bytes
-        // (which are initialized: zeroed) is sound.
+        // writing the header and tower and taking a unique slice of the key
+        // bytes (which are initialized: zeroed) is sound.
         unsafe {
             node.write(Node::new(height, len));
-            let key = std::slice::from_raw_parts_mut(
-                node.cast::<u8>().add(NODE_HEADER + height * LINK),
-                len,
-            );
-            fill(key);
+            init_tower(node, height);
+            (*node).contents.write(|| {
+                let key = std::slice::from_raw_parts_mut(
+                    node.cast::<u8>().add(NODE_HEADER + height * LINK),
+                    len,
+                );
+                fill(key);
+            });
         }
         self.link_node(node, height)
     }
@@ -493,6 +563,7 @@ impl<C: KeyComparator, L: Deref<Target = SkipList<C>>> Iter<L> {
     }
 }
 
-#[cfg(test)]
+// Plain-thread tests; loom builds run only `loom_tests`.
+#[cfg(all(test, not(loom)))]
 #[path = "skiplist_tests.rs"]
 mod tests;
