@@ -5,6 +5,9 @@
 //! `fillseq`, `fillrandom`, `overwrite`, `readrandom`, `readseq`,
 //! `readreverse`, `flush` (flush the memtable, as db_bench's `flush`).
 //!
+//! As in db_bench, `fillseq` and `fillrandom` start from an empty
+//! database (`overwrite` does not).
+//!
 //! Keys are db_bench's: `key_size` bytes, the first 8 the big-endian key
 //! number, the rest `'0'` padding. Values are `value_size` bytes, half
 //! random and half repeated (db_bench's `compression_ratio=0.5`).
@@ -165,6 +168,9 @@ fn read_seq(db: &DB, c: &Config, reverse: bool) -> Result<Report, String> {
     })
 }
 
+/// Benchmarks db_bench runs on a fresh database.
+const FRESH_DB: &[&str] = &["fillseq", "fillrandom"];
+
 pub fn run(f: &Flags) -> Result<(), String> {
     let db_path = match f.get("db") {
         Some(p) => std::path::PathBuf::from(p),
@@ -200,10 +206,11 @@ pub fn run(f: &Flags) -> Result<(), String> {
     }
     let bloom_bits: f64 = f.num("bloom_bits", -1.0)?;
     opts.cf.bloom_bits_per_key = (bloom_bits >= 0.0).then_some(bloom_bits);
-    if !f.bool("use_existing_db")? {
+    let use_existing = f.bool("use_existing_db")?;
+    if !use_existing {
         let _ = std::fs::remove_dir_all(&db_path);
     }
-    let db = DB::open(opts, &db_path).map_err(|e| e.to_string())?;
+    let mut db = DB::open(opts.clone(), &db_path).map_err(|e| e.to_string())?;
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -215,6 +222,18 @@ pub fn run(f: &Flags) -> Result<(), String> {
     )
     .map_err(|e| e.to_string())?;
     for name in benchmarks.split(',').filter(|b| !b.is_empty()) {
+        // As db_bench: the fill benchmarks start from an empty database,
+        // and are skipped on an existing one.
+        if FRESH_DB.contains(&name) {
+            if use_existing {
+                writeln!(out, "{name:<12} : skipped (--use_existing_db is true)")
+                    .map_err(|e| e.to_string())?;
+                continue;
+            }
+            db.close().map_err(|e| e.to_string())?;
+            std::fs::remove_dir_all(&db_path).map_err(|e| e.to_string())?;
+            db = DB::open(opts.clone(), &db_path).map_err(|e| e.to_string())?;
+        }
         let report = match name {
             "fillseq" => fill(&db, &c, false, "fillseq")?,
             "fillrandom" => fill(&db, &c, true, "fillrandom")?,
