@@ -155,11 +155,10 @@ impl DB {
         let cfs: Vec<u32> = inner.super_versions.load().keys().copied().collect();
         for cf in cfs {
             let sv = inner.super_version(cf)?;
-            let opts = inner.cf_options(cf)?;
+            let mut topts = (*sv.table_options).clone();
+            topts.verify_checksums = true;
             for level in 0..sv.version.num_levels() {
                 for f in sv.version.files(level) {
-                    let mut topts = opts.table_options(cf, "");
-                    topts.verify_checksums = true;
                     let path = inner
                         .dbname
                         .join(crate::cache::table_cache::table_file_name(f.number));
@@ -192,7 +191,6 @@ impl DB {
     pub fn approximate_size(&self, cf: &ColumnFamilyHandle, from: &[u8], to: &[u8]) -> Result<u64> {
         let inner = &self.inner;
         let sv = inner.super_version(cf.id)?;
-        let opts = inner.cf_options(cf.id)?;
         let lo = crate::format::make_internal_key(
             from,
             crate::format::MAX_SEQUENCE_NUMBER,
@@ -206,7 +204,7 @@ impl DB {
         let mut total = 0;
         for level in 0..sv.version.num_levels() {
             for f in sv.version.files(level) {
-                let t = inner.table(f, cf.id, &opts)?;
+                let t = inner.sv_table(&sv, f)?;
                 let (a, b) = (t.approximate_offset_of(&lo), t.approximate_offset_of(&hi));
                 total += b.saturating_sub(a);
             }

@@ -169,12 +169,8 @@ impl DB {
                 read_only,
             )?
         } else {
-            if read_only || !opts.create_if_missing {
-                return Err(Error::InvalidArgument(format!(
-                    "{}: does not exist (create_if_missing is false)",
-                    dbname.display()
-                )));
-            }
+            // (A missing database without create_if_missing was refused
+            // above.)
             let vs = VersionSet::create_new_with(
                 Arc::clone(&fs),
                 &dbname,

@@ -16,7 +16,9 @@ use crate::error::Result;
 use crate::options::{ColumnFamilyOptions, Options, WalRecoveryMode};
 use crate::table::CompressionType;
 use crate::util::checksum::ChecksumType;
-use crate::version::filename::{options_file_name, temp_options_file_name};
+use crate::version::filename::{
+    options_file_name, replace_file_atomically, temp_options_file_name,
+};
 use crate::version::{FileType, parse_file_name};
 
 /// How many OPTIONS files are kept.
@@ -157,12 +159,7 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
 pub(crate) fn persist(fs: &dyn FileSystem, dbname: &Path, number: u64, text: &str) -> Result<()> {
     let tmp = dbname.join(temp_options_file_name(number));
     let dst = dbname.join(options_file_name(number));
-    fs.write_file(&tmp, text.as_bytes(), true)?;
-    if let Err(e) = fs.rename_file(&tmp, &dst) {
-        let _ = fs.delete_file(&tmp);
-        return Err(e);
-    }
-    fs.sync_dir(dbname)?;
+    replace_file_atomically(fs, dbname, &tmp, &dst, text.as_bytes())?;
     let mut numbers: Vec<u64> = Vec::new();
     for name in fs.children(dbname)? {
         match parse_file_name(&name) {

@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::format::dbformat::{VALUE_TYPE_FOR_SEEK, make_internal_key};
 use crate::format::{SequenceNumber, parse_internal_key};
 use crate::iter::{DBIter, DBIterOptions, MergingIterator, RangeDelAggregator};
-use crate::options::{ColumnFamilyOptions, ReadOptions};
+use crate::options::ReadOptions;
 use crate::table::iterator::InternalIterator;
 use crate::table::{PrefixSeekIter, Table};
 
@@ -118,28 +118,12 @@ impl Iterator for DbIterator {
 }
 
 impl DbInner {
-    pub(crate) fn cf_options(&self, cf: u32) -> Result<ColumnFamilyOptions> {
-        let st = self.lock_state();
-        st.cfs
-            .get(&cf)
-            .filter(|c| !c.dropped)
-            .map(|c| c.options.clone())
-            .ok_or_else(|| crate::Error::InvalidArgument(format!("unknown column family id {cf}")))
-    }
-
-    pub(crate) fn table(
-        &self,
-        f: &crate::version::FileMetaData,
-        cf: u32,
-        opts: &ColumnFamilyOptions,
-    ) -> Result<Arc<Table>> {
-        let mut topts = opts.table_options(cf, "");
-        topts.verify_checksums = self.options.paranoid_checks;
-        self.table_cache.get(f.number, f.file_size, &topts)
-    }
-
     /// The reader of table `f` of the column family `sv` views.
-    fn sv_table(&self, sv: &SuperVersion, f: &crate::version::FileMetaData) -> Result<Arc<Table>> {
+    pub(crate) fn sv_table(
+        &self,
+        sv: &SuperVersion,
+        f: &crate::version::FileMetaData,
+    ) -> Result<Arc<Table>> {
         self.table_cache
             .get(f.number, f.file_size, &sv.table_options)
     }

@@ -348,37 +348,48 @@ impl DbInner {
     }
 }
 
+/// `(column family, type, key, value)` of one memtable insert.
+type MemTableEntry<'a> = (u32, ValueType, &'a [u8], &'a [u8]);
+
+/// A batch record as a memtable entry `(cf, type, key, value)` (a range
+/// deletion's value is its end key); `None` for records that carry no
+/// entry (log data, markers).
+fn memtable_entry(r: BatchRecord<'_>) -> Result<Option<MemTableEntry<'_>>> {
+    Ok(Some(match r {
+        BatchRecord::Put { cf, key, value } => (cf, ValueType::Value, key, value),
+        BatchRecord::Delete { cf, key } => (cf, ValueType::Deletion, key, &[]),
+        BatchRecord::SingleDelete { cf, key } => (cf, ValueType::SingleDeletion, key, &[]),
+        BatchRecord::DeleteRange { cf, begin, end } => (cf, ValueType::RangeDeletion, begin, end),
+        BatchRecord::Merge { cf, key, value } => (cf, ValueType::Merge, key, value),
+        BatchRecord::BlobIndex { .. } | BatchRecord::PutEntity { .. } => {
+            return Err(Error::NotSupported("blob indexes and wide columns".into()));
+        }
+        _ => return Ok(None),
+    }))
+}
+
 /// Fails, before anything is written, if a record of `batch` names a
 /// column family that does not exist, is a range deletion with begin >
 /// end, is a merge in a column family without a merge operator, or is too
 /// large for a memtable entry.
 fn check_batch(st: &DbState, batch: &WriteBatch) -> Result<()> {
     for r in batch.iter() {
-        let (cf, key, value, range_end, merge) = match r? {
-            BatchRecord::Put { cf, key, value } => (cf, key, value, None, false),
-            BatchRecord::Delete { cf, key } | BatchRecord::SingleDelete { cf, key } => {
-                (cf, key, &[][..], None, false)
-            }
-            BatchRecord::DeleteRange { cf, begin, end } => (cf, begin, end, Some(end), false),
-            BatchRecord::Merge { cf, key, value } => (cf, key, value, None, true),
-            BatchRecord::BlobIndex { .. } | BatchRecord::PutEntity { .. } => {
-                return Err(Error::NotSupported("blob indexes and wide columns".into()));
-            }
-            _ => continue,
+        let Some((cf, t, key, value)) = memtable_entry(r?)? else {
+            continue;
         };
         let Some(c) = st.cfs.get(&cf).filter(|c| !c.dropped) else {
             return Err(Error::InvalidArgument(format!(
                 "Invalid column family specified in write batch: {cf}"
             )));
         };
-        if let Some(end) = range_end {
-            if c.options.comparator.compare(key, end) == std::cmp::Ordering::Greater {
-                return Err(Error::InvalidArgument(
-                    "end key comes before start key in DeleteRange".into(),
-                ));
-            }
+        if t == ValueType::RangeDeletion
+            && c.options.comparator.compare(key, value) == std::cmp::Ordering::Greater
+        {
+            return Err(Error::InvalidArgument(
+                "end key comes before start key in DeleteRange".into(),
+            ));
         }
-        if merge && c.options.merge_operator.is_none() {
+        if t == ValueType::Merge && c.options.merge_operator.is_none() {
             return Err(Error::NotSupported(format!(
                 "Provide a merge_operator when opening DB (column family {})",
                 c.name
@@ -407,18 +418,8 @@ pub(crate) fn insert_batch(
 ) -> Result<SequenceNumber> {
     let mut seq = first_seq;
     for r in batch.iter() {
-        let (cf, t, key, value): (u32, ValueType, &[u8], &[u8]) = match r? {
-            BatchRecord::Put { cf, key, value } => (cf, ValueType::Value, key, value),
-            BatchRecord::Delete { cf, key } => (cf, ValueType::Deletion, key, &[]),
-            BatchRecord::SingleDelete { cf, key } => (cf, ValueType::SingleDeletion, key, &[]),
-            BatchRecord::DeleteRange { cf, begin, end } => {
-                (cf, ValueType::RangeDeletion, begin, end)
-            }
-            BatchRecord::Merge { cf, key, value } => (cf, ValueType::Merge, key, value),
-            BatchRecord::BlobIndex { .. } | BatchRecord::PutEntity { .. } => {
-                return Err(Error::NotSupported("blob indexes and wide columns".into()));
-            }
-            _ => continue,
+        let Some((cf, t, key, value)) = memtable_entry(r?)? else {
+            continue;
         };
         let skipped = skip.is_some_and(|f| f(cf));
         if !skipped && !MemTable::entry_fits(key.len(), value.len()) {

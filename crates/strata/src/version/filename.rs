@@ -175,18 +175,37 @@ pub fn parse_file_name(name: &str) -> Option<(u64, FileType)> {
 pub fn set_current_file(fs: &dyn FileSystem, dbname: &Path, manifest_number: u64) -> Result<()> {
     let contents = format!("{}\n", descriptor_file_name(manifest_number));
     let tmp = dbname.join(temp_file_name(manifest_number));
+    replace_file_atomically(
+        fs,
+        dbname,
+        &tmp,
+        &current_file_path(dbname),
+        contents.as_bytes(),
+    )
+}
+
+/// Makes `dst` (in directory `dir`) hold exactly `contents`, or leaves it
+/// as it was: writes and syncs `tmp`, renames it over `dst`, syncs `dir`.
+/// On failure `tmp` is removed (best effort).
+pub fn replace_file_atomically(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    tmp: &Path,
+    dst: &Path,
+    contents: &[u8],
+) -> Result<()> {
     let written = (|| {
-        let mut f = fs.new_writable_file(&tmp)?;
-        f.append(contents.as_bytes())?;
+        let mut f = fs.new_writable_file(tmp)?;
+        f.append(contents)?;
         f.sync()?;
         f.close()?;
-        fs.rename_file(&tmp, &current_file_path(dbname))
+        fs.rename_file(tmp, dst)
     })();
     if let Err(e) = written {
-        let _ = fs.delete_file(&tmp);
+        let _ = fs.delete_file(tmp);
         return Err(e);
     }
-    fs.sync_dir(dbname)
+    fs.sync_dir(dir)
 }
 
 /// Reads CURRENT and returns the MANIFEST file name it names (without the
