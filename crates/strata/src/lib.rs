@@ -5,13 +5,15 @@
 //!
 //! Layers (a module uses only modules above it):
 //! `util` < `env` < `format` < `wal`, `memtable`, `table` < `cache` <
-//! `version` < `iter` < `db`; `tools` exposes deliberate entry points.
+//! `version` < `compaction`, `iter` < `db`; `tools` exposes deliberate entry points.
 
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 #![warn(missing_debug_implementations, rust_2018_idioms)]
 
 pub mod cache;
+pub mod compaction;
+pub mod compaction_filter;
 pub mod db;
 pub mod env;
 pub mod error;
@@ -26,10 +28,13 @@ pub mod util;
 pub mod version;
 pub mod wal;
 
-pub use db::{ColumnFamilyDescriptor, ColumnFamilyHandle, DB, DbIterator, Snapshot};
+pub use db::{ColumnFamilyDescriptor, ColumnFamilyHandle, DB, DbIterator, Env, Snapshot};
 pub use error::{Error, Result};
 pub use format::WriteBatch;
-pub use options::{ColumnFamilyOptions, Options, ReadOptions, WalRecoveryMode, WriteOptions};
+pub use options::{
+    ColumnFamilyOptions, CompactionStyle, FifoCompactionOptions, Options, ReadOptions,
+    UniversalCompactionOptions, WalRecoveryMode, WriteOptions,
+};
 
 /// The README's example, compiled and run as a doctest.
 #[doc = include_str!("../../../README.md")]

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::compaction_filter::CompactionFilterRef;
 use crate::env::FileSystemRef;
 use crate::format::SequenceNumber;
 use crate::merge_operator::MergeOperatorRef;
@@ -26,6 +27,88 @@ pub enum WalRecoveryMode {
     SkipAnyCorruptedRecords,
 }
 
+/// How a column family's files are compacted (RocksDB's
+/// `CompactionStyle`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CompactionStyle {
+    /// Leveled: L0 into a base level, each level a sorted run about
+    /// `max_bytes_for_level_multiplier` times the one above.
+    #[default]
+    Level,
+    /// Universal (tiered): sorted runs merged by size ratio and size
+    /// amplification.
+    Universal,
+    /// FIFO: files are deleted oldest first past a total size or an age.
+    Fifo,
+    /// No automatic compaction (manual `compact_range` still works).
+    None,
+}
+
+impl CompactionStyle {
+    /// RocksDB's enum value (`kCompactionStyleLevel` = 0, ...).
+    pub fn rocksdb_code(self) -> u32 {
+        match self {
+            CompactionStyle::Level => 0,
+            CompactionStyle::Universal => 1,
+            CompactionStyle::Fifo => 2,
+            CompactionStyle::None => 3,
+        }
+    }
+
+    /// RocksDB's option-file name (`kCompactionStyleLevel`, ...).
+    pub fn rocksdb_name(self) -> &'static str {
+        match self {
+            CompactionStyle::Level => "kCompactionStyleLevel",
+            CompactionStyle::Universal => "kCompactionStyleUniversal",
+            CompactionStyle::Fifo => "kCompactionStyleFIFO",
+            CompactionStyle::None => "kCompactionStyleNone",
+        }
+    }
+}
+
+/// Universal compaction settings (RocksDB's
+/// `CompactionOptionsUniversal`, same defaults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UniversalCompactionOptions {
+    /// Percent by which a run may be larger than the sum of the newer runs
+    /// picked before it and still join them.
+    pub size_ratio: u32,
+    pub min_merge_width: usize,
+    pub max_merge_width: usize,
+    /// Compact everything when the newer runs exceed this percentage of
+    /// the oldest run's size.
+    pub max_size_amplification_percent: u64,
+}
+
+impl Default for UniversalCompactionOptions {
+    fn default() -> Self {
+        UniversalCompactionOptions {
+            size_ratio: 1,
+            min_merge_width: 2,
+            max_merge_width: usize::MAX,
+            max_size_amplification_percent: 200,
+        }
+    }
+}
+
+/// FIFO compaction settings (RocksDB's `CompactionOptionsFIFO`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FifoCompactionOptions {
+    /// Oldest files are deleted while the total exceeds this.
+    pub max_table_files_size: u64,
+    /// Files older than this many seconds are deleted (0 = never).
+    pub ttl_seconds: u64,
+}
+
+impl Default for FifoCompactionOptions {
+    fn default() -> Self {
+        FifoCompactionOptions {
+            max_table_files_size: 1 << 30,
+            ttl_seconds: 0,
+        }
+    }
+}
+
 /// Settings of one column family.
 #[derive(Clone)]
 pub struct ColumnFamilyOptions {
@@ -44,6 +127,37 @@ pub struct ColumnFamilyOptions {
     /// Block cache for this column family's tables; `None` gets the DB's
     /// default 8 MiB cache. Pass one `Arc` to several DBs to share it.
     pub block_cache: Option<Arc<dyn BlockCacheApi>>,
+    pub compaction_style: CompactionStyle,
+    /// No automatic compactions (manual ones still run).
+    pub disable_auto_compactions: bool,
+    /// L0 files that make L0 due for compaction.
+    pub level0_file_num_compaction_trigger: usize,
+    /// L0 files at which writes start to slow down.
+    pub level0_slowdown_writes_trigger: usize,
+    /// L0 files at which writes stop until compaction catches up.
+    pub level0_stop_writes_trigger: usize,
+    /// Target size of a table file written by compaction at level 1.
+    pub target_file_size_base: u64,
+    /// Each level's target file size is this times the level above's.
+    pub target_file_size_multiplier: u64,
+    /// Target size of the base level (level 1 unless dynamic).
+    pub max_bytes_for_level_base: u64,
+    pub max_bytes_for_level_multiplier: f64,
+    /// Size levels from the last one up, so the last level holds ~90% of
+    /// the data (RocksDB's `level_compaction_dynamic_level_bytes`; on by
+    /// default here, as in RocksDB 8.4 and later).
+    pub level_compaction_dynamic_level_bytes: bool,
+    /// Upper bound of one compaction's input bytes (0 = 25 x
+    /// `target_file_size_base`).
+    pub max_compaction_bytes: u64,
+    /// Estimated compaction debt at which writes slow down (0 = never).
+    pub soft_pending_compaction_bytes_limit: u64,
+    /// Estimated compaction debt at which writes stop (0 = never).
+    pub hard_pending_compaction_bytes_limit: u64,
+    /// Run on the values compactions rewrite.
+    pub compaction_filter: Option<CompactionFilterRef>,
+    pub universal: UniversalCompactionOptions,
+    pub fifo: FifoCompactionOptions,
 }
 
 impl Default for ColumnFamilyOptions {
@@ -60,6 +174,22 @@ impl Default for ColumnFamilyOptions {
             bloom_bits_per_key: Some(10.0),
             num_levels: 7,
             block_cache: None,
+            compaction_style: CompactionStyle::Level,
+            disable_auto_compactions: false,
+            level0_file_num_compaction_trigger: 4,
+            level0_slowdown_writes_trigger: 20,
+            level0_stop_writes_trigger: 36,
+            target_file_size_base: 64 << 20,
+            target_file_size_multiplier: 1,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10.0,
+            level_compaction_dynamic_level_bytes: true,
+            max_compaction_bytes: 0,
+            soft_pending_compaction_bytes_limit: 64 << 30,
+            hard_pending_compaction_bytes_limit: 256 << 30,
+            compaction_filter: None,
+            universal: UniversalCompactionOptions::default(),
+            fifo: FifoCompactionOptions::default(),
         }
     }
 }
@@ -71,11 +201,31 @@ impl std::fmt::Debug for ColumnFamilyOptions {
             .field("write_buffer_size", &self.write_buffer_size)
             .field("max_write_buffer_number", &self.max_write_buffer_number)
             .field("compression", &self.compression)
+            .field("compaction_style", &self.compaction_style)
             .finish()
     }
 }
 
 impl ColumnFamilyOptions {
+    /// `max_compaction_bytes`, with 0 meaning RocksDB's default of 25 x
+    /// `target_file_size_base`.
+    pub fn effective_max_compaction_bytes(&self) -> u64 {
+        if self.max_compaction_bytes == 0 {
+            self.target_file_size_base.saturating_mul(25)
+        } else {
+            self.max_compaction_bytes
+        }
+    }
+
+    /// The target size of a compaction output file at `level`.
+    pub fn target_file_size(&self, level: usize) -> u64 {
+        let mut size = self.target_file_size_base;
+        for _ in 1..level.max(1) {
+            size = size.saturating_mul(self.target_file_size_multiplier.max(1));
+        }
+        size.max(1)
+    }
+
     /// Refuses settings the engine cannot honour (checked at open and when
     /// a column family is created), naming the column family.
     pub fn validate(&self, cf_name: &str) -> crate::error::Result<()> {
@@ -103,6 +253,42 @@ impl ColumnFamilyOptions {
             return bad(format!(
                 "compression {} is supported for reading only",
                 self.compression.name()
+            ));
+        }
+        if self.level0_file_num_compaction_trigger == 0 {
+            return bad("level0_file_num_compaction_trigger must be at least 1".into());
+        }
+        if self.level0_stop_writes_trigger < self.level0_slowdown_writes_trigger {
+            return bad(format!(
+                "level0_stop_writes_trigger ({}) must be at least level0_slowdown_writes_trigger ({})",
+                self.level0_stop_writes_trigger, self.level0_slowdown_writes_trigger
+            ));
+        }
+        if self.target_file_size_base == 0 || self.max_bytes_for_level_base == 0 {
+            return bad(
+                "target_file_size_base and max_bytes_for_level_base must be positive".into(),
+            );
+        }
+        if !(self.max_bytes_for_level_multiplier.is_finite()
+            && self.max_bytes_for_level_multiplier > 1.0)
+        {
+            return bad(format!(
+                "max_bytes_for_level_multiplier {} must be greater than 1",
+                self.max_bytes_for_level_multiplier
+            ));
+        }
+        if self.universal.min_merge_width < 2
+            || self.universal.max_merge_width < self.universal.min_merge_width
+        {
+            return bad(format!(
+                "universal compaction needs 2 <= min_merge_width ({}) <= max_merge_width ({})",
+                self.universal.min_merge_width, self.universal.max_merge_width
+            ));
+        }
+        if self.compaction_style == CompactionStyle::Fifo && self.num_levels != 1 {
+            return bad(format!(
+                "FIFO compaction needs num_levels = 1 (got {})",
+                self.num_levels
             ));
         }
         if let Some(b) = self.bloom_bits_per_key {
@@ -149,6 +335,24 @@ pub struct Options {
     pub paranoid_checks: bool,
     /// The file system (the real one by default; tests pass in-memory ones).
     pub fs: Option<FileSystemRef>,
+    /// Background jobs (flushes plus compactions) this DB runs at once
+    /// when it creates its own thread pools; at least one flush and one
+    /// compaction (RocksDB's `max_background_jobs`).
+    pub max_background_jobs: usize,
+    /// Key ranges a large compaction is split into, run in parallel.
+    pub max_subcompactions: usize,
+    /// Bytes per second writes may proceed at while compaction is behind
+    /// (the starting rate; it adapts to the debt).
+    pub delayed_write_rate: u64,
+    /// Thread pools and block cache shared with other DBs; `None` makes
+    /// ones for this DB.
+    pub env: Option<Arc<crate::db::Env>>,
+    /// The LOG file rolls past this size (0 = never by size).
+    pub max_log_file_size: u64,
+    /// The LOG file rolls after this many seconds (0 = never by age).
+    pub log_file_time_to_roll: u64,
+    /// Old LOG files kept.
+    pub keep_log_file_num: usize,
     /// Options of the default column family.
     pub cf: ColumnFamilyOptions,
 }
@@ -156,6 +360,16 @@ pub struct Options {
 impl Options {
     /// Refuses DB-wide settings the engine cannot honour.
     pub fn validate(&self) -> crate::error::Result<()> {
+        if self.max_subcompactions == 0 || self.max_background_jobs == 0 {
+            return Err(crate::error::Error::InvalidArgument(
+                "max_subcompactions and max_background_jobs must be at least 1".into(),
+            ));
+        }
+        if self.delayed_write_rate == 0 {
+            return Err(crate::error::Error::InvalidArgument(
+                "delayed_write_rate must be positive".into(),
+            ));
+        }
         if self.max_manifest_file_size == 0 {
             return Err(crate::error::Error::InvalidArgument(
                 "max_manifest_file_size must be positive".into(),
@@ -177,6 +391,13 @@ impl Default for Options {
             max_manifest_file_size: 1 << 30,
             paranoid_checks: true,
             fs: None,
+            max_background_jobs: 2,
+            max_subcompactions: 1,
+            delayed_write_rate: 16 << 20,
+            env: None,
+            max_log_file_size: 0,
+            log_file_time_to_roll: 0,
+            keep_log_file_num: 1000,
             cf: ColumnFamilyOptions::default(),
         }
     }

@@ -73,51 +73,12 @@ impl<'a> ShadowFilter<'a> {
 }
 
 impl DbInner {
-    pub(crate) fn start_flush_thread(self: &Arc<Self>) -> Result<()> {
-        let me = Arc::clone(self);
-        let h = std::thread::Builder::new()
-            .name("strata:flush".into())
-            .spawn(move || me.flush_loop())
-            .map_err(|e| Error::io("spawning the flush thread", e))?;
-        *self
-            .flush_thread
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(h);
-        Ok(())
-    }
-
-    fn flush_loop(self: Arc<Self>) {
-        loop {
-            let mut st = self.lock_state();
-            loop {
-                if self.shutting_down.load(Ordering::Acquire) || st.bg_error.is_some() {
-                    return;
-                }
-                if st.cfs.values().any(|c| !c.imms.is_empty()) {
-                    break;
-                }
-                st = self.bg_cv.wait(st).unwrap_or_else(PoisonError::into_inner);
-            }
-            let Some(cf_id) = st
-                .cfs
-                .values()
-                .filter(|c| !c.imms.is_empty())
-                .min_by_key(|c| c.imms.first().map(|(_, w)| *w))
-                .map(|c| c.id)
-            else {
-                continue;
-            };
-            let r = self.flush_cf(st, cf_id);
-            let mut st = self.lock_state();
-            if let Err(e) = r {
-                st.bg_error.get_or_insert(e);
-            }
-            self.bg_cv.notify_all();
-        }
-    }
-
     /// Flushes all immutable memtables of `cf_id` into one level-0 table.
-    fn flush_cf(&self, mut st: std::sync::MutexGuard<'_, DbState>, cf_id: u32) -> Result<()> {
+    pub(crate) fn flush_cf(
+        &self,
+        mut st: std::sync::MutexGuard<'_, DbState>,
+        cf_id: u32,
+    ) -> Result<()> {
         let Some(cf) = st.cfs.get(&cf_id) else {
             return Ok(());
         };
@@ -129,10 +90,16 @@ impl DbInner {
         let number = st.versions.new_file_number();
         st.pending_outputs.insert(number);
         drop(st);
+        let started = std::time::Instant::now();
         let meta = self.write_level0_table(&mems, cf_id, &name, &opts, number, &snapshots);
+        let micros = started.elapsed().as_micros() as u64;
         let mut st = self.lock_state();
         st.pending_outputs.remove(&number);
         let meta = meta?;
+        let user_bytes: u64 = mems
+            .iter()
+            .map(|m| m.approximate_memory_usage() as u64)
+            .sum();
         let Some(cf) = st.cfs.get(&cf_id) else {
             return Ok(());
         };
@@ -141,6 +108,24 @@ impl DbInner {
             log_number: Some(next_log),
             ..Default::default()
         };
+        let written = meta.as_ref().map_or(0, |m| m.file_size);
+        let line = meta.as_ref().map_or_else(
+            || format!("[{name}] flush of {n} memtables: nothing to write"),
+            |m| {
+                format!(
+                    "[{name}] flush of {n} memtables: table #{} {} bytes, seq {}..{}{}",
+                    m.number,
+                    m.file_size,
+                    m.smallest_seqno,
+                    m.largest_seqno,
+                    if m.marked_for_compaction {
+                        ", marked for compaction"
+                    } else {
+                        ""
+                    }
+                )
+            },
+        );
         if let Some(m) = meta {
             edit.new_files.push((0, m));
         }
@@ -148,6 +133,14 @@ impl DbInner {
         if let Some(cf) = st.cfs.get_mut(&cf_id) {
             cf.imms.drain(..n);
         }
+        let stats = st.stats.entry(cf_id).or_default();
+        stats.user_bytes += user_bytes;
+        let l0 = stats.level_mut(0);
+        l0.count += 1;
+        l0.micros += micros;
+        l0.bytes_written += written;
+        l0.files_written += u64::from(written > 0);
+        self.info_log.log(&line);
         self.install_super_versions(&mut st);
         self.delete_obsolete_files(&mut st);
         Ok(())
@@ -201,19 +194,20 @@ impl DbInner {
         }
         let info = builder.finish(true)?;
         self.fs.sync_dir(&self.dbname)?;
-        Ok(Some(FileMetaData {
-            number,
-            file_size: info.file_size,
-            smallest: info.smallest_key,
-            largest: info.largest_key,
-            smallest_seqno: info.smallest_seqno,
-            largest_seqno: info.largest_seqno,
-            ..FileMetaData::default()
-        }))
+        let now = crate::compaction_filter::unix_now_seconds();
+        let mut meta = FileMetaData::from_table(number, &info);
+        meta.file_creation_time = now;
+        meta.oldest_ancester_time = now;
+        meta.marked_for_compaction = crate::compaction::job::deletion_heavy(&info);
+        Ok(Some(meta))
     }
 
-    /// Deletes WALs and tables nothing needs any more.
+    /// Deletes WALs and tables nothing needs any more (unless file
+    /// deletions are disabled).
     pub(crate) fn delete_obsolete_files(&self, st: &mut DbState) {
+        if st.file_deletions_disabled > 0 || self.read_only {
+            return;
+        }
         let current = st.wal_number;
         let min_wal = st
             .cfs
@@ -280,6 +274,7 @@ impl DbInner {
             self.switch_memtables(&mut st, &[cf_id])?;
         }
         drop(_leader);
+        self.maybe_schedule_work(&mut st);
         self.bg_cv.notify_all();
         loop {
             if let Some(e) = &st.bg_error {
@@ -313,17 +308,21 @@ impl DbInner {
             return result;
         }
         {
-            let _st = self.lock_state();
+            // Queued jobs see `shutting_down` and return; running
+            // compactions stop at their next check.
+            let mut st = self.lock_state();
             self.bg_cv.notify_all();
+            while st.bg_flush_scheduled > 0 || st.bg_compaction_scheduled > 0 {
+                st = self.bg_cv.wait(st).unwrap_or_else(PoisonError::into_inner);
+            }
+            let queued: Vec<crate::compaction::Compaction> =
+                st.compaction_queue.drain(..).collect();
+            for c in &queued {
+                self.unregister_compaction(&mut st, c);
+            }
         }
-        let h = self
-            .flush_thread
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(h) = h {
-            let _ = h.join();
-        }
+        self.info_log.log("DB closed");
+        self.info_log.close();
         let mut st = self.lock_state();
         if let Some(w) = st.wal.as_mut() {
             if let Err(e) = w.flush() {

@@ -14,11 +14,18 @@
 //! column family's unflushed data lives in newer WALs.
 
 mod api;
+mod background;
+mod env;
+mod files;
+mod flow_control;
 mod flush;
 mod get_context;
+mod info_log;
 mod open;
 mod options_file;
+mod properties;
 mod read;
+mod stats;
 mod super_version;
 mod write;
 
@@ -29,7 +36,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use arc_swap::ArcSwap;
-use std::thread::JoinHandle;
 
 use crate::cache::TableCache;
 use crate::env::{FileLock, FileSystemRef};
@@ -40,8 +46,11 @@ use crate::options::{ColumnFamilyOptions, Options};
 use crate::version::VersionSet;
 use crate::wal::LogWriter;
 
+pub use env::{Env, ThreadPool};
+pub use files::{BottommostLevelCompaction, CompactRangeOptions, LiveFileMetaData, WalFile};
 pub use open::ColumnFamilyDescriptor;
 pub use read::{DbIterator, Snapshot};
+pub use stats::{LevelStats, StallStats};
 pub use super_version::SuperVersion;
 
 /// Identifies a column family in calls that take one.
@@ -66,6 +75,8 @@ pub(crate) struct CfData {
     /// Immutable memtables, oldest first, with their WAL numbers.
     pub(crate) imms: Vec<(Arc<MemTable>, u64)>,
     pub(crate) dropped: bool,
+    /// A background flush of this column family is running.
+    pub(crate) flush_running: bool,
 }
 
 /// A fresh memtable for a column family with `options`, its arena sized
@@ -112,11 +123,31 @@ pub(crate) struct DbState {
     pub(crate) snapshots: BTreeMap<SequenceNumber, usize>,
     /// A failed write or sync: further writes are refused.
     pub(crate) bg_error: Option<Error>,
-    pub(crate) flush_requested: bool,
     /// Versions handed out, to know which files are still in use.
     pub(crate) live_versions: Vec<std::sync::Weak<crate::version::Version>>,
-    /// Table numbers being written by flushes (not yet in any version).
+    /// Table numbers being written by flushes and compactions (not yet in
+    /// any version).
     pub(crate) pending_outputs: std::collections::BTreeSet<u64>,
+    /// Background jobs queued or running, by pool.
+    pub(crate) bg_flush_scheduled: usize,
+    pub(crate) bg_compaction_scheduled: usize,
+    /// Picked compactions waiting for a compaction thread.
+    pub(crate) compaction_queue: std::collections::VecDeque<crate::compaction::Compaction>,
+    /// Input files of queued and running compactions.
+    pub(crate) being_compacted: std::collections::HashSet<u64>,
+    /// `(cf, output level, smallest, largest user key)` of queued and
+    /// running compactions: two compactions never write overlapping
+    /// ranges of one level.
+    pub(crate) running_ranges: Vec<(u32, usize, Vec<u8>, Vec<u8>)>,
+    /// Manual compactions waiting or running: automatic ones pause.
+    pub(crate) manual_compactions: usize,
+    /// `disable_file_deletions` calls not yet matched by an enable.
+    pub(crate) file_deletions_disabled: usize,
+    pub(crate) stats: BTreeMap<u32, stats::CfStats>,
+    pub(crate) stall_stats: stats::StallStats,
+    /// The worst write-stall condition over the column families.
+    pub(crate) write_stall: flow_control::StallCondition,
+    pub(crate) write_controller: flow_control::WriteController,
 }
 
 pub(crate) struct DbInner {
@@ -134,13 +165,23 @@ pub(crate) struct DbInner {
     /// Set once a write skipped the WAL: its data lives only in memtables
     /// until flushed, so close flushes (as RocksDB does).
     pub(crate) has_unpersisted_data: AtomicBool,
-    pub(crate) table_cache: TableCache,
+    /// Bytes of write batches users wrote (for write amplification).
+    pub(crate) user_bytes_written: AtomicU64,
+    pub(crate) table_cache: Arc<TableCache>,
     pub(crate) writers: write::WriteQueue,
     /// Held by the write leader while it writes, and by manual flushes
     /// while they switch memtables.
     pub(crate) write_mutex: Mutex<()>,
     pub(crate) lock: Mutex<Option<Box<dyn FileLock>>>,
-    pub(crate) flush_thread: Mutex<Option<JoinHandle<()>>>,
+    /// Thread pools (and the default block cache).
+    pub(crate) env: Arc<Env>,
+    /// Background flushes and compactions this DB runs at once.
+    pub(crate) max_flushes: usize,
+    pub(crate) max_compactions: usize,
+    pub(crate) info_log: info_log::InfoLog,
+    pub(crate) started: std::time::Instant,
+    /// This DB, for scheduling background jobs from `&self` methods.
+    pub(crate) self_ref: std::sync::OnceLock<std::sync::Weak<DbInner>>,
     /// The current SuperVersion of every column family, swapped as a whole
     /// so reads never lock.
     pub(crate) super_versions: ArcSwap<HashMap<u32, Arc<SuperVersion>>>,
@@ -176,6 +217,7 @@ impl DbInner {
         }
         st.live_versions.retain(|w| w.strong_count() > 0);
         self.super_versions.store(Arc::new(map));
+        self.recalculate_write_stall(st);
     }
 
     /// Writes a new OPTIONS file for the live column families.

@@ -212,10 +212,16 @@ impl DB {
                 versions.create_column_family(&d.name)?;
             }
         }
-        // One default 8 MiB block cache shared by the column families that
-        // did not bring their own.
+        // Background pools and the default block cache: the shared Env's,
+        // or this DB's own (an 8 MiB cache, RocksDB's default).
+        let max_flushes = (opts.max_background_jobs / 4).max(1);
+        let max_compactions = opts.max_background_jobs.saturating_sub(max_flushes).max(1);
+        let env = match &opts.env {
+            Some(e) => Arc::clone(e),
+            None => super::Env::new(max_flushes, max_compactions, 8 << 20)?,
+        };
         let default_cache: Arc<dyn crate::table::options::BlockCacheApi> =
-            crate::cache::BlockCache::new(8 << 20);
+            Arc::clone(&env.block_cache);
         let mut cfs = BTreeMap::new();
         for (id, name) in versions.column_families() {
             let mut options = by_name
@@ -237,10 +243,15 @@ impl DB {
                     mem_wal: 0,
                     imms: Vec::new(),
                     dropped: false,
+                    flush_running: false,
                 },
             );
         }
-        let table_cache = TableCache::new(Arc::clone(&fs), dbname.clone(), opts.max_open_files);
+        let table_cache = Arc::new(TableCache::new(
+            Arc::clone(&fs),
+            dbname.clone(),
+            opts.max_open_files,
+        ));
         let inner = Arc::new(DbInner {
             dbname: dbname.clone(),
             wal_dir: wal_dir.clone(),
@@ -254,26 +265,59 @@ impl DB {
                 alive_wals: Vec::new(),
                 snapshots: BTreeMap::new(),
                 bg_error: None,
-                flush_requested: false,
                 live_versions: Vec::new(),
                 pending_outputs: Default::default(),
+                bg_flush_scheduled: 0,
+                bg_compaction_scheduled: 0,
+                compaction_queue: Default::default(),
+                being_compacted: Default::default(),
+                running_ranges: Vec::new(),
+                manual_compactions: 0,
+                file_deletions_disabled: 0,
+                stats: BTreeMap::new(),
+                stall_stats: Default::default(),
+                write_stall: super::flow_control::StallCondition::Normal,
+                write_controller: super::flow_control::WriteController::new(
+                    opts.delayed_write_rate,
+                ),
             }),
             bg_cv: Condvar::new(),
             last_sequence: AtomicU64::new(0),
             shutting_down: AtomicBool::new(false),
             has_unpersisted_data: AtomicBool::new(false),
+            user_bytes_written: AtomicU64::new(0),
             table_cache,
             writers: Default::default(),
             write_mutex: Mutex::new(()),
             lock: Mutex::new(lock),
-            flush_thread: Mutex::new(None),
+            info_log: if read_only {
+                super::info_log::InfoLog::disabled(Arc::clone(&fs), &dbname)
+            } else {
+                super::info_log::InfoLog::open(
+                    Arc::clone(&fs),
+                    &dbname,
+                    opts.max_log_file_size,
+                    opts.log_file_time_to_roll,
+                    opts.keep_log_file_num,
+                )
+            },
+            env,
+            max_flushes,
+            max_compactions,
+            started: std::time::Instant::now(),
+            self_ref: std::sync::OnceLock::new(),
             super_versions: ArcSwap::from_pointee(HashMap::new()),
             options: opts,
         });
+        let _ = inner.self_ref.set(Arc::downgrade(&inner));
+        if !read_only {
+            inner.log_options();
+        }
         inner.recover_wals()?;
         if !read_only {
-            inner.write_options_file(&mut inner.lock_state())?;
-            inner.start_flush_thread()?;
+            let mut st = inner.lock_state();
+            inner.write_options_file(&mut st)?;
+            inner.maybe_schedule_work(&mut st);
         }
         Ok(DB { inner })
     }
@@ -323,6 +367,7 @@ impl DB {
                 mem_wal: wal,
                 imms: Vec::new(),
                 dropped: false,
+                flush_running: false,
             },
         );
         inner.install_super_versions(&mut st);

@@ -198,13 +198,32 @@ impl DbInner {
         let lookup = make_internal_key(key, seq, VALUE_TYPE_FOR_SEEK);
         let ucmp = &opts.comparator;
         for level in 0..sv.version.num_levels() {
-            for f in sv.version.files(level) {
+            let files = sv.version.files(level);
+            // L0 files may overlap: try each. Deeper levels are sorted and
+            // disjoint: only the (at most two, when a range tombstone's
+            // end meets the next file's first key) files around `key`.
+            let candidates = if level == 0 {
+                files
+            } else {
+                let start = files.partition_point(|f| {
+                    ucmp.compare(crate::format::extract_user_key(&f.largest), key)
+                        .is_lt()
+                });
+                &files[start..]
+            };
+            for f in candidates {
                 if ctx.done() {
                     break;
                 }
                 let smallest = crate::format::extract_user_key(&f.smallest);
                 let largest = crate::format::extract_user_key(&f.largest);
-                if ucmp.compare(key, smallest).is_lt() || ucmp.compare(key, largest).is_gt() {
+                if ucmp.compare(key, smallest).is_lt() {
+                    if level == 0 {
+                        continue;
+                    }
+                    break;
+                }
+                if ucmp.compare(key, largest).is_gt() {
                     continue;
                 }
                 let t = self.sv_table(sv, f)?;
@@ -262,14 +281,35 @@ impl DbInner {
         // Prefix seeks may skip whole tables by their prefix filter: only
         // when iteration is confined to the seek prefix (then exact).
         let prefix_mode = ro.prefix_same_as_start && opts.prefix_extractor.is_some();
-        for level in 0..sv.version.num_levels() {
-            for f in sv.version.files(level) {
-                let table = self.sv_table(&sv, f)?;
-                if prefix_mode {
-                    children.push(Box::new(PrefixSeekIter::new(table)));
+        for f in sv.version.files(0) {
+            let table = self.sv_table(&sv, f)?;
+            if prefix_mode {
+                children.push(Box::new(PrefixSeekIter::new(table)));
+            } else {
+                children.push(Box::new(table.iter()));
+            }
+        }
+        // Deeper levels: one lazily opening iterator each.
+        let opener: crate::iter::FileOpener = {
+            let cache = Arc::clone(&self.table_cache);
+            let topts = Arc::clone(&sv.table_options);
+            Arc::new(move |f| {
+                let t = cache.get(f.number, f.file_size, &topts)?;
+                Ok(if prefix_mode {
+                    Box::new(PrefixSeekIter::new(t)) as Box<dyn InternalIterator + Send>
                 } else {
-                    children.push(Box::new(table.iter()));
-                }
+                    Box::new(t.iter())
+                })
+            })
+        };
+        for level in 1..sv.version.num_levels() {
+            let files = sv.version.files(level);
+            if !files.is_empty() {
+                children.push(Box::new(crate::iter::LevelIterator::new(
+                    icmp.clone(),
+                    files.to_vec(),
+                    Arc::clone(&opener),
+                )));
             }
         }
         let agg = self.range_dels(&sv, seq)?;

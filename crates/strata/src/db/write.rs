@@ -17,6 +17,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
+use std::time::{Duration, Instant};
+
+use super::flow_control::StallCondition;
 use super::{DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::format::write_batch::BatchRecord;
@@ -174,7 +177,7 @@ impl DbInner {
             let g = lock(w);
             check_batch(&st, &g.batch)?;
         }
-        let mut st = self.make_room_for_write(st)?;
+        let mut st = self.make_room_for_write(st, group_bytes(group))?;
         let first_seq = self.last_sequence.load(Ordering::Acquire) + 1;
         let mut seq = first_seq;
         let mut merged = WriteBatch::new();
@@ -186,6 +189,8 @@ impl DbInner {
         }
         merged.set_sequence(first_seq);
         let last_seq = seq - 1;
+        self.user_bytes_written
+            .fetch_add(merged.data().len() as u64, Ordering::Relaxed);
         if !opts.disable_wal {
             let wal = st
                 .wal
@@ -271,16 +276,23 @@ impl DbInner {
     }
 
     /// Switches every full memtable to the immutable list, waiting while
-    /// too many are queued for flush (a write stall).
+    /// too many are queued for flush or while compaction is too far behind
+    /// (a stop), and pacing the group at the delayed write rate while
+    /// compaction is behind (a delay). Stall time goes to the statistics.
     fn make_room_for_write<'a>(
         &'a self,
         mut st: std::sync::MutexGuard<'a, DbState>,
+        bytes: u64,
     ) -> Result<std::sync::MutexGuard<'a, DbState>> {
-        loop {
+        let mut stopped_since: Option<Instant> = None;
+        let result = loop {
             if let Some(e) = &st.bg_error {
-                return Err(Error::InvalidArgument(format!(
+                break Err(Error::InvalidArgument(format!(
                     "database is read-only after a background error: {e}"
                 )));
+            }
+            if self.shutting_down.load(Ordering::Acquire) {
+                break Err(Error::Incomplete("the database is closing".into()));
             }
             let full: Vec<u32> = st
                 .cfs
@@ -288,22 +300,55 @@ impl DbInner {
                 .filter(|c| !c.dropped && c.mem_full())
                 .map(|c| c.id)
                 .collect();
-            if full.is_empty() {
-                return Ok(st);
-            }
-            let stalled = full.iter().any(|id| {
+            let memtables_full = full.iter().any(|id| {
                 st.cfs
                     .get(id)
                     .is_some_and(|c| c.imms.len() + 1 >= c.options.max_write_buffer_number.max(2))
             });
-            st.flush_requested = true;
-            self.bg_cv.notify_all();
-            if stalled {
-                st = self.bg_cv.wait(st).unwrap_or_else(PoisonError::into_inner);
+            let stopped = matches!(st.write_stall, StallCondition::Stopped { .. });
+            if memtables_full || stopped {
+                self.maybe_schedule_work(&mut st);
+                stopped_since.get_or_insert_with(Instant::now);
+                // Woken by every flush and compaction; the timeout only
+                // guards against a missed wake-up.
+                st = self
+                    .bg_cv
+                    .wait_timeout(st, Duration::from_millis(100))
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
                 continue;
             }
-            self.switch_memtables(&mut st, &full)?;
+            if !full.is_empty() {
+                if let Err(e) = self.switch_memtables(&mut st, &full) {
+                    break Err(e);
+                }
+                self.maybe_schedule_work(&mut st);
+                continue;
+            }
+            break Ok(());
+        };
+        if let Some(t) = stopped_since {
+            let us = t.elapsed().as_micros() as u64;
+            st.stall_stats.stops += 1;
+            st.stall_stats.stop_micros += us;
+            st.stall_stats.max_stall_micros = st.stall_stats.max_stall_micros.max(us);
         }
+        result?;
+        if matches!(st.write_stall, StallCondition::Delayed { .. }) {
+            let pause = st.write_controller.delay_for(bytes, Instant::now());
+            if !pause.is_zero() {
+                drop(st);
+                std::thread::sleep(pause);
+                st = self.lock_state();
+                let us = pause.as_micros() as u64;
+                st.stall_stats.delays += 1;
+                st.stall_stats.delay_micros += us;
+                st.stall_stats.max_stall_micros = st.stall_stats.max_stall_micros.max(us);
+                // The memtable may have filled meanwhile; a later group
+                // switches it (a write never needs the room it made).
+            }
+        }
+        Ok(st)
     }
 
     /// Starts a new WAL and moves the memtables of `cfs` to their immutable
@@ -346,6 +391,11 @@ impl DbInner {
         self.install_super_versions(st);
         Ok(())
     }
+}
+
+/// Bytes of a group's batches.
+fn group_bytes(group: &[Arc<Mutex<Writer>>]) -> u64 {
+    group.iter().map(|w| lock(w).batch.byte_size() as u64).sum()
 }
 
 /// `(column family, type, key, value)` of one memtable insert.

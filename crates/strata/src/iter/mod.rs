@@ -2,10 +2,12 @@
 //! tombstone aggregation, and `DBIter` (the user's view at a snapshot).
 
 pub mod db_iter;
+pub mod level_iter;
 pub mod merging;
 pub mod range_del;
 
 pub use db_iter::{DBIter, DBIterOptions};
+pub use level_iter::{FileOpener, LevelIterator};
 pub use merging::MergingIterator;
 pub use range_del::RangeDelAggregator;
 

@@ -1,0 +1,366 @@
+//! The compaction job: merges a compaction's inputs through the
+//! compaction iterator into new table files (RocksDB's `CompactionJob`).
+//!
+//! The key space may be split into subcompactions (disjoint user-key
+//! ranges, run on their own threads). Within one, an output file is cut
+//! at a user-key boundary once it reaches the target file size or overlaps
+//! too many grandparent bytes. Range tombstones are written as fragments
+//! clipped to each output file's key range, so files never overlap; in the
+//! oldest stripe of a bottommost compaction they are dropped, and within a
+//! fragment only the newest tombstone of each stripe is kept.
+//!
+//! Invariants: every output file is synced before the job returns, and
+//! the directory is synced once; output files of one job are disjoint and
+//! ordered; a failed job returns the numbers of the files it created so
+//! the caller can delete them (nothing is installed).
+
+use std::cmp::Ordering;
+use std::path::Path;
+use std::time::Instant;
+
+use super::fragments::Fragments;
+use super::iterator::{CompactionIterStats, CompactionIterator, CompactionRules};
+use super::{BeyondOutputLevel, Compaction};
+use crate::env::FileSystemRef;
+use crate::error::Result;
+use crate::format::dbformat::VALUE_TYPE_FOR_SEEK;
+use crate::format::{MAX_SEQUENCE_NUMBER, extract_user_key, make_internal_key};
+use crate::table::iterator::InternalIterator;
+use crate::table::{TableBuilder, TableInfo, TableOptions};
+use crate::version::FileMetaData;
+
+/// Opens a merged iterator over the compaction's inputs.
+pub type InputFactory<'a> = dyn Fn() -> Result<Box<dyn InternalIterator + Send + 'a>> + Sync + 'a;
+
+/// What a job needs besides the compaction.
+pub struct JobContext<'a> {
+    pub fs: FileSystemRef,
+    pub dir: &'a Path,
+    pub table_options: TableOptions,
+    pub rules: CompactionRules,
+    /// Range tombstones of every input, as stored.
+    pub input_tombstones: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Allocates an output file number (and protects it from deletion).
+    pub new_file_number: &'a (dyn Fn() -> u64 + Sync),
+    pub make_input: &'a InputFactory<'a>,
+    pub max_subcompactions: usize,
+    /// Unix seconds, recorded as the outputs' creation time.
+    pub now_seconds: u64,
+    /// Set when the DB closes: the job stops early with an error.
+    pub cancel: Option<&'a std::sync::atomic::AtomicBool>,
+}
+
+impl std::fmt::Debug for JobContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobContext")
+            .field("dir", &self.dir)
+            .finish()
+    }
+}
+
+/// What a finished job produced.
+#[derive(Clone, Debug, Default)]
+pub struct JobOutput {
+    pub files: Vec<FileMetaData>,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub iter_stats: CompactionIterStats,
+    pub subcompactions: usize,
+    pub micros: u64,
+}
+
+/// A failed job: the error and the files it had created.
+#[derive(Debug)]
+pub struct JobError {
+    pub error: crate::error::Error,
+    pub created: Vec<u64>,
+}
+
+/// Whether a written table should be compacted again soon: mostly
+/// deletions (RocksDB's `CompactOnDeletionCollector` in spirit).
+pub fn deletion_heavy(info: &TableInfo) -> bool {
+    let p = &info.properties;
+    p.num_entries >= 32 && p.num_deletions.saturating_mul(2) > p.num_entries
+}
+
+/// Runs `c`. REQUIRES: `c` is not deletion-only nor a trivial move.
+pub fn run(c: &Compaction, ctx: &JobContext<'_>) -> std::result::Result<JobOutput, JobError> {
+    let start = Instant::now();
+    let ucmp = ctx.rules.ucmp.clone();
+    let all = Fragments::from_encoded(ucmp.clone(), &ctx.input_tombstones);
+    let beyond = BeyondOutputLevel::new(c, ucmp.clone());
+    let bottommost = beyond.is_empty();
+    // Which tombstones the outputs keep.
+    let mut kept = Fragments::from_encoded(ucmp.clone(), &ctx.input_tombstones);
+    for f in &mut kept.list {
+        let mut seqs = Vec::new();
+        let mut last_stripe = None;
+        for &s in &f.seqs {
+            let stripe = ctx.rules.stripe(s);
+            if last_stripe == Some(stripe) || (bottommost && stripe == 0) {
+                continue;
+            }
+            last_stripe = Some(stripe);
+            seqs.push(s);
+        }
+        f.seqs = seqs;
+    }
+    kept.list.retain(|f| !f.seqs.is_empty());
+    let bounds = subcompaction_bounds(c, ctx, &ucmp);
+    let ranges: Vec<(Option<Vec<u8>>, Option<Vec<u8>>)> = {
+        let mut r = Vec::new();
+        let mut lo = None;
+        for b in &bounds {
+            r.push((lo.clone(), Some(b.clone())));
+            lo = Some(b.clone());
+        }
+        r.push((lo, None));
+        r
+    };
+    let results: Vec<std::result::Result<(Vec<FileMetaData>, CompactionIterStats), JobError>> =
+        if ranges.len() == 1 {
+            vec![run_sub(c, ctx, &all, &kept, None, None)]
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = ranges
+                    .iter()
+                    .map(|(lo, hi)| {
+                        let (all, kept) = (&all, &kept);
+                        s.spawn(move || run_sub(c, ctx, all, kept, lo.as_deref(), hi.as_deref()))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(JobError {
+                                error: crate::error::Error::io(
+                                    "subcompaction",
+                                    std::io::Error::other("thread panicked"),
+                                ),
+                                created: Vec::new(),
+                            })
+                        })
+                    })
+                    .collect()
+            })
+        };
+    let mut out = JobOutput {
+        subcompactions: ranges.len(),
+        bytes_read: c.input_bytes(),
+        ..JobOutput::default()
+    };
+    let mut first_err = None;
+    let mut created = Vec::new();
+    for r in results {
+        match r {
+            Ok((files, stats)) => {
+                created.extend(files.iter().map(|f| f.number));
+                out.files.extend(files);
+                out.iter_stats.add(&stats);
+            }
+            Err(e) => {
+                created.extend(e.created.iter().copied());
+                first_err.get_or_insert(e.error);
+            }
+        }
+    }
+    if first_err.is_none()
+        && !out.files.is_empty()
+        && let Err(e) = ctx.fs.sync_dir(ctx.dir)
+    {
+        first_err = Some(e);
+    }
+    if let Some(error) = first_err {
+        return Err(JobError { error, created });
+    }
+    out.bytes_written = out.files.iter().map(|f| f.file_size).sum();
+    out.micros = start.elapsed().as_micros() as u64;
+    Ok(out)
+}
+
+/// Split points (user keys) for subcompactions: input file boundaries
+/// spread evenly by count; none for small compactions.
+fn subcompaction_bounds(
+    c: &Compaction,
+    ctx: &JobContext<'_>,
+    ucmp: &crate::util::comparator::ComparatorRef,
+) -> Vec<Vec<u8>> {
+    let n = ctx.max_subcompactions.max(1);
+    if n == 1 || c.input_bytes() < c.target_file_size.min(64 << 20).saturating_mul(2) {
+        return Vec::new();
+    }
+    let mut keys: Vec<Vec<u8>> = c
+        .input_files()
+        .flat_map(|(_, f)| {
+            [
+                extract_user_key(&f.smallest).to_vec(),
+                extract_user_key(&f.largest).to_vec(),
+            ]
+        })
+        .collect();
+    keys.sort_by(|a, b| ucmp.compare(a, b));
+    keys.dedup_by(|a, b| ucmp.compare(a, b) == Ordering::Equal);
+    if keys.len() < 3 {
+        return Vec::new();
+    }
+    // Interior keys only: the first and last would make empty ranges.
+    let interior = &keys[1..keys.len() - 1];
+    let parts = n.min(interior.len() + 1);
+    let mut bounds: Vec<Vec<u8>> = (1..parts)
+        .map(|i| interior[i * interior.len() / parts].clone())
+        .collect();
+    bounds.dedup();
+    bounds
+}
+
+struct OutputFile {
+    builder: TableBuilder,
+    number: u64,
+    /// Lower clip bound of the file's tombstones.
+    lo: Option<Vec<u8>>,
+}
+
+/// Writes the outputs of one subcompaction `[lo, hi)`.
+fn run_sub(
+    c: &Compaction,
+    ctx: &JobContext<'_>,
+    all: &Fragments,
+    kept: &Fragments,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+) -> std::result::Result<(Vec<FileMetaData>, CompactionIterStats), JobError> {
+    let mut created = Vec::new();
+    let mut files = Vec::new();
+    let r = (|| -> Result<CompactionIterStats> {
+        let ucmp = ctx.rules.ucmp.clone();
+        let mut input = (ctx.make_input)()?;
+        match lo {
+            Some(k) => input.seek(&make_internal_key(
+                k,
+                MAX_SEQUENCE_NUMBER,
+                VALUE_TYPE_FOR_SEEK,
+            )),
+            None => input.seek_to_first(),
+        }
+        let tomb = all.duplicate();
+        let mut it = CompactionIterator::new(
+            input,
+            hi.map(<[u8]>::to_vec),
+            ctx.rules.clone(),
+            tomb,
+            BeyondOutputLevel::new(c, ucmp.clone()),
+        );
+        let mut cur: Option<OutputFile> = None;
+        let mut next_lo: Option<Vec<u8>> = lo.map(<[u8]>::to_vec);
+        let mut last_user_key: Option<Vec<u8>> = None;
+        let mut gp_index = 0;
+        let mut gp_overlap = 0u64;
+        let mut seen_key = false;
+        let mut n = 0u64;
+        while let Some((ikey, value)) = it.next_entry()? {
+            n += 1;
+            if n % 1024 == 0
+                && ctx
+                    .cancel
+                    .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+            {
+                return Err(crate::error::Error::Incomplete(
+                    "compaction cancelled: the database is closing".into(),
+                ));
+            }
+            let uk = extract_user_key(&ikey);
+            let new_key = last_user_key.as_deref() != Some(uk);
+            if new_key {
+                // Grandparent overlap so far (RocksDB's ShouldStopBefore).
+                while gp_index < c.grandparents.len()
+                    && ucmp.compare(uk, extract_user_key(&c.grandparents[gp_index].largest))
+                        == Ordering::Greater
+                {
+                    if seen_key {
+                        gp_overlap += c.grandparents[gp_index].file_size;
+                    }
+                    gp_index += 1;
+                }
+                seen_key = true;
+                let too_big = cur
+                    .as_ref()
+                    .is_some_and(|f| f.builder.estimated_file_size() >= c.target_file_size);
+                let too_much_overlap =
+                    cur.is_some() && gp_overlap > c.max_grandparent_overlap_bytes;
+                if too_big || too_much_overlap {
+                    gp_overlap = 0;
+                    if let Some(f) = cur.take() {
+                        files.push(finish_file(c, ctx, kept, f, Some(uk))?);
+                    }
+                    next_lo = Some(uk.to_vec());
+                }
+                last_user_key = Some(uk.to_vec());
+            }
+            if cur.is_none() {
+                cur = Some(open_file(ctx, next_lo.clone(), &mut created)?);
+            }
+            if let Some(f) = cur.as_mut() {
+                f.builder.add(&ikey, &value)?;
+            }
+        }
+        // Tombstones past the last point key go in the last file (or a
+        // file of their own).
+        if cur.is_none() && !kept.clipped(next_lo.as_deref(), hi).is_empty() {
+            cur = Some(open_file(ctx, next_lo.clone(), &mut created)?);
+        }
+        if let Some(f) = cur.take() {
+            files.push(finish_file(c, ctx, kept, f, hi)?);
+        }
+        Ok(it.stats)
+    })();
+    match r {
+        Ok(stats) => Ok((files, stats)),
+        Err(error) => Err(JobError { error, created }),
+    }
+}
+
+fn open_file(
+    ctx: &JobContext<'_>,
+    lo: Option<Vec<u8>>,
+    created: &mut Vec<u64>,
+) -> Result<OutputFile> {
+    let number = (ctx.new_file_number)();
+    let path = ctx
+        .dir
+        .join(crate::cache::table_cache::table_file_name(number));
+    let file = ctx.fs.new_writable_file(&path)?;
+    created.push(number);
+    let mut builder = TableBuilder::new(ctx.table_options.clone(), file)?;
+    builder.set_identity("", "", number);
+    Ok(OutputFile {
+        builder,
+        number,
+        lo,
+    })
+}
+
+fn finish_file(
+    c: &Compaction,
+    ctx: &JobContext<'_>,
+    kept: &Fragments,
+    mut f: OutputFile,
+    hi: Option<&[u8]>,
+) -> Result<FileMetaData> {
+    for (b, e, s) in kept.clipped(f.lo.as_deref(), hi) {
+        f.builder.add_range_tombstone(&b, &e, s)?;
+    }
+    let info = f.builder.finish(true)?;
+    let mut meta = FileMetaData::from_table(f.number, &info);
+    meta.file_creation_time = ctx.now_seconds;
+    meta.oldest_ancester_time = c
+        .input_files()
+        .map(|(_, f)| f.oldest_ancester_time)
+        .filter(|&t| t > 0)
+        .min()
+        .unwrap_or(ctx.now_seconds);
+    // A file rewritten in place is not marked again (it would loop while
+    // a snapshot keeps its deletions alive).
+    meta.marked_for_compaction = c.output_level != c.start_level() && deletion_heavy(&info);
+    Ok(meta)
+}

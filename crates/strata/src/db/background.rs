@@ -1,0 +1,476 @@
+//! Background work: scheduling flushes on the high-priority pool and
+//! compactions on the low-priority pool, running a picked compaction
+//! (rewrite, trivial move or FIFO deletion) and installing its result,
+//! and recomputing the write-stall condition after each version change.
+//!
+//! Invariants: a file is an input of at most one compaction at a time
+//! (`being_compacted`); two compactions never write overlapping key
+//! ranges of one level; a compaction's edit reaches the MANIFEST before
+//! its outputs become visible and before its inputs may be deleted;
+//! automatic compactions never start while a manual one waits or runs;
+//! flushes never wait for compactions (separate pool).
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, MutexGuard};
+
+use super::flow_control::{StallCondition, StallInputs, condition};
+use super::stats::LevelStats;
+use super::{DbInner, DbState};
+use crate::compaction::iterator::CompactionRules;
+use crate::compaction::job::{self, JobContext};
+use crate::compaction::leveled::PickerInput;
+use crate::compaction::{Compaction, CompactionReason, fifo, leveled, score, universal};
+use crate::compaction_filter::unix_now_seconds;
+use crate::error::Result;
+use crate::iter::{FileOpener, LevelIterator, MergingIterator};
+use crate::options::CompactionStyle;
+use crate::table::iterator::InternalIterator;
+use crate::version::VersionEdit;
+
+impl DbInner {
+    fn arc(&self) -> Option<Arc<DbInner>> {
+        self.self_ref.get().and_then(std::sync::Weak::upgrade)
+    }
+
+    /// Schedules the flushes and compactions that are due and fit the
+    /// limits. REQUIRES: the state lock is held (the caller's guard).
+    pub(crate) fn maybe_schedule_work(&self, st: &mut DbState) {
+        if self.read_only || self.shutting_down.load(Ordering::Acquire) || st.bg_error.is_some() {
+            return;
+        }
+        let Some(me) = self.arc() else {
+            return;
+        };
+        let want_flush = st
+            .cfs
+            .values()
+            .filter(|c| !c.imms.is_empty() && !c.flush_running)
+            .count();
+        while st.bg_flush_scheduled < self.max_flushes && st.bg_flush_scheduled < want_flush {
+            st.bg_flush_scheduled += 1;
+            let me = Arc::clone(&me);
+            self.env
+                .high_priority
+                .schedule(move || me.background_flush());
+        }
+        if st.manual_compactions > 0 {
+            return;
+        }
+        while st.bg_compaction_scheduled < self.max_compactions {
+            let Some(c) = self.pick_compaction(st) else {
+                break;
+            };
+            self.register_compaction(st, &c);
+            st.compaction_queue.push_back(c);
+            st.bg_compaction_scheduled += 1;
+            let me = Arc::clone(&me);
+            self.env
+                .low_priority
+                .schedule(move || me.background_compaction());
+        }
+    }
+
+    /// Marks `c`'s inputs and output range as taken.
+    pub(crate) fn register_compaction(&self, st: &mut DbState, c: &Compaction) {
+        for (_, f) in c.input_files() {
+            st.being_compacted.insert(f.number);
+        }
+        if let Some(ucmp) = st.cfs.get(&c.cf_id).map(|cf| cf.options.comparator.clone())
+            && let Some((lo, hi)) = c.user_key_range(&ucmp)
+        {
+            st.running_ranges.push((c.cf_id, c.output_level, lo, hi));
+        }
+    }
+
+    pub(crate) fn unregister_compaction(&self, st: &mut DbState, c: &Compaction) {
+        for (_, f) in c.input_files() {
+            st.being_compacted.remove(&f.number);
+        }
+        if let Some(ucmp) = st.cfs.get(&c.cf_id).map(|cf| cf.options.comparator.clone())
+            && let Some((lo, hi)) = c.user_key_range(&ucmp)
+            && let Some(i) = st
+                .running_ranges
+                .iter()
+                .position(|r| r.0 == c.cf_id && r.1 == c.output_level && r.2 == lo && r.3 == hi)
+        {
+            st.running_ranges.remove(i);
+        }
+    }
+
+    /// True if `c` writes a range of a level another compaction writes.
+    fn conflicts(
+        st: &DbState,
+        c: &Compaction,
+        ucmp: &crate::util::comparator::ComparatorRef,
+    ) -> bool {
+        let Some((lo, hi)) = c.user_key_range(ucmp) else {
+            return false;
+        };
+        st.running_ranges.iter().any(|(cf, level, a, b)| {
+            *cf == c.cf_id
+                && *level == c.output_level
+                && ucmp.compare(&lo, b).is_le()
+                && ucmp.compare(a, &hi).is_le()
+        })
+    }
+
+    /// The next automatic compaction of any column family.
+    fn pick_compaction(&self, st: &DbState) -> Option<Compaction> {
+        let now = unix_now_seconds();
+        for cf in st
+            .cfs
+            .values()
+            .filter(|c| !c.dropped && !c.options.disable_auto_compactions)
+        {
+            let Some(version) = st.versions.current(cf.id) else {
+                continue;
+            };
+            let p = PickerInput {
+                cf_id: cf.id,
+                version: &version,
+                opts: &cf.options,
+                being_compacted: &st.being_compacted,
+                now_seconds: now,
+            };
+            let c = match cf.options.compaction_style {
+                CompactionStyle::Level => leveled::pick(&p),
+                CompactionStyle::Universal => universal::pick(&p),
+                CompactionStyle::Fifo => fifo::pick(&p),
+                CompactionStyle::None => None,
+            };
+            if let Some(c) = c
+                && !Self::conflicts(st, &c, &cf.options.comparator)
+            {
+                return Some(c);
+            }
+        }
+        None
+    }
+
+    fn background_flush(self: Arc<Self>) {
+        let mut st = self.lock_state();
+        let pick = st
+            .cfs
+            .values()
+            .filter(|c| !c.imms.is_empty() && !c.flush_running)
+            .min_by_key(|c| c.imms.first().map(|(_, w)| *w))
+            .map(|c| c.id);
+        if let Some(cf_id) = pick
+            && !self.shutting_down.load(Ordering::Acquire)
+            && st.bg_error.is_none()
+        {
+            if let Some(cf) = st.cfs.get_mut(&cf_id) {
+                cf.flush_running = true;
+            }
+            let r = self.flush_cf(st, cf_id);
+            st = self.lock_state();
+            if let Some(cf) = st.cfs.get_mut(&cf_id) {
+                cf.flush_running = false;
+            }
+            if let Err(e) = r {
+                self.info_log.log(&format!("[{cf_id}] flush failed: {e}"));
+                st.bg_error.get_or_insert(e);
+            }
+        }
+        st.bg_flush_scheduled -= 1;
+        self.maybe_schedule_work(&mut st);
+        self.bg_cv.notify_all();
+    }
+
+    fn background_compaction(self: Arc<Self>) {
+        let mut st = self.lock_state();
+        let Some(c) = st.compaction_queue.pop_front() else {
+            st.bg_compaction_scheduled -= 1;
+            self.bg_cv.notify_all();
+            return;
+        };
+        if !self.shutting_down.load(Ordering::Acquire) && st.bg_error.is_none() {
+            let (guard, r) = self.run_compaction(st, &c);
+            st = guard;
+            if let Err(e) = r
+                && !self.shutting_down.load(Ordering::Acquire)
+            {
+                self.info_log
+                    .log(&format!("[{}] compaction failed: {e}", c.cf_id));
+                st.bg_error.get_or_insert(e);
+            }
+        }
+        self.unregister_compaction(&mut st, &c);
+        st.bg_compaction_scheduled -= 1;
+        self.maybe_schedule_work(&mut st);
+        self.bg_cv.notify_all();
+    }
+
+    /// Runs `c` (registered by the caller) and installs its result. The
+    /// state lock is released while files are written and re-taken to
+    /// install; the guard is handed back.
+    pub(crate) fn run_compaction<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, DbState>,
+        c: &Compaction,
+    ) -> (MutexGuard<'a, DbState>, Result<()>) {
+        let Some(cf) = st.cfs.get(&c.cf_id) else {
+            return (st, Ok(()));
+        };
+        let opts = cf.options.clone();
+        let cf_name = cf.name.clone();
+        let mut edit = VersionEdit::default();
+        for (level, f) in c.input_files() {
+            edit.delete_file(level as u32, f.number);
+        }
+        let mut level_stats = LevelStats {
+            count: 1,
+            files_read: c.num_input_files() as u64,
+            ..LevelStats::default()
+        };
+        let kind;
+        if c.deletion_only {
+            kind = "deletion";
+        } else if c.is_trivial_move() {
+            kind = "trivial move";
+            for (_, f) in c.input_files() {
+                edit.add_file(c.output_level as u32, (**f).clone());
+                level_stats.bytes_moved += f.file_size;
+            }
+        } else {
+            kind = "compaction";
+            let snapshots: Vec<u64> = st.snapshots.keys().copied().collect();
+            let mut table_options = opts.table_options(c.cf_id, &cf_name);
+            table_options.verify_checksums = self.options.paranoid_checks;
+            // Compaction reads do not fill the block cache.
+            let read_options = {
+                let mut t = table_options.clone();
+                t.block_cache = None;
+                t.verify_checksums = true;
+                t
+            };
+            drop(st);
+            let r = self.write_compaction_outputs(c, &opts, table_options, read_options, snapshots);
+            st = self.lock_state();
+            let out = match r {
+                Ok(out) => out,
+                Err(e) => {
+                    for n in &e.created {
+                        st.pending_outputs.remove(n);
+                    }
+                    self.delete_obsolete_files(&mut st);
+                    return (st, Err(e.error));
+                }
+            };
+            for f in &out.files {
+                edit.add_file(c.output_level as u32, f.clone());
+            }
+            level_stats.micros = out.micros;
+            level_stats.bytes_read_start =
+                out.bytes_read - c.input_bytes_at(c.output_level).min(out.bytes_read);
+            level_stats.bytes_read_output = c.input_bytes_at(c.output_level);
+            level_stats.bytes_written = out.bytes_written;
+            level_stats.files_written = out.files.len() as u64;
+            level_stats.keys_in = out.iter_stats.input_records;
+            level_stats.keys_dropped = out.iter_stats.input_records - out.iter_stats.output_records;
+            for f in &out.files {
+                st.pending_outputs.remove(&f.number);
+            }
+            if !st.cfs.contains_key(&c.cf_id) {
+                // Dropped meanwhile: the outputs are garbage.
+                self.delete_obsolete_files(&mut st);
+                return (st, Ok(()));
+            }
+        }
+        if let Err(e) = st.versions.log_and_apply(c.cf_id, edit) {
+            self.delete_obsolete_files(&mut st);
+            return (st, Err(e));
+        }
+        let stats = st.stats.entry(c.cf_id).or_default();
+        stats.level_mut(c.output_level).add(&level_stats);
+        let shape: String = st
+            .versions
+            .current(c.cf_id)
+            .map(|v| {
+                (0..v.num_levels())
+                    .map(|l| v.num_files(l).to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default();
+        self.info_log.log(&format!(
+            "[{cf_name}] {kind} ({}) L{} -> L{}: {} files, {} bytes in; {} files, {} bytes out; {} keys in, {} dropped; {:.3} s; files[{shape}]",
+            c.reason.name(),
+            c.start_level(),
+            c.output_level,
+            c.num_input_files(),
+            c.input_bytes(),
+            level_stats.files_written,
+            level_stats.bytes_written,
+            level_stats.keys_in,
+            level_stats.keys_dropped,
+            level_stats.micros as f64 / 1e6
+        ));
+        self.install_super_versions(&mut st);
+        self.delete_obsolete_files(&mut st);
+        (st, Ok(()))
+    }
+
+    /// The I/O part of a compaction, without the state lock.
+    fn write_compaction_outputs(
+        &self,
+        c: &Compaction,
+        opts: &crate::options::ColumnFamilyOptions,
+        table_options: crate::table::TableOptions,
+        read_options: crate::table::TableOptions,
+        snapshots: Vec<u64>,
+    ) -> std::result::Result<job::JobOutput, job::JobError> {
+        let fail = |error| job::JobError {
+            error,
+            created: Vec::new(),
+        };
+        let icmp = crate::format::InternalKeyComparator::new(opts.comparator.clone());
+        let read_options = Arc::new(read_options);
+        let mut tombstones = Vec::new();
+        for (_, f) in c.input_files() {
+            let t = self
+                .table_cache
+                .get(f.number, f.file_size, &read_options)
+                .map_err(fail)?;
+            tombstones.extend_from_slice(t.range_tombstones());
+        }
+        let cache = &self.table_cache;
+        let make_input = || -> Result<Box<dyn InternalIterator + Send + '_>> {
+            let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
+            for l in &c.inputs {
+                if l.files.is_empty() {
+                    continue;
+                }
+                if l.level == 0 {
+                    for f in &l.files {
+                        let t = cache.get(f.number, f.file_size, &read_options)?;
+                        children.push(Box::new(t.iter()));
+                    }
+                } else {
+                    children.push(Box::new(LevelIterator::new(
+                        icmp.clone(),
+                        l.files.clone(),
+                        self.table_opener(&read_options),
+                    )));
+                }
+            }
+            Ok(Box::new(MergingIterator::new(icmp.clone(), children)))
+        };
+        let new_file_number = || {
+            let mut st = self.lock_state();
+            let n = st.versions.new_file_number();
+            st.pending_outputs.insert(n);
+            n
+        };
+        let ctx = JobContext {
+            fs: Arc::clone(&self.fs),
+            dir: &self.dbname,
+            table_options,
+            rules: CompactionRules {
+                ucmp: opts.comparator.clone(),
+                snapshots,
+                merge_operator: opts.merge_operator.clone(),
+                filter: opts.compaction_filter.clone(),
+                output_level: c.output_level,
+            },
+            input_tombstones: tombstones,
+            new_file_number: &new_file_number,
+            make_input: &make_input,
+            max_subcompactions: self.options.max_subcompactions,
+            now_seconds: unix_now_seconds(),
+            cancel: Some(&self.shutting_down),
+        };
+        job::run(c, &ctx)
+    }
+
+    /// Opens table iterators through the table cache.
+    pub(crate) fn table_opener(&self, topts: &Arc<crate::table::TableOptions>) -> FileOpener {
+        let cache = self.table_cache.clone();
+        let topts = Arc::clone(topts);
+        Arc::new(move |f| {
+            let t = cache.get(f.number, f.file_size, &topts)?;
+            Ok(Box::new(t.iter()) as Box<dyn InternalIterator + Send>)
+        })
+    }
+
+    /// Recomputes the write-stall condition from the current versions.
+    /// REQUIRES: the state lock is held.
+    pub(crate) fn recalculate_write_stall(&self, st: &mut DbState) {
+        let mut worst = StallCondition::Normal;
+        let mut debt = (0usize, 0u64);
+        for cf in st.cfs.values().filter(|c| !c.dropped) {
+            let Some(v) = st.versions.current(cf.id) else {
+                continue;
+            };
+            let o = &cf.options;
+            let pending = if o.compaction_style == CompactionStyle::Level {
+                score::compute(&v, o, &Default::default()).pending_compaction_bytes
+            } else {
+                0
+            };
+            let l0 = if o.compaction_style == CompactionStyle::Universal {
+                crate::compaction::universal::sorted_runs(&PickerInput {
+                    cf_id: cf.id,
+                    version: &v,
+                    opts: o,
+                    being_compacted: &Default::default(),
+                    now_seconds: 0,
+                })
+                .len()
+            } else {
+                v.num_files(0)
+            };
+            let c = condition(&StallInputs {
+                l0_files: l0,
+                pending_bytes: pending,
+                imms: cf.imms.len(),
+                max_write_buffer_number: o.max_write_buffer_number,
+                slowdown_trigger: o.level0_slowdown_writes_trigger,
+                stop_trigger: o.level0_stop_writes_trigger,
+                soft_limit: o.soft_pending_compaction_bytes_limit,
+                hard_limit: o.hard_pending_compaction_bytes_limit,
+                auto_compactions: !o.disable_auto_compactions
+                    && o.compaction_style != CompactionStyle::None
+                    && o.compaction_style != CompactionStyle::Fifo,
+            });
+            debt = debt.max((l0, pending));
+            worst = match (worst, c) {
+                (StallCondition::Stopped { .. }, _) => worst,
+                (_, StallCondition::Stopped { .. }) => c,
+                (
+                    StallCondition::Delayed { fraction: a, .. },
+                    StallCondition::Delayed { fraction: b, .. },
+                ) => {
+                    if b < a {
+                        c
+                    } else {
+                        worst
+                    }
+                }
+                (StallCondition::Normal, _) => c,
+                (_, StallCondition::Normal) => worst,
+            };
+        }
+        if worst != st.write_stall {
+            if let StallCondition::Stopped { cause } | StallCondition::Delayed { cause, .. } = worst
+            {
+                self.info_log.log(&format!(
+                    "write stall: {worst:?} ({cause}); L0 {} files, {} pending compaction bytes",
+                    debt.0, debt.1
+                ));
+            } else {
+                self.info_log.log("write stall cleared");
+            }
+        }
+        match worst {
+            StallCondition::Delayed { fraction, .. } => {
+                st.write_controller.update(Some(fraction), debt)
+            }
+            _ => st.write_controller.update(None, debt),
+        }
+        st.write_stall = worst;
+    }
+}
+
+/// A manual compaction's reason, for the LOG.
+pub(crate) const MANUAL: CompactionReason = CompactionReason::ManualCompaction;

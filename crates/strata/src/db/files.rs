@@ -1,0 +1,557 @@
+//! The file-management API: manual compaction (`compact_range`,
+//! `compact_files`), `delete_file`, `disable_file_deletions` /
+//! `enable_file_deletions`, and what is live (`live_files`,
+//! `live_files_metadata`, `sorted_wal_files`).
+//!
+//! Invariants: a manual compaction runs alone (automatic compactions wait
+//! until it ends, and it waits for running ones to finish first), so the
+//! inputs it picks cannot change under it; while file deletions are
+//! disabled no table or WAL file is deleted, so a copy of the live files
+//! stays consistent.
+
+use std::sync::Arc;
+use std::sync::PoisonError;
+
+use super::background::MANUAL;
+use super::{ColumnFamilyHandle, DB, DbInner};
+use crate::compaction::leveled::{PickerInput, setup_compaction};
+use crate::compaction::{Compaction, CompactionReason, LevelInputs, score};
+use crate::compaction_filter::unix_now_seconds;
+use crate::error::{Error, Result};
+use crate::format::{SequenceNumber, extract_user_key};
+use crate::options::CompactionStyle;
+use crate::version::VersionEdit;
+
+/// Whether `compact_range` rewrites the last level too (RocksDB's
+/// `BottommostLevelCompaction`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BottommostLevelCompaction {
+    Skip,
+    /// Only with a compaction filter (RocksDB's default).
+    #[default]
+    IfHaveCompactionFilter,
+    /// Always: drops every deletion and shadowed version that no snapshot
+    /// needs.
+    Force,
+}
+
+/// Options of `compact_range`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CompactRangeOptions {
+    pub bottommost_level_compaction: BottommostLevelCompaction,
+}
+
+/// One live table file (RocksDB's `LiveFileMetaData`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiveFileMetaData {
+    pub column_family_name: String,
+    pub level: usize,
+    /// `/NNNNNN.sst`, as RocksDB names it.
+    pub name: String,
+    pub file_number: u64,
+    pub size: u64,
+    /// User keys.
+    pub smallest_key: Vec<u8>,
+    pub largest_key: Vec<u8>,
+    pub smallest_seqno: SequenceNumber,
+    pub largest_seqno: SequenceNumber,
+    pub being_compacted: bool,
+    pub marked_for_compaction: bool,
+}
+
+/// One WAL file that may still be needed (RocksDB's `LogFile`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WalFile {
+    pub log_number: u64,
+    /// `/NNNNNN.log`, relative to the WAL directory.
+    pub path_name: String,
+    pub size: u64,
+    /// Sequence number of its first record (0 if empty).
+    pub start_sequence: SequenceNumber,
+}
+
+impl DbInner {
+    /// Waits until no automatic compaction runs and registers a manual
+    /// one; automatic ones stay paused until `end_manual`.
+    fn begin_manual(&self) -> std::sync::MutexGuard<'_, super::DbState> {
+        let mut st = self.lock_state();
+        st.manual_compactions += 1;
+        while st.bg_compaction_scheduled > 0
+            && !self
+                .shutting_down
+                .load(std::sync::atomic::Ordering::Acquire)
+        {
+            st = self.bg_cv.wait(st).unwrap_or_else(PoisonError::into_inner);
+        }
+        st
+    }
+
+    fn end_manual(&self, mut st: std::sync::MutexGuard<'_, super::DbState>) {
+        st.manual_compactions -= 1;
+        self.maybe_schedule_work(&mut st);
+        self.bg_cv.notify_all();
+    }
+
+    /// Runs `c` in this thread (inside a manual section).
+    fn run_manual<'a>(
+        &'a self,
+        mut st: std::sync::MutexGuard<'a, super::DbState>,
+        c: &Compaction,
+    ) -> (std::sync::MutexGuard<'a, super::DbState>, Result<()>) {
+        if let Some(e) = &st.bg_error {
+            let e = e.duplicate();
+            return (st, Err(e));
+        }
+        self.register_compaction(&mut st, c);
+        let (mut st, r) = self.run_compaction(st, c);
+        self.unregister_compaction(&mut st, c);
+        if let Err(e) = &r {
+            st.bg_error.get_or_insert(e.duplicate());
+        }
+        (st, r)
+    }
+
+    pub(crate) fn compact_range(
+        &self,
+        cf_id: u32,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+        o: &CompactRangeOptions,
+    ) -> Result<()> {
+        if self.read_only {
+            return Err(Error::NotSupported(
+                "compaction on a read-only database".into(),
+            ));
+        }
+        self.flush(cf_id)?;
+        let st = self.begin_manual();
+        let (st, result) = self.compact_range_locked(st, cf_id, begin, end, o);
+        self.end_manual(st);
+        result
+    }
+
+    fn compact_range_locked<'a>(
+        &'a self,
+        mut st: Guard<'a>,
+        cf_id: u32,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+        o: &CompactRangeOptions,
+    ) -> (Guard<'a>, Result<()>) {
+        let Some(cf) = st.cfs.get(&cf_id) else {
+            return (
+                st,
+                Err(Error::InvalidArgument(format!(
+                    "unknown column family id {cf_id}"
+                ))),
+            );
+        };
+        let opts = cf.options.clone();
+        if let (Some(b), Some(e)) = (begin, end)
+            && opts.comparator.compare(b, e).is_gt()
+        {
+            return (
+                st,
+                Err(Error::InvalidArgument(
+                    "compact_range: begin is after end".into(),
+                )),
+            );
+        }
+        let style = opts.compaction_style;
+        if style == CompactionStyle::Fifo {
+            return (st, Ok(()));
+        }
+        let n = opts.num_levels;
+        let bottom_rewrite = match o.bottommost_level_compaction {
+            BottommostLevelCompaction::Skip => false,
+            BottommostLevelCompaction::IfHaveCompactionFilter => opts.compaction_filter.is_some(),
+            BottommostLevelCompaction::Force => true,
+        };
+        if style == CompactionStyle::Universal {
+            // Everything into the last level, as RocksDB does.
+            let Some(v) = st.versions.current(cf_id) else {
+                return (st, Ok(()));
+            };
+            let inputs: Vec<LevelInputs> = (0..n)
+                .filter(|&l| v.num_files(l) > 0)
+                .map(|l| LevelInputs {
+                    level: l,
+                    files: v.files(l).to_vec(),
+                })
+                .collect();
+            if inputs.is_empty() {
+                return (st, Ok(()));
+            }
+            let c = Compaction {
+                cf_id,
+                inputs,
+                output_level: n - 1,
+                target_file_size: opts.target_file_size(n - 1),
+                max_grandparent_overlap_bytes: u64::MAX,
+                grandparents: Vec::new(),
+                reason: MANUAL,
+                score: 0.0,
+                deletion_only: false,
+                allow_trivial_move: false,
+                version: v,
+            };
+            return self.run_manual(st, &c);
+        }
+        // Leveled: each level's overlapping files into the next one, L0
+        // into the base level, then (if asked) the last level in place.
+        let mut level = 0;
+        loop {
+            let Some(v) = st.versions.current(cf_id) else {
+                return (st, Ok(()));
+            };
+            let deepest = (0..n)
+                .rev()
+                .find(|&l| !v.overlapping_files(l, begin, end).is_empty());
+            let Some(deepest) = deepest else {
+                return (st, Ok(()));
+            };
+            if level > deepest {
+                return (st, Ok(()));
+            }
+            let files = v.overlapping_files(level, begin, end);
+            let (base_level, _) = score::level_targets(&v, &opts);
+            let base_level = base_level.clamp(1, n.saturating_sub(1).max(1));
+            if files.is_empty() {
+                level = if level == 0 { base_level } else { level + 1 };
+                continue;
+            }
+            let output = if level == deepest || n == 1 {
+                if !bottom_rewrite && n > 1 {
+                    return (st, Ok(()));
+                }
+                level
+            } else if level == 0 {
+                base_level
+            } else {
+                level + 1
+            };
+            let being = Default::default();
+            let p = PickerInput {
+                cf_id,
+                version: &v,
+                opts: &opts,
+                being_compacted: &being,
+                now_seconds: unix_now_seconds(),
+            };
+            let Some(mut c) = setup_compaction(&p, level, files, output, MANUAL, 0.0) else {
+                return (st, Ok(()));
+            };
+            c.allow_trivial_move = output != level;
+            let (g, r) = self.run_manual(st, &c);
+            st = g;
+            if r.is_err() || output == level {
+                return (st, r);
+            }
+            level = output;
+        }
+    }
+
+    pub(crate) fn compact_files(
+        &self,
+        cf_id: u32,
+        numbers: &[u64],
+        output_level: usize,
+    ) -> Result<()> {
+        if self.read_only {
+            return Err(Error::NotSupported(
+                "compaction on a read-only database".into(),
+            ));
+        }
+        let st = self.begin_manual();
+        let (st, result) = self.compact_files_locked(st, cf_id, numbers, output_level);
+        self.end_manual(st);
+        result
+    }
+
+    fn compact_files_locked<'a>(
+        &'a self,
+        st: Guard<'a>,
+        cf_id: u32,
+        numbers: &[u64],
+        output_level: usize,
+    ) -> (Guard<'a>, Result<()>) {
+        let bad = |m: String| Err(Error::InvalidArgument(m));
+        let Some(cf) = st.cfs.get(&cf_id) else {
+            return (st, bad(format!("unknown column family id {cf_id}")));
+        };
+        let opts = cf.options.clone();
+        let Some(v) = st.versions.current(cf_id) else {
+            return (st, bad("no version".into()));
+        };
+        if output_level >= v.num_levels() {
+            let m = format!(
+                "output level {output_level} is beyond the last level {}",
+                v.num_levels() - 1
+            );
+            return (st, bad(m));
+        }
+        if numbers.is_empty() {
+            return (st, bad("compact_files: no input files".into()));
+        }
+        let mut files = Vec::new();
+        let mut min_level = usize::MAX;
+        let mut max_level = 0;
+        for &n in numbers {
+            let Some((level, f)) = v.all_files().find(|(_, f)| f.number == n) else {
+                return (
+                    st,
+                    bad(format!(
+                        "compact_files: file #{n} is not a live file of this column family"
+                    )),
+                );
+            };
+            min_level = min_level.min(level);
+            max_level = max_level.max(level);
+            files.push(Arc::clone(f));
+        }
+        if output_level < max_level {
+            return (
+                st,
+                bad(format!(
+                    "compact_files: output level {output_level} is above input level {max_level}"
+                )),
+            );
+        }
+        if output_level == 0 && v.num_levels() > 1 {
+            return (
+                st,
+                bad(
+                    "compact_files: output level 0 is not supported; pick level 1 or deeper".into(),
+                ),
+            );
+        }
+        let being = Default::default();
+        let p = PickerInput {
+            cf_id,
+            version: &v,
+            opts: &opts,
+            being_compacted: &being,
+            now_seconds: unix_now_seconds(),
+        };
+        let Some(mut c) = setup_compaction(
+            &p,
+            min_level,
+            files,
+            output_level,
+            CompactionReason::CompactFiles,
+            0.0,
+        ) else {
+            return (st, bad("compact_files: inputs cannot be compacted".into()));
+        };
+        c.allow_trivial_move = false;
+        self.run_manual(st, &c)
+    }
+}
+
+type Guard<'a> = std::sync::MutexGuard<'a, super::DbState>;
+
+impl DB {
+    /// Compacts the keys in `[begin, end]` (`None` = unbounded) of the
+    /// default column family down the tree, waiting until done.
+    pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.inner
+            .compact_range(0, begin, end, &CompactRangeOptions::default())
+    }
+
+    /// [`DB::compact_range`] with options and a column family.
+    pub fn compact_range_cf_opt(
+        &self,
+        cf: &ColumnFamilyHandle,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+        opts: &CompactRangeOptions,
+    ) -> Result<()> {
+        self.inner.compact_range(cf.id, begin, end, opts)
+    }
+
+    /// Compacts the given table files (by number) into `output_level`,
+    /// adding whatever overlapping files correctness requires: the hook
+    /// for compaction strategies outside the engine.
+    pub fn compact_files(
+        &self,
+        cf: &ColumnFamilyHandle,
+        file_numbers: &[u64],
+        output_level: usize,
+    ) -> Result<()> {
+        self.inner.compact_files(cf.id, file_numbers, output_level)
+    }
+
+    /// Deletes a table file (`000012.sst` or `/000012.sst`) and its data.
+    /// Only a file on the last non-empty level, or the oldest L0 file, not
+    /// being compacted, may go (RocksDB's rules).
+    pub fn delete_file(&self, name: &str) -> Result<()> {
+        let inner = &self.inner;
+        if inner.read_only {
+            return Err(Error::NotSupported(
+                "delete_file on a read-only database".into(),
+            ));
+        }
+        let number = name
+            .trim_start_matches('/')
+            .strip_suffix(".sst")
+            .and_then(|n| n.parse::<u64>().ok())
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("delete_file: {name} is not a table file name"))
+            })?;
+        let mut st = inner.lock_state();
+        let found = st.cfs.keys().find_map(|&id| {
+            let v = st.versions.current(id)?;
+            let (level, _) = v.all_files().find(|(_, f)| f.number == number)?;
+            Some((id, v, level))
+        });
+        let Some((cf_id, v, level)) = found else {
+            return Err(Error::InvalidArgument(format!(
+                "delete_file: {name} is not a live table file"
+            )));
+        };
+        if st.being_compacted.contains(&number) {
+            return Err(Error::Busy(format!(
+                "delete_file: {name} is being compacted"
+            )));
+        }
+        if level == 0 {
+            if v.files(0).last().map(|f| f.number) != Some(number) {
+                return Err(Error::InvalidArgument(
+                    "File in level 0, but not the oldest".into(),
+                ));
+            }
+        } else if (level + 1..v.num_levels()).any(|l| v.num_files(l) > 0) {
+            return Err(Error::InvalidArgument("File not in last level".into()));
+        }
+        let mut edit = VersionEdit::default();
+        edit.delete_file(level as u32, number);
+        st.versions.log_and_apply(cf_id, edit)?;
+        inner.info_log.log(&format!(
+            "delete_file: removed table #{number} from L{level}"
+        ));
+        inner.install_super_versions(&mut st);
+        inner.delete_obsolete_files(&mut st);
+        Ok(())
+    }
+
+    /// Stops deleting obsolete files (calls nest) until
+    /// `enable_file_deletions`.
+    pub fn disable_file_deletions(&self) -> Result<()> {
+        self.inner.lock_state().file_deletions_disabled += 1;
+        Ok(())
+    }
+
+    /// Undoes one `disable_file_deletions` (all of them with `force`);
+    /// deletes what became obsolete meanwhile once none remain.
+    pub fn enable_file_deletions(&self, force: bool) -> Result<()> {
+        let mut st = self.inner.lock_state();
+        st.file_deletions_disabled = if force {
+            0
+        } else {
+            st.file_deletions_disabled.saturating_sub(1)
+        };
+        if st.file_deletions_disabled == 0 {
+            self.inner.delete_obsolete_files(&mut st);
+        }
+        Ok(())
+    }
+
+    /// Names (relative, `/`-prefixed, as RocksDB's `GetLiveFiles`) of the
+    /// files a copy of the database needs, and the MANIFEST's current
+    /// size. Flushes the memtables first when asked.
+    pub fn live_files(&self, flush_memtable: bool) -> Result<(Vec<String>, u64)> {
+        if flush_memtable {
+            let ids: Vec<u32> = self.inner.lock_state().cfs.keys().copied().collect();
+            for id in ids {
+                self.inner.flush(id)?;
+            }
+        }
+        let st = self.inner.lock_state();
+        let mut names = vec!["/CURRENT".to_string()];
+        names.push(format!(
+            "/MANIFEST-{:06}",
+            st.versions.manifest_file_number()
+        ));
+        let mut opts_files: Vec<String> = self
+            .inner
+            .fs
+            .children(&self.inner.dbname)?
+            .into_iter()
+            .filter(|n| n.starts_with("OPTIONS-") && !n.ends_with(".dbtmp"))
+            .collect();
+        opts_files.sort();
+        if let Some(o) = opts_files.last() {
+            names.push(format!("/{o}"));
+        }
+        let mut tables: Vec<u64> = Vec::new();
+        for &id in st.cfs.keys() {
+            if let Some(v) = st.versions.current(id) {
+                tables.extend(v.all_files().map(|(_, f)| f.number));
+            }
+        }
+        tables.sort_unstable();
+        names.extend(
+            tables
+                .iter()
+                .map(|n| format!("/{}", crate::cache::table_cache::table_file_name(*n))),
+        );
+        Ok((names, st.versions.manifest_file_size()))
+    }
+
+    /// Every live table file with its level, key and sequence ranges.
+    pub fn live_files_metadata(&self) -> Vec<LiveFileMetaData> {
+        let st = self.inner.lock_state();
+        let mut out = Vec::new();
+        for cf in st.cfs.values().filter(|c| !c.dropped) {
+            let Some(v) = st.versions.current(cf.id) else {
+                continue;
+            };
+            for (level, f) in v.all_files() {
+                out.push(LiveFileMetaData {
+                    column_family_name: cf.name.clone(),
+                    level,
+                    name: format!("/{}", crate::cache::table_cache::table_file_name(f.number)),
+                    file_number: f.number,
+                    size: f.file_size,
+                    smallest_key: extract_user_key(&f.smallest).to_vec(),
+                    largest_key: extract_user_key(&f.largest).to_vec(),
+                    smallest_seqno: f.smallest_seqno,
+                    largest_seqno: f.largest_seqno,
+                    being_compacted: st.being_compacted.contains(&f.number),
+                    marked_for_compaction: f.marked_for_compaction,
+                });
+            }
+        }
+        out
+    }
+
+    /// The WAL files that may still be needed, oldest first.
+    pub fn sorted_wal_files(&self) -> Result<Vec<WalFile>> {
+        let inner = &self.inner;
+        let wals = inner.lock_state().alive_wals.clone();
+        let mut out = Vec::new();
+        for w in wals {
+            let name = crate::wal::log_file_name(w);
+            let path = inner.wal_dir.join(&name);
+            let Ok(size) = inner.fs.file_size(&path) else {
+                continue;
+            };
+            let mut start_sequence = 0;
+            if size > 0 {
+                let mut r = crate::wal::LogReader::new(inner.fs.new_sequential_file(&path)?, w);
+                if let Ok(Some(rec)) = r.read_record()
+                    && let Ok(b) = crate::format::WriteBatch::from_bytes(rec)
+                {
+                    start_sequence = b.sequence();
+                }
+            }
+            out.push(WalFile {
+                log_number: w,
+                path_name: format!("/{name}"),
+                size,
+                start_sequence,
+            });
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,246 @@
+//! DB properties (RocksDB's `GetProperty` names) and the options dump in
+//! the LOG at open.
+//!
+//! Supported: `rocksdb.stats` (compaction stats tables and stall
+//! counters), `rocksdb.levelstats`, `rocksdb.num-files-at-level<N>`,
+//! `rocksdb.estimate-pending-compaction-bytes`, `rocksdb.compaction-pending`,
+//! `rocksdb.num-running-compactions`, `rocksdb.num-running-flushes`,
+//! `rocksdb.total-sst-files-size`, `rocksdb.base-level`,
+//! `rocksdb.is-write-stopped`, `rocksdb.actual-delayed-write-rate`.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+use super::flow_control::StallCondition;
+use super::stats::{LevelShape, render_cf, render_stalls};
+use super::{ColumnFamilyHandle, DB, DbInner};
+use crate::compaction::score;
+
+impl DbInner {
+    /// Writes the options to the LOG (at open).
+    pub(crate) fn log_options(&self) {
+        let o = &self.options;
+        self.info_log
+            .log(&format!("Strata version {}", env!("CARGO_PKG_VERSION")));
+        self.info_log
+            .log(&format!("DB path: {}", self.dbname.display()));
+        for line in [
+            format!("Options.max_background_jobs: {}", o.max_background_jobs),
+            format!("Options.max_subcompactions: {}", o.max_subcompactions),
+            format!("Options.delayed_write_rate: {}", o.delayed_write_rate),
+            format!("Options.max_open_files: {}", o.max_open_files),
+            format!("Options.wal_recovery_mode: {:?}", o.wal_recovery_mode),
+            format!("Options.paranoid_checks: {}", o.paranoid_checks),
+        ] {
+            self.info_log.log(&line);
+        }
+        let c = &o.cf;
+        for line in [
+            format!("Options.comparator: {}", c.comparator.name()),
+            format!("Options.write_buffer_size: {}", c.write_buffer_size),
+            format!(
+                "Options.max_write_buffer_number: {}",
+                c.max_write_buffer_number
+            ),
+            format!("Options.compression: {}", c.compression.name()),
+            format!("Options.num_levels: {}", c.num_levels),
+            format!(
+                "Options.compaction_style: {}",
+                c.compaction_style.rocksdb_name()
+            ),
+            format!(
+                "Options.level0_file_num_compaction_trigger: {}",
+                c.level0_file_num_compaction_trigger
+            ),
+            format!(
+                "Options.level0_slowdown_writes_trigger: {}",
+                c.level0_slowdown_writes_trigger
+            ),
+            format!(
+                "Options.level0_stop_writes_trigger: {}",
+                c.level0_stop_writes_trigger
+            ),
+            format!("Options.target_file_size_base: {}", c.target_file_size_base),
+            format!(
+                "Options.target_file_size_multiplier: {}",
+                c.target_file_size_multiplier
+            ),
+            format!(
+                "Options.max_bytes_for_level_base: {}",
+                c.max_bytes_for_level_base
+            ),
+            format!(
+                "Options.max_bytes_for_level_multiplier: {}",
+                c.max_bytes_for_level_multiplier
+            ),
+            format!(
+                "Options.level_compaction_dynamic_level_bytes: {}",
+                c.level_compaction_dynamic_level_bytes
+            ),
+            format!(
+                "Options.max_compaction_bytes: {}",
+                c.effective_max_compaction_bytes()
+            ),
+            format!(
+                "Options.soft_pending_compaction_bytes_limit: {}",
+                c.soft_pending_compaction_bytes_limit
+            ),
+            format!(
+                "Options.hard_pending_compaction_bytes_limit: {}",
+                c.hard_pending_compaction_bytes_limit
+            ),
+            format!(
+                "Options.disable_auto_compactions: {}",
+                c.disable_auto_compactions
+            ),
+            format!(
+                "Options.compaction_filter: {}",
+                c.compaction_filter.as_ref().map_or("None", |f| f.name())
+            ),
+            format!("Options.compaction_options_universal: {:?}", c.universal),
+            format!("Options.compaction_options_fifo: {:?}", c.fifo),
+            format!("Options.bloom_bits_per_key: {:?}", c.bloom_bits_per_key),
+            format!("Options.block_size: {}", c.block_size),
+        ] {
+            self.info_log.log(&line);
+        }
+    }
+
+    pub(crate) fn property(&self, cf_id: u32, name: &str) -> Option<String> {
+        let st = self.lock_state();
+        let cf = st.cfs.get(&cf_id)?;
+        let v = st.versions.current(cf_id)?;
+        let scores = score::compute(&v, &cf.options, &HashSet::new());
+        if let Some(l) = name.strip_prefix("rocksdb.num-files-at-level") {
+            let l: usize = l.parse().ok()?;
+            return Some(v.num_files(l).to_string());
+        }
+        match name {
+            "rocksdb.stats" | "strata.stats" => {
+                let mut out = String::new();
+                for c in st.cfs.values().filter(|c| !c.dropped) {
+                    let Some(v) = st.versions.current(c.id) else {
+                        continue;
+                    };
+                    let sc = score::compute(&v, &c.options, &HashSet::new());
+                    let shapes: Vec<LevelShape> = (0..v.num_levels())
+                        .map(|l| LevelShape {
+                            files: v.num_files(l),
+                            being_compacted: v
+                                .files(l)
+                                .iter()
+                                .filter(|f| st.being_compacted.contains(&f.number))
+                                .count(),
+                            bytes: v.total_size(l),
+                            score: sc.score_of(l),
+                        })
+                        .collect();
+                    let mut stats = st.stats.get(&c.id).cloned().unwrap_or_default();
+                    stats.user_bytes = self.user_bytes_written.load(Ordering::Relaxed);
+                    out.push_str(&render_cf(
+                        &c.name,
+                        &shapes,
+                        &stats,
+                        self.started.elapsed().as_secs_f64(),
+                    ));
+                }
+                out.push_str(&render_stalls(&st.stall_stats));
+                let _ = writeln!(
+                    out,
+                    "Write stall: {:?}; delayed write rate {} bytes/s",
+                    st.write_stall,
+                    st.write_controller.rate()
+                );
+                Some(out)
+            }
+            "rocksdb.levelstats" => {
+                let mut out = String::from("Level Files Size(MB)\n--------------------\n");
+                for l in 0..v.num_levels() {
+                    let _ = writeln!(
+                        out,
+                        "{l:>5} {:>5} {:>8.0}",
+                        v.num_files(l),
+                        v.total_size(l) as f64 / 1048576.0
+                    );
+                }
+                Some(out)
+            }
+            "rocksdb.estimate-pending-compaction-bytes" => {
+                Some(scores.pending_compaction_bytes.to_string())
+            }
+            "rocksdb.compaction-pending" => {
+                Some(u8::from(scores.scores.first().is_some_and(|s| s.1 >= 1.0)).to_string())
+            }
+            "rocksdb.num-running-compactions" => Some(st.bg_compaction_scheduled.to_string()),
+            "rocksdb.num-running-flushes" => Some(st.bg_flush_scheduled.to_string()),
+            "rocksdb.total-sst-files-size" => Some(
+                v.all_files()
+                    .map(|(_, f)| f.file_size)
+                    .sum::<u64>()
+                    .to_string(),
+            ),
+            "rocksdb.base-level" => Some(scores.base_level.to_string()),
+            "rocksdb.is-write-stopped" => {
+                Some(u8::from(matches!(st.write_stall, StallCondition::Stopped { .. })).to_string())
+            }
+            "rocksdb.actual-delayed-write-rate" => Some(match st.write_stall {
+                StallCondition::Delayed { .. } => st.write_controller.rate().to_string(),
+                _ => "0".into(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+impl DB {
+    /// A DB property by RocksDB's name (see the module comment), for the
+    /// default column family; `None` for unknown names.
+    pub fn property(&self, name: &str) -> Option<String> {
+        self.inner.property(0, name)
+    }
+
+    pub fn property_cf(&self, cf: &ColumnFamilyHandle, name: &str) -> Option<String> {
+        self.inner.property(cf.id, name)
+    }
+
+    /// Per-level compaction counters of the default column family (index
+    /// = output level; L0 counts flushes).
+    pub fn level_stats(&self) -> Vec<super::LevelStats> {
+        self.inner
+            .lock_state()
+            .stats
+            .get(&0)
+            .map(|s| s.levels.clone())
+            .unwrap_or_default()
+    }
+
+    /// Write-stall counters since open.
+    pub fn stall_stats(&self) -> super::StallStats {
+        self.inner.lock_state().stall_stats
+    }
+
+    /// Waits until no flush or compaction is queued or running and none is
+    /// due (for tests and benchmarks).
+    pub fn wait_for_compactions(&self) -> crate::Result<()> {
+        let inner = &self.inner;
+        let mut st = inner.lock_state();
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(e.duplicate());
+            }
+            inner.maybe_schedule_work(&mut st);
+            let idle = st.bg_flush_scheduled == 0
+                && st.bg_compaction_scheduled == 0
+                && st.cfs.values().all(|c| c.imms.is_empty());
+            if idle || inner.shutting_down.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            st = inner
+                .bg_cv
+                .wait_timeout(st, std::time::Duration::from_millis(100))
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+    }
+}
