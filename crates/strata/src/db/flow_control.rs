@@ -217,7 +217,8 @@ mod tests {
         w.update(Some(1.0), (21, 0));
         assert_eq!(w.rate(), (((1u64 << 20) as f64) * 0.8) as u64);
         w.update(Some(1.0), (20, 0));
-        assert_eq!(w.rate(), 1 << 20);
+        // 0.8 then 1.25 is back to the start, give or take rounding.
+        assert!(w.rate().abs_diff(1 << 20) <= 1, "{}", w.rate());
         let now = Instant::now();
         let d1 = w.delay_for(1 << 16, now);
         let d2 = w.delay_for(1 << 16, now);
