@@ -7,10 +7,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use strata::db::DB;
+use strata::db::{BottommostLevelCompaction, CompactRangeOptions};
 use strata::env::mem::MemFileSystem;
 use strata::format::WriteBatch;
 use strata::merge_operator::StringAppendOperator;
-use strata::options::{Options, ReadOptions, WriteOptions};
+use strata::options::{CompactionStyle, Options, ReadOptions, WriteOptions};
 use strata::table::CompressionType;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -48,15 +49,41 @@ struct OptionSet {
     block_size: usize,
     compression: CompressionType,
     disable_wal: bool,
+    /// Compaction shape: style, L0 trigger, target file size and level
+    /// base (tiny, so that many compactions happen).
+    style: CompactionStyle,
+    l0_trigger: usize,
+    target_file_size: u64,
+    level_base: u64,
+    dynamic_levels: bool,
+    subcompactions: usize,
+    /// Operations per seed.
+    steps: usize,
 }
 
-const OPTION_SETS: [OptionSet; 4] = [
+const LEVELED: OptionSet = OptionSet {
+    name: "",
+    write_buffer_size: 1 << 20,
+    block_size: 4096,
+    compression: CompressionType::Snappy,
+    disable_wal: false,
+    style: CompactionStyle::Level,
+    l0_trigger: 4,
+    target_file_size: 64 << 20,
+    level_base: 256 << 20,
+    dynamic_levels: true,
+    subcompactions: 1,
+    steps: 300,
+};
+
+const OPTION_SETS: [OptionSet; 8] = [
     OptionSet {
         name: "default",
         write_buffer_size: 1 << 20,
         block_size: 4096,
         compression: CompressionType::Snappy,
         disable_wal: false,
+        ..LEVELED
     },
     OptionSet {
         name: "tiny-memtable",
@@ -64,6 +91,7 @@ const OPTION_SETS: [OptionSet; 4] = [
         block_size: 256,
         compression: CompressionType::None,
         disable_wal: false,
+        ..LEVELED
     },
     OptionSet {
         name: "tiny-blocks-zstd",
@@ -71,6 +99,7 @@ const OPTION_SETS: [OptionSet; 4] = [
         block_size: 64,
         compression: CompressionType::Zstd,
         disable_wal: false,
+        ..LEVELED
     },
     OptionSet {
         name: "wal-off",
@@ -78,6 +107,50 @@ const OPTION_SETS: [OptionSet; 4] = [
         block_size: 512,
         compression: CompressionType::Lz4,
         disable_wal: true,
+        ..LEVELED
+    },
+    OptionSet {
+        name: "leveled-tiny-files",
+        block_size: 256,
+        compression: CompressionType::None,
+        write_buffer_size: 1024,
+        l0_trigger: 2,
+        target_file_size: 1024,
+        level_base: 4096,
+        steps: 800,
+        ..LEVELED
+    },
+    OptionSet {
+        name: "leveled-static-subcompactions",
+        write_buffer_size: 4096,
+        block_size: 128,
+        compression: CompressionType::Snappy,
+        l0_trigger: 2,
+        target_file_size: 512,
+        level_base: 2048,
+        dynamic_levels: false,
+        subcompactions: 3,
+        steps: 800,
+        ..LEVELED
+    },
+    OptionSet {
+        name: "universal",
+        write_buffer_size: 2048,
+        block_size: 256,
+        style: CompactionStyle::Universal,
+        l0_trigger: 3,
+        target_file_size: 1024,
+        steps: 800,
+        ..LEVELED
+    },
+    OptionSet {
+        name: "universal-wal-off",
+        write_buffer_size: 4096,
+        block_size: 512,
+        disable_wal: true,
+        style: CompactionStyle::Universal,
+        l0_trigger: 2,
+        ..LEVELED
     },
 ];
 
@@ -91,6 +164,12 @@ fn options(fs: &MemFileSystem, set: &OptionSet) -> Options {
     o.cf.block_size = set.block_size;
     o.cf.compression = set.compression;
     o.cf.max_write_buffer_number = 3;
+    o.cf.compaction_style = set.style;
+    o.cf.level0_file_num_compaction_trigger = set.l0_trigger;
+    o.cf.target_file_size_base = set.target_file_size;
+    o.cf.max_bytes_for_level_base = set.level_base;
+    o.cf.level_compaction_dynamic_level_bytes = set.dynamic_levels;
+    o.max_subcompactions = set.subcompactions;
     o.cf.merge_operator = Some(Arc::new(StringAppendOperator::default()));
     o
 }
@@ -144,7 +223,7 @@ fn run_seed(seed: u64, set: &OptionSet) {
         sync: sync && !set.disable_wal,
         disable_wal: set.disable_wal,
     };
-    for step in 0..300 {
+    for step in 0..set.steps {
         let d = db.as_ref().unwrap();
         let op = rng.below(100);
         let ctx = format!("seed {seed} set {} step {step} op {op}", set.name);
@@ -312,10 +391,32 @@ fn run_seed(seed: u64, set: &OptionSet) {
                     );
                 }
             }
-            87..=89 => {
+            87 => {
                 d.flush().unwrap();
                 history.clear();
                 history.push(model.clone());
+            }
+            88 => {
+                // A manual compaction of a random range (flushes first).
+                let (a, b) = (rng.key(), rng.key());
+                let (a, b) = if a <= b { (a, b) } else { (b, a) };
+                let force = rng.below(2) == 0;
+                let o = CompactRangeOptions {
+                    bottommost_level_compaction: if force {
+                        BottommostLevelCompaction::Force
+                    } else {
+                        BottommostLevelCompaction::IfHaveCompactionFilter
+                    },
+                };
+                d.compact_range_cf_opt(&d.default_cf(), Some(&a), Some(&b), &o)
+                    .unwrap();
+                history.clear();
+                history.push(model.clone());
+            }
+            89 => {
+                // Let background compactions catch up.
+                d.wait_for_compactions().unwrap();
+                check_shape(d, &ctx);
             }
             90..=94 => {
                 snapshots.clear();
@@ -347,12 +448,43 @@ fn run_seed(seed: u64, set: &OptionSet) {
         }
     }
     let d = db.as_ref().unwrap();
+    d.wait_for_compactions().unwrap();
+    check_shape(d, &format!("seed {seed} set {}: final", set.name));
     assert_eq!(
         scan(d, &ReadOptions::default()),
         model,
         "seed {seed} set {}: final scan",
         set.name
     );
+    let compactions: u64 = d.level_stats().iter().skip(1).map(|l| l.count).sum();
+    COMPACTIONS.fetch_add(compactions, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Compactions (and trivial moves) seen at the end of each seed's run.
+static COMPACTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Levels >= 1 are sorted and disjoint, and every live file exists with
+/// its recorded size.
+fn check_shape(d: &DB, ctx: &str) {
+    let files = d.live_files_metadata();
+    let mut by_level: BTreeMap<usize, Vec<(Vec<u8>, Vec<u8>)>> = BTreeMap::new();
+    for f in &files {
+        by_level
+            .entry(f.level)
+            .or_default()
+            .push((f.smallest_key.clone(), f.largest_key.clone()));
+    }
+    for (level, mut ranges) in by_level {
+        if level == 0 {
+            continue;
+        }
+        ranges.sort();
+        for w in ranges.windows(2) {
+            assert!(w[0].1 <= w[1].0, "{ctx}: L{level} files overlap: {w:?}");
+        }
+    }
+    let (names, _) = d.live_files(false).unwrap();
+    assert!(names.iter().any(|n| n.starts_with("/MANIFEST-")), "{ctx}");
 }
 
 #[test]
@@ -379,4 +511,8 @@ fn model_random_sequences() {
             }
         }
     }
+    println!(
+        "model test: {} compactions in the final sessions of all seeds",
+        COMPACTIONS.load(std::sync::atomic::Ordering::Relaxed)
+    );
 }

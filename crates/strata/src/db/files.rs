@@ -213,20 +213,28 @@ impl DbInner {
             if level > deepest {
                 return (st, Ok(()));
             }
-            let files = v.overlapping_files(level, begin, end);
+            // With a single level, all of L0 (a subset could break L0's
+            // sequence order).
+            let files = if n == 1 {
+                v.files(0).to_vec()
+            } else {
+                v.overlapping_files(level, begin, end)
+            };
             let (base_level, _) = score::level_targets(&v, &opts);
             let base_level = base_level.clamp(1, n.saturating_sub(1).max(1));
             if files.is_empty() {
                 level = if level == 0 { base_level } else { level + 1 };
                 continue;
             }
-            let output = if level == deepest || n == 1 {
+            // L0 always moves to the base level (an in-place L0 output
+            // could break L0's sequence order with the files it skips).
+            let output = if level == 0 && n > 1 {
+                base_level
+            } else if level == deepest || n == 1 {
                 if !bottom_rewrite && n > 1 {
                     return (st, Ok(()));
                 }
                 level
-            } else if level == 0 {
-                base_level
             } else {
                 level + 1
             };
