@@ -390,8 +390,8 @@ impl DB {
     }
 
     /// Deletes a table file (`000012.sst` or `/000012.sst`) and its data.
-    /// Only a file on the last non-empty level, or the oldest L0 file, not
-    /// being compacted, may go (RocksDB's rules).
+    /// Only a file with no files on deeper levels (on L0, only the oldest),
+    /// not being compacted, may go (RocksDB's rules).
     pub fn delete_file(&self, name: &str) -> Result<()> {
         let inner = &self.inner;
         if inner.read_only {
@@ -422,14 +422,13 @@ impl DB {
                 "delete_file: {name} is being compacted"
             )));
         }
-        if level == 0 {
-            if v.files(0).last().map(|f| f.number) != Some(number) {
-                return Err(Error::InvalidArgument(
-                    "File in level 0, but not the oldest".into(),
-                ));
-            }
-        } else if (level + 1..v.num_levels()).any(|l| v.num_files(l) > 0) {
+        if (level + 1..v.num_levels()).any(|l| v.num_files(l) > 0) {
             return Err(Error::InvalidArgument("File not in last level".into()));
+        }
+        if level == 0 && v.files(0).last().map(|f| f.number) != Some(number) {
+            return Err(Error::InvalidArgument(
+                "File in level 0, but not the oldest".into(),
+            ));
         }
         let mut edit = VersionEdit::default();
         edit.delete_file(level as u32, number);

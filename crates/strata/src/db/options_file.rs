@@ -95,6 +95,12 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
         &opts.create_missing_column_families,
     );
     kv(&mut s, "paranoid_checks", &opts.paranoid_checks);
+    kv(&mut s, "max_background_jobs", &opts.max_background_jobs);
+    kv(&mut s, "max_subcompactions", &opts.max_subcompactions);
+    kv(&mut s, "delayed_write_rate", &opts.delayed_write_rate);
+    kv(&mut s, "max_log_file_size", &opts.max_log_file_size);
+    kv(&mut s, "log_file_time_to_roll", &opts.log_file_time_to_roll);
+    kv(&mut s, "keep_log_file_num", &opts.keep_log_file_num);
     kv(&mut s, "max_open_files", &opts.max_open_files);
     kv(
         &mut s,
@@ -136,6 +142,93 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
         );
         kv(&mut s, "compression", &compression_name(o.compression));
         kv(&mut s, "num_levels", &o.num_levels);
+        kv(
+            &mut s,
+            "compaction_style",
+            &o.compaction_style.rocksdb_name(),
+        );
+        kv(
+            &mut s,
+            "disable_auto_compactions",
+            &o.disable_auto_compactions,
+        );
+        kv(
+            &mut s,
+            "level0_file_num_compaction_trigger",
+            &o.level0_file_num_compaction_trigger,
+        );
+        kv(
+            &mut s,
+            "level0_slowdown_writes_trigger",
+            &o.level0_slowdown_writes_trigger,
+        );
+        kv(
+            &mut s,
+            "level0_stop_writes_trigger",
+            &o.level0_stop_writes_trigger,
+        );
+        kv(&mut s, "target_file_size_base", &o.target_file_size_base);
+        kv(
+            &mut s,
+            "target_file_size_multiplier",
+            &o.target_file_size_multiplier,
+        );
+        kv(
+            &mut s,
+            "max_bytes_for_level_base",
+            &o.max_bytes_for_level_base,
+        );
+        kv(
+            &mut s,
+            "max_bytes_for_level_multiplier",
+            &o.max_bytes_for_level_multiplier,
+        );
+        kv(
+            &mut s,
+            "level_compaction_dynamic_level_bytes",
+            &o.level_compaction_dynamic_level_bytes,
+        );
+        kv(
+            &mut s,
+            "max_compaction_bytes",
+            &o.effective_max_compaction_bytes(),
+        );
+        kv(
+            &mut s,
+            "soft_pending_compaction_bytes_limit",
+            &o.soft_pending_compaction_bytes_limit,
+        );
+        kv(
+            &mut s,
+            "hard_pending_compaction_bytes_limit",
+            &o.hard_pending_compaction_bytes_limit,
+        );
+        let filter = o
+            .compaction_filter
+            .as_ref()
+            .map_or_else(|| "nullptr".to_string(), |f| escape(f.name()));
+        kv(&mut s, "compaction_filter", &filter);
+        let u = &o.universal;
+        kv(
+            &mut s,
+            "compaction_options_universal",
+            &format!(
+                "{{allow_trivial_move=false;stop_style=kCompactionStopStyleTotalSize;min_merge_width={};max_merge_width={};max_size_amplification_percent={};size_ratio={};compression_size_percent=-1;}}",
+                u.min_merge_width,
+                u.max_merge_width.min(u32::MAX as usize),
+                u.max_size_amplification_percent,
+                u.size_ratio
+            ),
+        );
+        kv(
+            &mut s,
+            "compaction_options_fifo",
+            &format!(
+                "{{allow_compaction=false;age_for_warm=0;max_table_files_size={};}}",
+                o.fifo.max_table_files_size
+            ),
+        );
+        kv(&mut s, "ttl", &o.fifo.ttl_seconds);
         s.push('\n');
         let t = o.table_options(*id, name);
         let _ = writeln!(s, "[TableOptions/BlockBasedTable \"{}\"]", escape(name));

@@ -1,0 +1,537 @@
+//! Compaction through the public API: leveled shape after sustained
+//! writes, manual and file-level compaction, the compaction filter,
+//! universal and FIFO styles, deletion-triggered space reclamation, file
+//! management calls, flow control counters, the LOG, shared Envs, and
+//! iterators keeping compacted-away files alive.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use strata::compaction_filter::{CompactionFilter, Decision, TtlCompactionFilter};
+use strata::db::{BottommostLevelCompaction, CompactRangeOptions};
+use strata::env::FileSystem;
+use strata::env::mem::MemFileSystem;
+use strata::options::{CompactionStyle, Options, ReadOptions, WriteOptions};
+use strata::{DB, Env};
+
+fn opts(fs: &MemFileSystem) -> Options {
+    let mut o = Options {
+        create_if_missing: true,
+        fs: Some(Arc::new(fs.clone())),
+        ..Options::default()
+    };
+    o.cf.write_buffer_size = 16 << 10;
+    o.cf.target_file_size_base = 16 << 10;
+    o.cf.max_bytes_for_level_base = 64 << 10;
+    o.cf.level0_file_num_compaction_trigger = 2;
+    o.cf.compression = strata::table::CompressionType::None;
+    o
+}
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{i:08}").into_bytes()
+}
+
+fn value(i: u64, round: u64) -> Vec<u8> {
+    format!("value-{i}-{round}-{}", "x".repeat(60)).into_bytes()
+}
+
+fn scan(db: &DB) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    let mut out = BTreeMap::new();
+    while it.valid() {
+        out.insert(it.key().to_vec(), it.value().to_vec());
+        it.next();
+    }
+    it.status().unwrap();
+    out
+}
+
+fn sst_bytes(fs: &MemFileSystem, dir: &str) -> u64 {
+    fs.children(std::path::Path::new(dir))
+        .unwrap()
+        .iter()
+        .filter(|n| n.ends_with(".sst"))
+        .map(|n| fs.file_size(&std::path::Path::new(dir).join(n)).unwrap())
+        .sum()
+}
+
+fn levels(db: &DB) -> Vec<usize> {
+    let mut per = vec![0; 7];
+    for f in db.live_files_metadata() {
+        per[f.level] += 1;
+    }
+    per
+}
+
+#[test]
+fn leveled_compaction_keeps_the_tree_in_shape() {
+    let fs = MemFileSystem::new();
+    let db = DB::open(opts(&fs), "/db").unwrap();
+    let wo = WriteOptions::default();
+    let mut model = BTreeMap::new();
+    for round in 0..4 {
+        for i in 0..3000u64 {
+            let k = (i * 7919 + round * 13) % 3000;
+            db.put(&wo, &key(k), &value(k, round)).unwrap();
+            model.insert(key(k), value(k, round));
+        }
+    }
+    db.wait_for_compactions().unwrap();
+    let shape = levels(&db);
+    assert!(shape[0] < 4, "L0 not compacted: {shape:?}");
+    assert!(shape.iter().skip(1).sum::<usize>() > 0, "{shape:?}");
+    let stats = db.level_stats();
+    assert!(
+        stats.iter().skip(1).map(|l| l.count).sum::<u64>() > 0,
+        "{stats:?}"
+    );
+    assert_eq!(scan(&db), model);
+    // Levels >= 1 do not overlap.
+    let mut files = db.live_files_metadata();
+    files.sort_by(|a, b| (a.level, &a.smallest_key).cmp(&(b.level, &b.smallest_key)));
+    for w in files.windows(2) {
+        if w[0].level == w[1].level && w[0].level > 0 {
+            assert!(w[0].largest_key < w[1].smallest_key, "{w:?}");
+        }
+    }
+    let stats_text = db.property("rocksdb.stats").unwrap();
+    assert!(
+        stats_text.contains("** Compaction Stats [default] **"),
+        "{stats_text}"
+    );
+    assert!(stats_text.contains("Sum"), "{stats_text}");
+    db.close().unwrap();
+    let db = DB::open(opts(&fs), "/db").unwrap();
+    assert_eq!(scan(&db), model);
+}
+
+#[test]
+fn manual_compaction_reaches_the_bottom_and_drops_garbage() {
+    let fs = MemFileSystem::new();
+    let mut o = opts(&fs);
+    o.cf.disable_auto_compactions = true;
+    let db = DB::open(o, "/db").unwrap();
+    let wo = WriteOptions::default();
+    for round in 0..3 {
+        for i in 0..2000u64 {
+            db.put(&wo, &key(i), &value(i, round)).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    for i in 0..1000u64 {
+        db.delete(&wo, &key(i)).unwrap();
+    }
+    db.delete_range(&wo, &key(1500), &key(1600)).unwrap();
+    let before = sst_bytes(&fs, "/db");
+    let want = scan(&db);
+    let force = CompactRangeOptions {
+        bottommost_level_compaction: BottommostLevelCompaction::Force,
+    };
+    db.compact_range_cf_opt(&db.default_cf(), None, None, &force)
+        .unwrap();
+    let after = sst_bytes(&fs, "/db");
+    assert_eq!(scan(&db), want);
+    assert_eq!(want.len(), 900);
+    assert!(after * 3 < before, "before {before} after {after}");
+    let shape = levels(&db);
+    assert_eq!(shape[0], 0, "{shape:?}");
+    assert_eq!(
+        shape[6],
+        shape.iter().sum::<usize>(),
+        "all data on the last level: {shape:?}"
+    );
+    // Nothing older than the live data: no deletions survive the bottom.
+    let meta = db.live_files_metadata();
+    assert!(meta.iter().all(|f| !f.marked_for_compaction));
+}
+
+#[test]
+fn snapshots_survive_compaction() {
+    let fs = MemFileSystem::new();
+    let db = DB::open(opts(&fs), "/db").unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..1500u64 {
+        db.put(&wo, &key(i), &value(i, 0)).unwrap();
+    }
+    let snap = db.snapshot();
+    let old = scan(&db);
+    for i in 0..1500u64 {
+        if i % 2 == 0 {
+            db.delete(&wo, &key(i)).unwrap();
+        } else {
+            db.put(&wo, &key(i), &value(i, 1)).unwrap();
+        }
+    }
+    let force = CompactRangeOptions {
+        bottommost_level_compaction: BottommostLevelCompaction::Force,
+    };
+    db.compact_range_cf_opt(&db.default_cf(), None, None, &force)
+        .unwrap();
+    let ro = ReadOptions {
+        snapshot: Some(snap.sequence()),
+        ..Default::default()
+    };
+    let mut it = db.iter(&ro).unwrap();
+    let mut got = BTreeMap::new();
+    while it.valid() {
+        got.insert(it.key().to_vec(), it.value().to_vec());
+        it.next();
+    }
+    assert_eq!(got, old);
+    assert_eq!(db.get(&ro, &key(2)).unwrap(), Some(value(2, 0)));
+    assert_eq!(db.get(&ReadOptions::default(), &key(2)).unwrap(), None);
+    assert_eq!(scan(&db).len(), 750);
+}
+
+struct DropOdd;
+
+impl CompactionFilter for DropOdd {
+    fn name(&self) -> &str {
+        "DropOdd"
+    }
+    fn filter(&self, _level: usize, key: &[u8], value: &[u8]) -> Decision {
+        let last = key.last().copied().unwrap_or(0);
+        if last % 2 == 1 {
+            Decision::Remove
+        } else if value.starts_with(b"upper:") {
+            Decision::ChangeValue(value.to_ascii_uppercase())
+        } else {
+            Decision::Keep
+        }
+    }
+}
+
+#[test]
+fn compaction_filter_removes_and_changes_values() {
+    let fs = MemFileSystem::new();
+    let mut o = opts(&fs);
+    o.cf.compaction_filter = Some(Arc::new(DropOdd));
+    let db = DB::open(o, "/db").unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..200u64 {
+        db.put(&wo, &key(i), format!("upper:{i}").as_bytes())
+            .unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let got = scan(&db);
+    assert_eq!(got.len(), 100);
+    assert_eq!(got.get(&key(4)).unwrap(), b"UPPER:4");
+    assert!(!got.contains_key(&key(5)));
+    // The LOG names the filter among the options.
+    let log = String::from_utf8(fs.read_file(std::path::Path::new("/db/LOG")).unwrap()).unwrap();
+    assert!(log.contains("Options.compaction_filter: DropOdd"), "{log}");
+}
+
+#[test]
+fn ttl_filter_expires_old_values() {
+    let fs = MemFileSystem::new();
+    let mut o = opts(&fs);
+    o.cf.compaction_filter = Some(Arc::new(TtlCompactionFilter {
+        ttl_seconds: 100,
+        now: Arc::new(|| 10_000),
+    }));
+    let db = DB::open(o, "/db").unwrap();
+    let wo = WriteOptions::default();
+    db.put(&wo, b"fresh", &TtlCompactionFilter::stamp(b"v", 9_950))
+        .unwrap();
+    db.put(&wo, b"stale", &TtlCompactionFilter::stamp(b"v", 9_000))
+        .unwrap();
+    db.compact_range(None, None).unwrap();
+    assert!(db.get(&ReadOptions::default(), b"fresh").unwrap().is_some());
+    assert_eq!(db.get(&ReadOptions::default(), b"stale").unwrap(), None);
+}
+
+#[test]
+fn universal_compaction_bounds_sorted_runs() {
+    let fs = MemFileSystem::new();
+    let mut o = opts(&fs);
+    o.cf.compaction_style = CompactionStyle::Universal;
+    o.cf.level0_file_num_compaction_trigger = 4;
+    let db = DB::open(o, "/db").unwrap();
+    let wo = WriteOptions::default();
+    let mut model = BTreeMap::new();
+    for round in 0..5 {
+        for i in 0..2000u64 {
+            let k = (i * 31 + round) % 2000;
+            db.put(&wo, &key(k), &value(k, round)).unwrap();
+            model.insert(key(k), value(k, round));
+        }
+    }
+    db.wait_for_compactions().unwrap();
+    let shape = levels(&db);
+    let runs = shape[0] + shape.iter().skip(1).filter(|&&n| n > 0).count();
+    assert!(runs <= 4, "{shape:?}");
+    assert!(shape[6] > 0, "{shape:?}");
+    assert_eq!(scan(&db), model);
+    db.compact_range(None, None).unwrap();
+    let shape = levels(&db);
+    assert_eq!(shape.iter().sum::<usize>(), shape[6], "{shape:?}");
+    assert_eq!(scan(&db), model);
+}
+
+#[test]
+fn fifo_deletes_the_oldest_files_past_the_size_limit() {
+    let fs = MemFileSystem::new();
+    let mut o = opts(&fs);
+    o.cf.compaction_style = CompactionStyle::Fifo;
+    o.cf.num_levels = 1;
+    o.cf.fifo.max_table_files_size = 64 << 10;
+    let db = DB::open(o, "/db").unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..5000u64 {
+        db.put(&wo, &key(i), &value(i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let total: u64 = db.live_files_metadata().iter().map(|f| f.size).sum();
+    assert!(total <= 64 << 10, "{total}");
+    // The newest keys survive, the oldest are gone.
+    assert!(
+        db.get(&ReadOptions::default(), &key(4999))
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(db.get(&ReadOptions::default(), &key(0)).unwrap(), None);
+}
+
+#[test]
+fn deletes_reclaim_space_without_manual_compaction() {
+    let fs = MemFileSystem::new();
+    let db = DB::open(opts(&fs), "/db").unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..6000u64 {
+        db.put(&wo, &key(i), &value(i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let full = sst_bytes(&fs, "/db");
+    for i in 0..6000u64 {
+        if i % 10 != 0 {
+            db.delete(&wo, &key(i)).unwrap();
+        }
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let after = sst_bytes(&fs, "/db");
+    assert_eq!(scan(&db).len(), 600);
+    assert!(
+        after * 3 < full,
+        "full {full} bytes, after deleting 90%: {after}"
+    );
+}
+
+#[test]
+fn file_deletions_can_be_paused_and_live_files_listed() {
+    let fs = MemFileSystem::new();
+    let mut o = opts(&fs);
+    o.cf.disable_auto_compactions = true;
+    let db = DB::open(o, "/db").unwrap();
+    let wo = WriteOptions::default();
+    for round in 0..2 {
+        for i in 0..500u64 {
+            db.put(&wo, &key(i), &value(i, round)).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let (names, manifest_size) = db.live_files(false).unwrap();
+    assert!(manifest_size > 0);
+    assert!(names.contains(&"/CURRENT".to_string()));
+    let tables: Vec<String> = names
+        .iter()
+        .filter(|n| n.ends_with(".sst"))
+        .cloned()
+        .collect();
+    assert!(tables.len() >= 2, "{names:?}");
+    db.disable_file_deletions().unwrap();
+    db.compact_range(None, None).unwrap();
+    for t in &tables {
+        assert!(
+            fs.file_exists(&std::path::Path::new("/db").join(&t[1..])),
+            "{t} deleted while deletions were disabled"
+        );
+    }
+    db.enable_file_deletions(false).unwrap();
+    for t in &tables {
+        assert!(
+            !fs.file_exists(&std::path::Path::new("/db").join(&t[1..])),
+            "{t} kept after deletions were enabled"
+        );
+    }
+    let wals = db.sorted_wal_files().unwrap();
+    assert!(!wals.is_empty());
+    db.put(&wo, b"zz", b"1").unwrap();
+    let wals = db.sorted_wal_files().unwrap();
+    let last = wals.last().unwrap();
+    assert!(last.size > 0 && last.start_sequence > 0, "{wals:?}");
+}
+
+#[test]
+fn compact_files_and_delete_file_follow_rocksdb_rules() {
+    let fs = MemFileSystem::new();
+    let mut o = opts(&fs);
+    o.cf.disable_auto_compactions = true;
+    let db = DB::open(o, "/db").unwrap();
+    let wo = WriteOptions::default();
+    for round in 0..3 {
+        for i in (round * 100)..(round * 100 + 100) {
+            db.put(&wo, &key(i), &value(i, round)).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let l0: Vec<u64> = db
+        .live_files_metadata()
+        .iter()
+        .map(|f| f.file_number)
+        .collect();
+    assert_eq!(l0.len(), 3);
+    // Bad inputs are refused clearly.
+    let cf = db.default_cf();
+    assert!(db.compact_files(&cf, &[999_999], 1).is_err());
+    assert!(db.compact_files(&cf, &l0, 9).is_err());
+    assert!(db.compact_files(&cf, &[], 1).is_err());
+    let newest = *l0.iter().max().unwrap();
+    let err = db.delete_file(&format!("{newest:06}.sst")).unwrap_err();
+    assert!(err.to_string().contains("not the oldest"), "{err}");
+    let oldest = *l0.iter().min().unwrap();
+    // The two newest L0 files go to L2 (they do not overlap the oldest).
+    let mut two = l0.clone();
+    two.sort_unstable();
+    db.compact_files(&cf, &two[1..], 2).unwrap();
+    let meta = db.live_files_metadata();
+    assert!(meta.iter().any(|f| f.level == 2), "{meta:?}");
+    assert!(meta.iter().any(|f| f.level == 0), "{meta:?}");
+    assert_eq!(scan(&db).len(), 300);
+    // The oldest L0 file is not on the last level now: L2 has files.
+    let err = db.delete_file(&format!("/{oldest:06}.sst")).unwrap_err();
+    assert!(err.to_string().contains("not in last level"), "{err}");
+    // A last-level file may be deleted: its keys are gone.
+    let l2 = meta.iter().find(|f| f.level == 2).unwrap().clone();
+    db.delete_file(&l2.name).unwrap();
+    assert_eq!(
+        db.get(&ReadOptions::default(), &l2.smallest_key).unwrap(),
+        None
+    );
+    assert!(db.delete_file("nonsense").is_err());
+}
+
+#[test]
+fn writes_slow_down_before_they_stop() {
+    let fs = MemFileSystem::new();
+    let mut o = opts(&fs);
+    o.cf.write_buffer_size = 4 << 10;
+    o.cf.level0_file_num_compaction_trigger = 2;
+    o.cf.level0_slowdown_writes_trigger = 2;
+    o.cf.level0_stop_writes_trigger = 4;
+    o.delayed_write_rate = 1 << 20;
+    let db = DB::open(o, "/db").unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..3000u64 {
+        db.put(&wo, &key(i), &value(i, 0)).unwrap();
+    }
+    db.wait_for_compactions().unwrap();
+    let s = db.stall_stats();
+    assert!(s.delays > 0, "{s:?}");
+    assert!(s.max_stall_micros > 0, "{s:?}");
+    let text = db.property("rocksdb.stats").unwrap();
+    assert!(text.contains("Stalls:"), "{text}");
+    assert_eq!(scan(&db).len(), 3000);
+}
+
+#[test]
+fn log_file_records_flushes_and_compactions() {
+    let fs = MemFileSystem::new();
+    let db = DB::open(opts(&fs), "/db").unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..3000u64 {
+        db.put(&wo, &key(i), &value(i, 0)).unwrap();
+    }
+    db.wait_for_compactions().unwrap();
+    db.close().unwrap();
+    let log = String::from_utf8(fs.read_file(std::path::Path::new("/db/LOG")).unwrap()).unwrap();
+    assert!(log.contains("Options.write_buffer_size: 16384"), "{log}");
+    assert!(log.contains("flush of"), "{log}");
+    assert!(
+        log.contains("compaction") || log.contains("trivial move"),
+        "{log}"
+    );
+    // Reopening moves the old LOG aside.
+    let db = DB::open(opts(&fs), "/db").unwrap();
+    drop(db);
+    let names = fs.children(std::path::Path::new("/db")).unwrap();
+    assert!(names.iter().any(|n| n.starts_with("LOG.old.")), "{names:?}");
+}
+
+#[test]
+fn two_databases_share_one_env() {
+    let env = Env::new(1, 1, 1 << 20).unwrap();
+    let fs = MemFileSystem::new();
+    let mut a = opts(&fs);
+    a.env = Some(Arc::clone(&env));
+    let mut b = opts(&fs);
+    b.env = Some(Arc::clone(&env));
+    let da = DB::open(a, "/a").unwrap();
+    let db = DB::open(b, "/b").unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..2000u64 {
+        da.put(&wo, &key(i), b"a").unwrap();
+        db.put(&wo, &key(i), b"b").unwrap();
+    }
+    da.wait_for_compactions().unwrap();
+    db.wait_for_compactions().unwrap();
+    assert_eq!(
+        da.get(&ReadOptions::default(), &key(7)).unwrap().unwrap(),
+        b"a"
+    );
+    assert_eq!(
+        db.get(&ReadOptions::default(), &key(7)).unwrap().unwrap(),
+        b"b"
+    );
+    drop(da);
+    drop(db);
+    assert_eq!(Arc::strong_count(&env), 1);
+}
+
+#[test]
+fn an_open_iterator_keeps_compacted_files_readable() {
+    let fs = MemFileSystem::new();
+    let mut o = opts(&fs);
+    o.cf.disable_auto_compactions = true;
+    let db = DB::open(o, "/db").unwrap();
+    let wo = WriteOptions::default();
+    for round in 0..3 {
+        for i in 0..400u64 {
+            db.put(&wo, &key(i), &value(i, round)).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    let force = CompactRangeOptions {
+        bottommost_level_compaction: BottommostLevelCompaction::Force,
+    };
+    db.compact_range_cf_opt(&db.default_cf(), None, None, &force)
+        .unwrap();
+    let mut n = 0;
+    while it.valid() {
+        assert_eq!(it.value(), value(n, 2).as_slice());
+        n += 1;
+        it.next();
+    }
+    it.status().unwrap();
+    assert_eq!(n, 400);
+    drop(it);
+    // Once the iterator is gone the next cleanup removes the old files.
+    db.put(&wo, b"x", b"y").unwrap();
+    db.flush().unwrap();
+    let live: Vec<String> = db.live_files(false).unwrap().0;
+    let on_disk: Vec<String> = fs
+        .children(std::path::Path::new("/db"))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".sst"))
+        .map(|n| format!("/{n}"))
+        .collect();
+    for f in &on_disk {
+        assert!(live.contains(f), "{f} is obsolete but still on disk");
+    }
+}
