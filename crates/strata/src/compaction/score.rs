@@ -8,9 +8,19 @@
 //! whose target is at least `max_bytes_for_level_base / multiplier`
 //! (the *base level*); levels between L1 and the base level stay empty.
 //!
-//! Invariant: every target is at least `max_bytes_for_level_base` (no
-//! hourglass shape), and `base_level` is in `1..num_levels` (or 1 when
-//! there is a single level).
+//! Departure from RocksDB (intentional, measured): RocksDB floors every
+//! dynamic target at `max_bytes_for_level_base`, so a database smaller
+//! than about ten times that keeps up to `max_bytes_for_level_base` above
+//! its last level (RocksDB 7.8.3 measured space amplification 1.43 on the
+//! issue's fillrandom+overwrite workload). Here the floor is
+//! `max_bytes_for_level_base / multiplier`, keeping each level a
+//! `multiplier` below the next also for small databases: space
+//! amplification stays near leveled compaction's 1.11 at the price of a
+//! little more write amplification while the database is small.
+//!
+//! Invariant: every target is at least `max_bytes_for_level_base /
+//! max_bytes_for_level_multiplier`, and `base_level` is in `1..num_levels`
+//! (or 1 when there is a single level).
 
 use std::collections::HashSet;
 
@@ -184,7 +194,8 @@ pub fn level_targets(v: &Version, o: &ColumnFamilyOptions) -> (usize, Vec<u64>) 
         if l > base_level {
             size = mul(size, level_mult);
         }
-        *t = size.max(base_max);
+        // RocksDB floors at base_max here; see the module comment.
+        *t = size.max(base_min);
     }
     for t in targets.iter_mut().take(base_level).skip(1) {
         *t = base_max;

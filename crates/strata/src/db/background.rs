@@ -196,6 +196,10 @@ impl DbInner {
             }
         }
         self.unregister_compaction(&mut st, &c);
+        // The compaction held the version it was picked from: its inputs
+        // become deletable only now.
+        drop(c);
+        self.delete_obsolete_files(&mut st);
         st.bg_compaction_scheduled -= 1;
         self.maybe_schedule_work(&mut st);
         self.bg_cv.notify_all();

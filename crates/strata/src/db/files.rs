@@ -88,6 +88,8 @@ impl DbInner {
 
     fn end_manual(&self, mut st: std::sync::MutexGuard<'_, super::DbState>) {
         st.manual_compactions -= 1;
+        // The compactions' versions are gone: their inputs may go too.
+        self.delete_obsolete_files(&mut st);
         self.maybe_schedule_work(&mut st);
         self.bg_cv.notify_all();
     }
