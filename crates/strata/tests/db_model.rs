@@ -467,7 +467,8 @@ static COMPACTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64:
 /// its recorded size.
 fn check_shape(d: &DB, ctx: &str) {
     let files = d.live_files_metadata();
-    let mut by_level: BTreeMap<usize, Vec<(Vec<u8>, Vec<u8>)>> = BTreeMap::new();
+    type Ranges = Vec<(Vec<u8>, Vec<u8>)>;
+    let mut by_level: BTreeMap<usize, Ranges> = BTreeMap::new();
     for f in &files {
         by_level
             .entry(f.level)

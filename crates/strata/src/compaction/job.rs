@@ -29,6 +29,9 @@ use crate::table::iterator::InternalIterator;
 use crate::table::{TableBuilder, TableInfo, TableOptions};
 use crate::version::FileMetaData;
 
+/// A subcompaction's user-key range `[lo, hi)` (`None` = unbounded).
+type KeyRange = (Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// Opens a merged iterator over the compaction's inputs.
 pub type InputFactory<'a> = dyn Fn() -> Result<Box<dyn InternalIterator + Send + 'a>> + Sync + 'a;
 
@@ -107,7 +110,7 @@ pub fn run(c: &Compaction, ctx: &JobContext<'_>) -> std::result::Result<JobOutpu
     }
     kept.list.retain(|f| !f.seqs.is_empty());
     let bounds = subcompaction_bounds(c, ctx, &ucmp);
-    let ranges: Vec<(Option<Vec<u8>>, Option<Vec<u8>>)> = {
+    let ranges: Vec<KeyRange> = {
         let mut r = Vec::new();
         let mut lo = None;
         for b in &bounds {

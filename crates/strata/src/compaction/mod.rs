@@ -176,10 +176,10 @@ pub fn range_of(ucmp: &ComparatorRef, files: &[&Arc<FileMetaData>]) -> Option<(V
     Some((lo?.to_vec(), hi?.to_vec()))
 }
 
-/// Files of `level` overlapping the user-key range `[lo, hi]`; on levels
-/// >= 1 the range is widened until no file outside it shares a user key
-/// with the chosen ones (RocksDB's clean cut), on level 0 until no other
-/// L0 file overlaps the widened range.
+/// Files of `level` overlapping the user-key range `[lo, hi]`. On levels
+/// 1 and deeper the range is widened until no file outside it shares a
+/// user key with the chosen ones (RocksDB's clean cut); on level 0 until
+/// no other L0 file overlaps the widened range.
 pub fn overlapping_clean(
     version: &Version,
     ucmp: &ComparatorRef,

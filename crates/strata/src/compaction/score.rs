@@ -223,6 +223,7 @@ fn estimate_pending_bytes(
         to_next = l0;
     }
     let mut bytes_next_level = 0u64;
+    #[allow(clippy::needless_range_loop)] // `level` also indexes the version
     for level in base_level..n - 1 {
         let mut size = if bytes_next_level > 0 {
             bytes_next_level
@@ -235,7 +236,7 @@ fn estimate_pending_bytes(
         }
         size = size.saturating_add(to_next);
         to_next = 0;
-        let target = targets[level];
+        let target = targets.get(level).copied().unwrap_or(u64::MAX);
         if size > target {
             to_next = size - target;
             bytes_next_level = v.total_size(level + 1);

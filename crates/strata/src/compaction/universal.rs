@@ -123,9 +123,7 @@ fn pick_by_ratio(
     let min_width = min_width.max(2);
     let mut start = 0;
     while start < runs.len() {
-        let Some(i) = (start..runs.len()).find(|&i| !runs[i].being_compacted) else {
-            return None;
-        };
+        let i = (start..runs.len()).find(|&i| !runs[i].being_compacted)?;
         let mut size = runs[i].size;
         let mut count = 1;
         for next in &runs[i + 1..] {

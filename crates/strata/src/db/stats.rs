@@ -172,9 +172,8 @@ pub fn render_cf(name: &str, shapes: &[LevelShape], stats: &CfStats, uptime_secs
         sum_shape.being_compacted += shape.being_compacted;
         sum_shape.bytes += shape.bytes;
     }
-    let mut total = stats.total();
+    let total = stats.total();
     // The table's W-Amp of the sum is against bytes the user wrote.
-    total.bytes_read_start = total.bytes_read_start.max(1).min(u64::MAX);
     let mut sum = stats.total();
     sum.bytes_read_start = stats.user_bytes;
     row(&mut out, "Sum", &sum_shape, &sum);
