@@ -217,6 +217,27 @@ impl ColumnFamilyOptions {
         }
     }
 
+    /// These options adjusted as RocksDB's `SanitizeOptions` adjusts
+    /// them: FIFO keeps a single level and never stalls writes on L0
+    /// files; the L0 triggers are put in order (compaction <= slowdown <=
+    /// stop); a zero compaction trigger becomes 1.
+    pub fn sanitized(&self) -> ColumnFamilyOptions {
+        let mut o = self.clone();
+        if o.compaction_style == CompactionStyle::Fifo {
+            o.num_levels = 1;
+            o.level0_slowdown_writes_trigger = i32::MAX as usize;
+            o.level0_stop_writes_trigger = i32::MAX as usize;
+        }
+        o.level0_file_num_compaction_trigger = o.level0_file_num_compaction_trigger.max(1);
+        o.level0_slowdown_writes_trigger = o
+            .level0_slowdown_writes_trigger
+            .max(o.level0_file_num_compaction_trigger);
+        o.level0_stop_writes_trigger = o
+            .level0_stop_writes_trigger
+            .max(o.level0_slowdown_writes_trigger);
+        o
+    }
+
     /// The target size of a compaction output file at `level`.
     pub fn target_file_size(&self, level: usize) -> u64 {
         let mut size = self.target_file_size_base;

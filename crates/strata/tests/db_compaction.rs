@@ -535,3 +535,64 @@ fn an_open_iterator_keeps_compacted_files_readable() {
         assert!(live.contains(f), "{f} is obsolete but still on disk");
     }
 }
+
+#[test]
+fn each_column_family_keeps_its_own_number_of_levels() {
+    let fs = MemFileSystem::new();
+    let db = DB::open(opts(&fs), "/db").unwrap();
+    let mut small = opts(&fs).cf;
+    small.num_levels = 3;
+    let cf = db.create_column_family("small", small.clone()).unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..6000u64 {
+        db.put_cf(&wo, &cf, &key(i), &value(i, 0)).unwrap();
+    }
+    db.wait_for_compactions().unwrap();
+    drop(db);
+    let mut o = opts(&fs);
+    o.create_missing_column_families = false;
+    let db = DB::open_cf(
+        o.clone(),
+        "/db",
+        vec![
+            strata::ColumnFamilyDescriptor::new("default", o.cf.clone()),
+            strata::ColumnFamilyDescriptor::new("small", small),
+        ],
+    )
+    .unwrap();
+    let files = db.live_files_metadata();
+    assert!(
+        files
+            .iter()
+            .any(|f| f.column_family_name == "small" && f.level > 0),
+        "{files:?}"
+    );
+    assert!(
+        files
+            .iter()
+            .all(|f| f.column_family_name != "small" || f.level < 3),
+        "{files:?}"
+    );
+    let cf = db.cf_handle("small").unwrap();
+    let stats = db.property_cf(&cf, "rocksdb.stats").unwrap();
+    assert!(
+        stats.contains("[small]") && !stats.contains("[default]"),
+        "{stats}"
+    );
+}
+
+#[test]
+fn fifo_options_are_sanitized_like_rocksdb() {
+    let fs = MemFileSystem::new();
+    let mut o = opts(&fs);
+    o.cf.compaction_style = CompactionStyle::Fifo;
+    // num_levels stays at its default of 7: RocksDB forces 1 for FIFO.
+    o.cf.level0_slowdown_writes_trigger = 1;
+    o.cf.level0_stop_writes_trigger = 0;
+    let db = DB::open(o, "/db").unwrap();
+    for i in 0..500u64 {
+        db.put(&WriteOptions::default(), &key(i), b"v").unwrap();
+    }
+    db.flush().unwrap();
+    assert!(db.live_files_metadata().iter().all(|f| f.level == 0));
+}

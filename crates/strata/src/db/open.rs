@@ -49,6 +49,7 @@ fn version_set_options(opts: &Options, descs: &[ColumnFamilyDescriptor]) -> Vers
     for d in descs {
         v.cf_comparators
             .insert(d.name.clone(), d.options.comparator.clone());
+        v.cf_num_levels.insert(d.name.clone(), d.options.num_levels);
     }
     v.num_levels = opts.cf.num_levels;
     v.max_manifest_file_size = opts.max_manifest_file_size;
@@ -121,11 +122,15 @@ impl DB {
     }
 
     fn open_impl(
-        opts: Options,
+        mut opts: Options,
         dbname: &Path,
-        descs: Vec<ColumnFamilyDescriptor>,
+        mut descs: Vec<ColumnFamilyDescriptor>,
         read_only: bool,
     ) -> Result<DB> {
+        opts.cf = opts.cf.sanitized();
+        for d in &mut descs {
+            d.options = d.options.sanitized();
+        }
         let fs: FileSystemRef = opts.fs.clone().unwrap_or_else(default_fs);
         let dbname = dbname.to_path_buf();
         let wal_dir: PathBuf = opts.wal_dir.clone().unwrap_or_else(|| dbname.clone());
@@ -334,6 +339,7 @@ impl DB {
                 "create_column_family on a read-only database".into(),
             ));
         }
+        let options = options.sanitized();
         options.validate(name)?;
         let _leader = inner
             .write_mutex
@@ -352,6 +358,7 @@ impl DB {
         // The column family's own comparator is recorded in the MANIFEST;
         // WALs before the current one hold nothing for it.
         let wal = st.wal_number;
+        st.versions.set_num_levels_for(name, options.num_levels);
         let id = st
             .versions
             .create_column_family_with(name, options.comparator.clone(), wal)?;

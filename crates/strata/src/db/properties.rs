@@ -119,7 +119,7 @@ impl DbInner {
         match name {
             "rocksdb.stats" | "strata.stats" => {
                 let mut out = String::new();
-                for c in st.cfs.values().filter(|c| !c.dropped) {
+                for c in st.cfs.values().filter(|c| !c.dropped && c.id == cf_id) {
                     let Some(v) = st.versions.current(c.id) else {
                         continue;
                     };

@@ -85,7 +85,7 @@ impl<'a> EditApplier<'a> {
             id,
             name: name.to_string(),
             comparator_name: cmp.name().to_string(),
-            base: Arc::new(Version::new(icmp.clone(), opts.num_levels)),
+            base: Arc::new(Version::new(icmp.clone(), opts.num_levels_for(name))),
             icmp,
             log_number: 0,
             full_history_ts_low: None,

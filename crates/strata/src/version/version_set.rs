@@ -50,8 +50,11 @@ pub struct VersionSetOptions {
     pub comparator: ComparatorRef,
     /// Comparators of particular column families, by name.
     pub cf_comparators: HashMap<String, ComparatorRef>,
-    /// Levels per column family (RocksDB `num_levels`).
+    /// Levels of every column family not named in `cf_num_levels`
+    /// (RocksDB `num_levels`).
     pub num_levels: usize,
+    /// Levels of particular column families, by name.
+    pub cf_num_levels: HashMap<String, usize>,
     /// MANIFEST size past which the next edit starts a new MANIFEST.
     pub max_manifest_file_size: u64,
 }
@@ -82,8 +85,17 @@ impl VersionSetOptions {
             comparator,
             cf_comparators: HashMap::new(),
             num_levels: DEFAULT_NUM_LEVELS,
+            cf_num_levels: HashMap::new(),
             max_manifest_file_size: 1 << 30,
         }
+    }
+
+    /// The number of levels column family `name` has.
+    pub fn num_levels_for(&self, name: &str) -> usize {
+        self.cf_num_levels
+            .get(name)
+            .copied()
+            .unwrap_or(self.num_levels)
     }
 
     /// The comparator column family `name` uses.
@@ -565,6 +577,11 @@ impl VersionSet {
             };
         }
         r.map(|()| id)
+    }
+
+    /// Sets the number of levels column family `name` gets when created.
+    pub fn set_num_levels_for(&mut self, name: &str, num_levels: usize) {
+        self.opts.cf_num_levels.insert(name.to_string(), num_levels);
     }
 
     /// Drops column family `id` (not the default one).
