@@ -3,7 +3,19 @@
 //! with the same flags and compared line by line:
 //!
 //! `fillseq`, `fillrandom`, `overwrite`, `readrandom`, `readseq`,
-//! `readreverse`, `flush` (flush the memtable, as db_bench's `flush`).
+//! `readreverse`, `flush` (flush the memtable, as db_bench's `flush`),
+//! `compact` (a full CompactRange, bottommost level forced),
+//! `waitforcompaction` (until no flush or compaction is due or running)
+//! and `stats` (prints the `rocksdb.stats` property).
+//!
+//! The compaction flags are db_bench's, with its defaults (which are not
+//! always the library's: `level_compaction_dynamic_level_bytes` is off,
+//! `delayed_write_rate` is 8 MiB/s, the hard pending-compaction limit is
+//! 128 GiB); see [`apply_compaction_flags`].
+//!
+//! After the last benchmark come the write-stall counters (after every
+//! benchmark with `--statistics`) and `size on disk: N bytes`, the total
+//! size of the files in the database directory.
 //!
 //! As in db_bench, `fillseq` and `fillrandom` start from an empty
 //! database (`overwrite` does not).
@@ -15,9 +27,11 @@
 use std::io::Write;
 use std::time::Instant;
 
+use strata::db::{BottommostLevelCompaction, CompactRangeOptions, StallStats};
 use strata::table::CompressionType;
-use strata::{DB, Options, ReadOptions, WriteBatch, WriteOptions};
+use strata::{CompactionStyle, DB, Options, ReadOptions, WriteBatch, WriteOptions};
 
+use crate::db_options::{sanitize, style_from_code};
 use crate::flags::Flags;
 
 /// A small, fast, seedable generator (xorshift64*).
@@ -168,6 +182,112 @@ fn read_seq(db: &DB, c: &Config, reverse: bool) -> Result<Report, String> {
     })
 }
 
+/// Sets the compaction options from db_bench's flags, with db_bench's
+/// defaults (`db_bench --help` of RocksDB 7.8.3), then sanitizes them as
+/// RocksDB does (FIFO gets one level and no L0 stalls; L0 triggers are
+/// made ordered). As in db_bench, the `universal_*` flags change the
+/// library's universal defaults only when not 0, and FIFO's size limit is
+/// `fifo_compaction_max_table_files_size_mb` MiB (0 by default, which
+/// makes FIFO keep nothing: set it with `--compaction_style=2`).
+/// `max_background_compactions` / `max_background_flushes` (-1 = unset)
+/// replace `max_background_jobs` with their sum when either is set.
+pub fn apply_compaction_flags(f: &Flags, o: &mut Options) -> Result<(), String> {
+    let style: i64 = f.num("compaction_style", 0)?;
+    let c = &mut o.cf;
+    c.compaction_style = style_from_code(style)
+        .ok_or_else(|| format!("invalid value for --compaction_style: {style}"))?;
+    let count = |name: &str, default: i64| -> Result<usize, String> {
+        let v: i64 = f.num(name, default)?;
+        usize::try_from(v).map_err(|_| format!("invalid value for --{name}: {v}"))
+    };
+    c.num_levels = count("num_levels", 7)?;
+    c.level0_file_num_compaction_trigger = count("level0_file_num_compaction_trigger", 4)?;
+    c.level0_slowdown_writes_trigger = count("level0_slowdown_writes_trigger", 20)?;
+    c.level0_stop_writes_trigger = count("level0_stop_writes_trigger", 36)?;
+    c.target_file_size_base = f.num("target_file_size_base", 64 << 20)?;
+    c.target_file_size_multiplier = count("target_file_size_multiplier", 1)? as u64;
+    c.max_bytes_for_level_base = f.num("max_bytes_for_level_base", 256 << 20)?;
+    c.max_bytes_for_level_multiplier = f.num("max_bytes_for_level_multiplier", 10.0)?;
+    c.level_compaction_dynamic_level_bytes = f.bool("level_compaction_dynamic_level_bytes")?;
+    c.max_compaction_bytes = f.num("max_compaction_bytes", 0)?;
+    c.soft_pending_compaction_bytes_limit =
+        f.num("soft_pending_compaction_bytes_limit", 64 << 30)?;
+    c.hard_pending_compaction_bytes_limit =
+        f.num("hard_pending_compaction_bytes_limit", 128 << 30)?;
+    c.disable_auto_compactions = f.bool("disable_auto_compactions")?;
+    let size_ratio = count("universal_size_ratio", 0)?;
+    if size_ratio != 0 {
+        c.universal.size_ratio = size_ratio as u32;
+    }
+    let min_width = count("universal_min_merge_width", 0)?;
+    if min_width != 0 {
+        c.universal.min_merge_width = min_width;
+    }
+    let max_width = count("universal_max_merge_width", 0)?;
+    if max_width != 0 {
+        c.universal.max_merge_width = max_width;
+    }
+    let amp = count("universal_max_size_amplification_percent", 0)?;
+    if amp != 0 {
+        c.universal.max_size_amplification_percent = amp as u64;
+    }
+    let fifo_mb: u64 = f.num("fifo_compaction_max_table_files_size_mb", 0)?;
+    c.fifo.max_table_files_size = fifo_mb.saturating_mul(1 << 20);
+    c.fifo.ttl_seconds = f.num("fifo_compaction_ttl", 0)?;
+    sanitize(c);
+
+    let jobs: i64 = f.num("max_background_jobs", 2)?;
+    let compactions: i64 = f.num("max_background_compactions", -1)?;
+    let flushes: i64 = f.num("max_background_flushes", -1)?;
+    o.max_background_jobs = if compactions == -1 && flushes == -1 {
+        jobs.max(1) as usize
+    } else {
+        (compactions.max(1) + flushes.max(1)) as usize
+    };
+    o.max_subcompactions = f.num::<u64>("subcompactions", 1)?.max(1) as usize;
+    // 0 is RocksDB's "unset", sanitized to 16 MiB/s.
+    let rate: u64 = f.num("delayed_write_rate", 8 << 20)?;
+    o.delayed_write_rate = if rate == 0 { 16 << 20 } else { rate };
+    Ok(())
+}
+
+/// The write-stall counters (stops, total stop time, pacing delays,
+/// longest single wait), in the shape of the `Stalls:` line of
+/// `rocksdb.stats`.
+fn stall_line(s: &StallStats) -> String {
+    format!(
+        "Stalls: {} stops ({:.3} s), {} delayed write groups ({:.3} s), longest single wait {:.3} s",
+        s.stops,
+        s.stop_micros as f64 / 1e6,
+        s.delays,
+        s.delay_micros as f64 / 1e6,
+        s.max_stall_micros as f64 / 1e6
+    )
+}
+
+fn add_stalls(a: &mut StallStats, b: &StallStats) {
+    a.stops += b.stops;
+    a.stop_micros += b.stop_micros;
+    a.delays += b.delays;
+    a.delay_micros += b.delay_micros;
+    a.max_stall_micros = a.max_stall_micros.max(b.max_stall_micros);
+}
+
+/// Total size of the files in `dir` (not recursive).
+fn dir_size(dir: &std::path::Path) -> Result<u64, String> {
+    let mut total = 0;
+    for e in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let e = e.map_err(|e| e.to_string())?;
+        // A file deleted while listing (an obsolete one) counts as gone.
+        if let Ok(m) = e.metadata()
+            && m.is_file()
+        {
+            total += m.len();
+        }
+    }
+    Ok(total)
+}
+
 /// Benchmarks db_bench runs on a fresh database.
 const FRESH_DB: &[&str] = &["fillseq", "fillrandom"];
 
@@ -206,6 +326,13 @@ pub fn run(f: &Flags) -> Result<(), String> {
     }
     let bloom_bits: f64 = f.num("bloom_bits", -1.0)?;
     opts.cf.bloom_bits_per_key = (bloom_bits >= 0.0).then_some(bloom_bits);
+    apply_compaction_flags(f, &mut opts)?;
+    if opts.cf.compaction_style == CompactionStyle::Fifo && opts.cf.fifo.max_table_files_size == 0 {
+        eprintln!(
+            "warning: --compaction_style=2 with --fifo_compaction_max_table_files_size_mb=0 keeps no table files (as in db_bench)"
+        );
+    }
+    let statistics = f.bool("statistics")?;
     let use_existing = f.bool("use_existing_db")?;
     if !use_existing {
         let _ = std::fs::remove_dir_all(&db_path);
@@ -221,7 +348,12 @@ pub fn run(f: &Flags) -> Result<(), String> {
         db_path.display()
     )
     .map_err(|e| e.to_string())?;
+    // Stall counters of the databases closed for a fresh one.
+    let mut stalls_before = StallStats::default();
+    // Whether the stall line was just printed (after the last benchmark).
+    let mut stalls_printed = false;
     for name in benchmarks.split(',').filter(|b| !b.is_empty()) {
+        stalls_printed = false;
         // As db_bench: the fill benchmarks start from an empty database,
         // and are skipped on an existing one.
         if FRESH_DB.contains(&name) {
@@ -230,32 +362,76 @@ pub fn run(f: &Flags) -> Result<(), String> {
                     .map_err(|e| e.to_string())?;
                 continue;
             }
+            add_stalls(&mut stalls_before, &db.stall_stats());
             db.close().map_err(|e| e.to_string())?;
             std::fs::remove_dir_all(&db_path).map_err(|e| e.to_string())?;
             db = DB::open(opts.clone(), &db_path).map_err(|e| e.to_string())?;
         }
         let report = match name {
-            "fillseq" => fill(&db, &c, false, "fillseq")?,
-            "fillrandom" => fill(&db, &c, true, "fillrandom")?,
-            "overwrite" => fill(&db, &c, true, "overwrite")?,
-            "readrandom" => read_random(&db, &c)?,
-            "readseq" => read_seq(&db, &c, false)?,
-            "readreverse" => read_seq(&db, &c, true)?,
+            "compact" => {
+                let start = Instant::now();
+                let cro = CompactRangeOptions {
+                    bottommost_level_compaction: BottommostLevelCompaction::Force,
+                };
+                db.compact_range_cf_opt(&db.default_cf(), None, None, &cro)
+                    .map_err(|e| e.to_string())?;
+                Some(Report {
+                    name: "compact",
+                    ops: 1,
+                    bytes: 0,
+                    secs: start.elapsed().as_secs_f64(),
+                    extra: String::new(),
+                })
+            }
+            "waitforcompaction" => {
+                let p = db_path.display();
+                writeln!(out, "waitforcompaction({p}): started").map_err(|e| e.to_string())?;
+                db.wait_for_compactions().map_err(|e| e.to_string())?;
+                writeln!(out, "waitforcompaction({p}): finished").map_err(|e| e.to_string())?;
+                None
+            }
+            "stats" => {
+                // db_bench's PrintStats: a blank line, the property, a newline.
+                let s = db
+                    .property("rocksdb.stats")
+                    .unwrap_or_else(|| "(failed)".into());
+                writeln!(out, "\n{s}").map_err(|e| e.to_string())?;
+                None
+            }
+            "fillseq" => Some(fill(&db, &c, false, "fillseq")?),
+            "fillrandom" => Some(fill(&db, &c, true, "fillrandom")?),
+            "overwrite" => Some(fill(&db, &c, true, "overwrite")?),
+            "readrandom" => Some(read_random(&db, &c)?),
+            "readseq" => Some(read_seq(&db, &c, false)?),
+            "readreverse" => Some(read_seq(&db, &c, true)?),
             "flush" => {
                 let start = Instant::now();
                 db.flush().map_err(|e| e.to_string())?;
-                Report {
+                Some(Report {
                     name: "flush",
                     ops: 1,
                     bytes: 0,
                     secs: start.elapsed().as_secs_f64(),
                     extra: String::new(),
-                }
+                })
             }
             other => return Err(format!("unknown benchmark: {other}")),
         };
-        report.print(&mut out)?;
+        if let Some(report) = report {
+            report.print(&mut out)?;
+        }
+        if statistics {
+            let mut stalls = stalls_before;
+            add_stalls(&mut stalls, &db.stall_stats());
+            writeln!(out, "{}", stall_line(&stalls)).map_err(|e| e.to_string())?;
+            stalls_printed = true;
+        }
     }
+    if !stalls_printed {
+        add_stalls(&mut stalls_before, &db.stall_stats());
+        writeln!(out, "{}", stall_line(&stalls_before)).map_err(|e| e.to_string())?;
+    }
+    writeln!(out, "size on disk: {} bytes", dir_size(&db_path)?).map_err(|e| e.to_string())?;
     drop(db);
     if f.get("db").is_none() {
         let _ = std::fs::remove_dir_all(&db_path);

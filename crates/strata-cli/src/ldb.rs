@@ -2,10 +2,16 @@
 //! syntax and output shapes (`key : value` for scan, `key ==> value` for
 //! dump and load, `OK` after writes, `Failed: ...` and exit status 1 on
 //! errors).
+//!
+//! As ldb, commands open an existing database with the options of its
+//! newest OPTIONS file (compaction style, levels, triggers, ...; see
+//! `db_options`) unless `--try_load_options=false`, plus a string-append
+//! merge operator.
 
 use std::io::{BufRead, Write};
 use std::sync::Arc;
 
+use strata::db::{BottommostLevelCompaction, CompactRangeOptions};
 use strata::format::WriteBatch;
 use strata::format::write_batch::BatchRecord;
 use strata::merge_operator::StringAppendOperator;
@@ -15,6 +21,7 @@ use strata::{
     WriteOptions,
 };
 
+use crate::db_options;
 use crate::flags::{Flags, from_hex, to_hex};
 
 /// Commands that take `--db`.
@@ -35,6 +42,10 @@ pub const COMMANDS: &[&str] = &[
     "approxsize",
     "flush",
     "manifest_dump",
+    "compact",
+    "stats",
+    "get_property",
+    "list_live_files_metadata",
 ];
 
 struct Ctx<'a> {
@@ -87,7 +98,20 @@ fn cf_options() -> ColumnFamilyOptions {
     }
 }
 
-fn open(db: &str, f: &Flags, read_only: bool) -> Result<DB, String> {
+/// A boolean flag that is on unless given as false (`--x=false`, `--nox`).
+fn bool_default_true(f: &Flags, name: &str) -> Result<bool, String> {
+    if f.get(name).is_some() || f.get(&format!("no{name}")).is_some() {
+        f.bool(name)
+    } else {
+        Ok(true)
+    }
+}
+
+/// The options to open `db` with, as ldb chooses them: the newest OPTIONS
+/// file's settings (unless `--try_load_options=false`), then ldb's
+/// command-line overrides, then RocksDB's sanitizing; one descriptor per
+/// existing column family (just `default` for a new database).
+fn db_options(db: &str, f: &Flags) -> Result<(Options, Vec<ColumnFamilyDescriptor>), String> {
     let mut opts = Options {
         create_if_missing: f.bool("create_if_missing")?,
         cf: cf_options(),
@@ -98,16 +122,47 @@ fn open(db: &str, f: &Flags, read_only: bool) -> Result<DB, String> {
         Ok(n) => n,
         Err(_) => vec!["default".to_string()],
     };
-    let descs: Vec<ColumnFamilyDescriptor> = names
-        .iter()
-        .map(|n| ColumnFamilyDescriptor::new(n.clone(), cf_options()))
-        .collect();
-    let r = if read_only {
-        DB::open_cf_read_only(opts, db, descs)
+    let file = if bool_default_true(f, "try_load_options")? {
+        db_options::read_latest(std::path::Path::new(db))?
     } else {
-        DB::open_cf(opts, db, descs)
+        None
     };
-    r.map_err(err)
+    if let Some(file) = &file {
+        file.apply_db(&mut opts)?;
+    }
+    let mut descs = Vec::with_capacity(names.len());
+    for name in &names {
+        let mut o = cf_options();
+        if let Some(file) = &file {
+            file.apply_cf(name, &mut o)?;
+        }
+        db_options::apply_overrides(f, &mut o)?;
+        db_options::sanitize(&mut o);
+        if name == "default" {
+            opts.cf = o.clone();
+        }
+        descs.push(ColumnFamilyDescriptor::new(name.clone(), o));
+    }
+    Ok((opts, descs))
+}
+
+fn open(db: &str, f: &Flags, read_only: bool) -> Result<DB, String> {
+    open_with(db, f, read_only).map(|(d, _)| d)
+}
+
+/// Opens the database, also returning the options of its column families.
+fn open_with(
+    db: &str,
+    f: &Flags,
+    read_only: bool,
+) -> Result<(DB, Vec<ColumnFamilyDescriptor>), String> {
+    let (opts, descs) = db_options(db, f)?;
+    let r = if read_only {
+        DB::open_cf_read_only(opts, db, descs.clone())
+    } else {
+        DB::open_cf(opts, db, descs.clone())
+    };
+    r.map(|d| (d, descs)).map_err(err)
 }
 
 fn cf(db: &DB, f: &Flags) -> Result<ColumnFamilyHandle, String> {
@@ -184,6 +239,12 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
         }
         "scan" | "dump" => {
             let db = open(db_path, c.f, true)?;
+            if cmd == "dump" && f.bool("stats")? {
+                // ldb's `dump --stats`: the stats before the keys.
+                if let Some(s) = db.property_cf(&cf(&db, f)?, "rocksdb.stats") {
+                    writeln!(out, "{s}").map_err(|e| e.to_string())?;
+                }
+            }
             let from = f.get("from").map(|s| c.key_in(s)).transpose()?;
             let to = f.get("to").map(|s| c.key_in(s)).transpose()?;
             let max_keys: Option<u64> = f
@@ -237,6 +298,11 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
                 }
             }
             db.write(&wo, batch).map_err(err)?;
+            if f.bool("compact")? {
+                // ldb's `load --compact`: CompactRange with default options.
+                db.compact_range_cf_opt(&h, None, None, &CompactRangeOptions::default())
+                    .map_err(err)?;
+            }
             writeln!(out, "OK").map_err(|e| e.to_string())?;
         }
         "list_column_families" => {
@@ -249,9 +315,13 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
             .map_err(|e| e.to_string())?;
         }
         "create_column_family" => {
-            let db = open(db_path, c.f, false)?;
-            db.create_column_family(arg(0, "<name>")?, cf_options())
-                .map_err(err)?;
+            // As ldb: a new column family gets the default one's options.
+            let (db, descs) = open_with(db_path, c.f, false)?;
+            let o = descs
+                .into_iter()
+                .find(|d| d.name == "default")
+                .map_or_else(cf_options, |d| d.options);
+            db.create_column_family(arg(0, "<name>")?, o).map_err(err)?;
             writeln!(out, "OK").map_err(|e| e.to_string())?;
         }
         "drop_column_family" => {
@@ -294,9 +364,101 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
             let text = strata::tools::manifest_dump(db_path, f.get("path")).map_err(err)?;
             write!(out, "{text}").map_err(|e| e.to_string())?;
         }
+        "compact" => {
+            // ldb's `compact`: CompactRange over [from, to] with the
+            // bottommost level forced; nothing printed on success.
+            let from = f.get("from").map(|s| c.key_in(s)).transpose()?;
+            let to = f.get("to").map(|s| c.key_in(s)).transpose()?;
+            let db = open(db_path, c.f, false)?;
+            let opts = CompactRangeOptions {
+                bottommost_level_compaction: BottommostLevelCompaction::Force,
+            };
+            db.compact_range_cf_opt(&cf(&db, f)?, from.as_deref(), to.as_deref(), &opts)
+                .map_err(|e| format!("Failed: Compaction failed: {e}"))?;
+            db.close().map_err(err)?;
+        }
+        "stats" => {
+            // ldb has no `stats` command: the `rocksdb.stats` property, as
+            // ldb's `dump --stats` and db_bench's `stats` print it.
+            let db = open(db_path, c.f, true)?;
+            let s = db
+                .property_cf(&cf(&db, f)?, "rocksdb.stats")
+                .ok_or("Failed: failed to get property: rocksdb.stats")?;
+            writeln!(out, "{s}").map_err(|e| e.to_string())?;
+        }
+        "get_property" => {
+            if args.len() != 1 {
+                return Err("Failed: property name must be specified".into());
+            }
+            let name = &args[0];
+            let db = open(db_path, c.f, true)?;
+            let v = db
+                .property_cf(&cf(&db, f)?, name)
+                .ok_or_else(|| format!("Failed: failed to get property: {name}"))?;
+            writeln!(out, "{name}: {v}").map_err(|e| e.to_string())?;
+        }
+        "list_live_files_metadata" => {
+            let sort = f.bool("sort_by_filename")?;
+            let (db, descs) = open_with(db_path, c.f, true)?;
+            let text = live_files_metadata(&db, db_path, &descs, sort);
+            write!(out, "{text}").map_err(|e| e.to_string())?;
+        }
         other => return Err(format!("Failed: unknown command {other}")),
     }
     Ok(())
+}
+
+/// ldb's `list_live_files_metadata` output: per column family, each level
+/// (`0..num_levels`) with its table files, L0 newest first; or with
+/// `sort` one `PATH : level N, column family 'NAME'` line per file, sorted
+/// by path. Paths are `db_path` as given joined with the file name, with
+/// repeated `/` collapsed (RocksDB's `NormalizePath`). Strata has no blob
+/// files, so that list is always empty.
+fn live_files_metadata(
+    db: &DB,
+    db_path: &str,
+    descs: &[ColumnFamilyDescriptor],
+    sort: bool,
+) -> String {
+    let metas = db.live_files_metadata();
+    let path_of = |name: &str| db_options::normalize_path(&format!("{db_path}/{name}"));
+    let mut s = String::new();
+    if sort {
+        s.push_str("Live SST and Blob Files:\n");
+        let mut all: Vec<(String, usize, &str)> = metas
+            .iter()
+            .map(|m| (path_of(&m.name), m.level, m.column_family_name.as_str()))
+            .collect();
+        all.sort();
+        for (path, level, cf) in all {
+            s.push_str(&format!("{path} : level {level}, column family '{cf}'\n"));
+        }
+    } else {
+        for name in db.column_families() {
+            s.push_str(&format!(
+                "===== Column Family: {name} =====\nLive SST Files:\n"
+            ));
+            let files: Vec<_> = metas
+                .iter()
+                .filter(|m| m.column_family_name == name)
+                .collect();
+            let num_levels = descs
+                .iter()
+                .find(|d| d.name == name)
+                .map_or(7, |d| d.options.num_levels)
+                .max(files.iter().map(|m| m.level + 1).max().unwrap_or(0));
+            for level in 0..num_levels {
+                s.push_str(&format!("---------- level {level} ----------\n"));
+                for m in files.iter().filter(|m| m.level == level) {
+                    s.push_str(&path_of(&m.name));
+                    s.push('\n');
+                }
+            }
+            s.push_str("Live Blob Files:\n");
+        }
+    }
+    s.push_str("------------------------------\n");
+    s
 }
 
 fn dump_wal(

@@ -5,6 +5,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod bench;
+mod db_options;
 mod flags;
 mod ldb;
 mod sst_dump;
@@ -15,7 +16,8 @@ use std::process::ExitCode;
 fn usage() -> String {
     let mut u = String::from(USAGE);
     u.push_str(
-        "  --db=PATH [--column_family=NAME] [--hex] [--key_hex] [--value_hex] COMMAND ...\n",
+        "  --db=PATH [--column_family=NAME] [--hex] [--key_hex] [--value_hex]\n\
+         \x20           [--try_load_options=true] [--auto_compaction=BOOL] [--file_size=B] COMMAND ...\n",
     );
     u.push_str("            ldb commands: ");
     u.push_str(&ldb::COMMANDS.join(" "));
@@ -33,7 +35,20 @@ const USAGE: &str = "usage: strata COMMAND [--flag=value ...]\n\
      \x20 bench     [--benchmarks=fillseq,fillrandom,overwrite,readrandom,readseq,readreverse,flush]\n\
      \x20           [--num=N] [--reads=N] [--key_size=16] [--value_size=100] [--batch_size=1]\n\
      \x20           [--sync] [--disable_wal] [--compression_type=snappy] [--bloom_bits=-1]\n\
-     \x20           [--write_buffer_size=B] [--db=DIR] [--use_existing_db] (db_bench's flags)\n";
+     \x20           [--write_buffer_size=B] [--db=DIR] [--use_existing_db] [--statistics]\n\
+     \x20           benchmarks also: compact, waitforcompaction, stats\n\
+     \x20           compaction: [--compaction_style=0|1|2|3] [--num_levels=7]\n\
+     \x20           [--level0_file_num_compaction_trigger=4] [--level0_slowdown_writes_trigger=20]\n\
+     \x20           [--level0_stop_writes_trigger=36] [--target_file_size_base=B]\n\
+     \x20           [--target_file_size_multiplier=1] [--max_bytes_for_level_base=B]\n\
+     \x20           [--max_bytes_for_level_multiplier=10] [--level_compaction_dynamic_level_bytes]\n\
+     \x20           [--max_compaction_bytes=0] [--soft_pending_compaction_bytes_limit=B]\n\
+     \x20           [--hard_pending_compaction_bytes_limit=B] [--disable_auto_compactions]\n\
+     \x20           [--max_background_jobs=2] [--max_background_compactions=-1]\n\
+     \x20           [--max_background_flushes=-1] [--subcompactions=1] [--delayed_write_rate=B]\n\
+     \x20           [--universal_size_ratio=N] [--universal_min_merge_width=N]\n\
+     \x20           [--universal_max_merge_width=N] [--universal_max_size_amplification_percent=N]\n\
+     \x20           [--fifo_compaction_max_table_files_size_mb=N] (db_bench's flags and defaults)\n";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

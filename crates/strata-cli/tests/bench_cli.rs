@@ -64,3 +64,238 @@ fn bench_reports_consistent_results() {
         seq
     );
 }
+
+/// Runs `strata bench --db=DB FLAGS...`; returns stdout and the LOG.
+fn bench(db: &std::path::Path, flags: &[&str]) -> (String, String) {
+    let mut c = strata();
+    c.arg("bench")
+        .arg(format!("--db={}", db.display()))
+        .args(flags);
+    let out = run(c, b"");
+    let log = std::fs::read_to_string(db.join("LOG")).unwrap();
+    (out, log)
+}
+
+fn assert_logged(log: &str, lines: &[&str]) {
+    for l in lines {
+        assert!(
+            log.lines().any(|x| x.ends_with(l)),
+            "LOG has no line ending in {l:?}:\n{log}"
+        );
+    }
+}
+
+/// The `size on disk: N bytes` line, which must be the last one.
+fn size_on_disk(out: &str) -> u64 {
+    let last = out.lines().last().unwrap();
+    last.strip_prefix("size on disk: ")
+        .and_then(|r| r.strip_suffix(" bytes"))
+        .unwrap_or_else(|| panic!("last line is not the size: {out}"))
+        .parse()
+        .unwrap()
+}
+
+fn stall_lines(out: &str) -> usize {
+    out.lines()
+        .filter(|l| {
+            l.starts_with("Stalls: ")
+                && l.contains(" stops (")
+                && l.contains(" delayed write groups (")
+                && l.contains(", longest single wait ")
+        })
+        .count()
+}
+
+#[test]
+fn bench_takes_db_bench_compaction_flags_and_benchmarks() {
+    let dir = tempfile::tempdir().unwrap();
+    // Leveled, with every level flag and the background/stall flags.
+    let db = dir.path().join("level");
+    let (out, log) = bench(
+        &db,
+        &[
+            "--num=5000",
+            "--write_buffer_size=32768",
+            "--compaction_style=0",
+            "--num_levels=5",
+            "--level0_file_num_compaction_trigger=3",
+            "--level0_slowdown_writes_trigger=9",
+            "--level0_stop_writes_trigger=15",
+            "--target_file_size_base=65536",
+            "--target_file_size_multiplier=2",
+            "--max_bytes_for_level_base=262144",
+            "--max_bytes_for_level_multiplier=8",
+            "--level_compaction_dynamic_level_bytes=true",
+            "--max_compaction_bytes=1048576",
+            "--soft_pending_compaction_bytes_limit=10000000",
+            "--hard_pending_compaction_bytes_limit=20000000",
+            "--max_background_compactions=3",
+            "--max_background_flushes=1",
+            "--subcompactions=2",
+            "--delayed_write_rate=4194304",
+            "--statistics",
+            "--benchmarks=fillrandom,readrandom,waitforcompaction,compact,readrandom,stats",
+        ],
+    );
+    assert_logged(
+        &log,
+        &[
+            "Options.compaction_style: kCompactionStyleLevel",
+            "Options.num_levels: 5",
+            "Options.level0_file_num_compaction_trigger: 3",
+            "Options.level0_slowdown_writes_trigger: 9",
+            "Options.level0_stop_writes_trigger: 15",
+            "Options.target_file_size_base: 65536",
+            "Options.target_file_size_multiplier: 2",
+            "Options.max_bytes_for_level_base: 262144",
+            "Options.max_bytes_for_level_multiplier: 8",
+            "Options.level_compaction_dynamic_level_bytes: true",
+            "Options.max_compaction_bytes: 1048576",
+            "Options.soft_pending_compaction_bytes_limit: 10000000",
+            "Options.hard_pending_compaction_bytes_limit: 20000000",
+            "Options.disable_auto_compactions: false",
+            // max_background_compactions + max_background_flushes.
+            "Options.max_background_jobs: 4",
+            "Options.max_subcompactions: 2",
+            "Options.delayed_write_rate: 4194304",
+        ],
+    );
+    let reports: Vec<&str> = out.lines().filter(|l| l.contains("ops/sec")).collect();
+    assert_eq!(reports.len(), 4, "{out}");
+    assert!(reports[2].starts_with("compact      : "), "{out}");
+    assert!(reports[2].ends_with(" 1 operations;"), "{out}");
+    let found = |l: &str| l[l.find('(').unwrap()..].to_string();
+    assert_eq!(
+        found(reports[1]),
+        found(reports[3]),
+        "compact changed what reads find:\n{out}"
+    );
+    let path = db.display().to_string();
+    assert!(out.contains(&format!(
+        "waitforcompaction({path}): started\nwaitforcompaction({path}): finished\n"
+    )));
+    assert!(
+        out.contains("\n\n\n** Compaction Stats [default] **\n"),
+        "{out}"
+    );
+    // --statistics: the stall counters after each of the 6 benchmarks.
+    assert!(stall_lines(&out) >= 6, "{out}");
+    assert!(size_on_disk(&out) > 50_000, "{out}");
+    // The CLI opens the result with its options: 5 levels, no L0 left
+    // after `compact`.
+    let mut c = strata();
+    c.arg(format!("--db={}", db.display()))
+        .arg("list_live_files_metadata");
+    let listing = run(c, b"");
+    assert!(
+        listing.contains("---------- level 4 ----------\n"),
+        "{listing}"
+    );
+    assert!(!listing.contains("level 5"), "{listing}");
+    assert!(
+        listing.contains("---------- level 0 ----------\n---------- level 1 ----------\n"),
+        "{listing}"
+    );
+
+    // Universal, automatic compactions off: many L0 files until
+    // `compact` puts one sorted run on the last level.
+    let db = dir.path().join("universal");
+    let (out, log) = bench(
+        &db,
+        &[
+            "--num=3000",
+            "--write_buffer_size=32768",
+            "--compaction_style=1",
+            "--universal_size_ratio=5",
+            "--universal_min_merge_width=3",
+            "--universal_max_merge_width=6",
+            "--universal_max_size_amplification_percent=120",
+            "--disable_auto_compactions",
+            "--benchmarks=fillseq,compact",
+        ],
+    );
+    assert_logged(
+        &log,
+        &[
+            "Options.compaction_style: kCompactionStyleUniversal",
+            "Options.disable_auto_compactions: true",
+            "Options.compaction_options_universal: UniversalCompactionOptions { size_ratio: 5, min_merge_width: 3, max_merge_width: 6, max_size_amplification_percent: 120 }",
+        ],
+    );
+    // Without --statistics: one stall line, after the last benchmark.
+    assert_eq!(stall_lines(&out), 1, "{out}");
+    size_on_disk(&out);
+    let mut c = strata();
+    c.arg(format!("--db={}", db.display()))
+        .arg("list_live_files_metadata")
+        .arg("--sort_by_filename");
+    let listing = run(c, b"");
+    let levels: Vec<&str> = listing
+        .lines()
+        .filter_map(|l| l.split(" : level ").nth(1))
+        .collect();
+    assert!(!levels.is_empty());
+    assert!(levels.iter().all(|l| l.starts_with("6,")), "{listing}");
+
+    // FIFO: one level (as RocksDB sanitizes it), the size limit in MiB.
+    let db = dir.path().join("fifo");
+    let (_, log) = bench(
+        &db,
+        &[
+            "--num=2000",
+            "--compaction_style=2",
+            "--fifo_compaction_max_table_files_size_mb=3",
+            "--fifo_compaction_ttl=600",
+            "--benchmarks=fillseq",
+        ],
+    );
+    assert_logged(
+        &log,
+        &[
+            "Options.compaction_style: kCompactionStyleFIFO",
+            "Options.num_levels: 1",
+            "Options.compaction_options_fifo: FifoCompactionOptions { max_table_files_size: 3145728, ttl_seconds: 600 }",
+        ],
+    );
+
+    // db_bench's defaults, where they differ from the library's.
+    let db = dir.path().join("defaults");
+    let (_, log) = bench(&db, &["--num=100", "--benchmarks=fillseq"]);
+    assert_logged(
+        &log,
+        &[
+            "Options.compaction_style: kCompactionStyleLevel",
+            "Options.num_levels: 7",
+            "Options.level_compaction_dynamic_level_bytes: false",
+            "Options.hard_pending_compaction_bytes_limit: 137438953472",
+            "Options.soft_pending_compaction_bytes_limit: 68719476736",
+            "Options.delayed_write_rate: 8388608",
+            "Options.max_background_jobs: 2",
+            "Options.max_subcompactions: 1",
+            "Options.target_file_size_base: 67108864",
+            "Options.max_bytes_for_level_base: 268435456",
+        ],
+    );
+
+    // Bad values are refused, naming the flag.
+    for bad in [
+        "--compaction_style=4",
+        "--num_levels=-1",
+        "--max_bytes_for_level_multiplier=x",
+        "--universal_size_ratio=-5",
+        "--level_compaction_dynamic_level_bytes=maybe",
+    ] {
+        let mut c = strata();
+        c.arg("bench")
+            .arg(format!("--db={}", dir.path().join("bad").display()))
+            .args(["--num=10", "--benchmarks=fillseq", bad]);
+        let o = c.output().unwrap();
+        assert!(!o.status.success(), "{bad} accepted");
+        let name = bad.trim_start_matches("--").split('=').next().unwrap();
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(name),
+            "{bad}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
