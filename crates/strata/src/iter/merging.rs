@@ -4,7 +4,10 @@
 //! Invariant: when positioned going forward, every child is at its first
 //! entry >= `key()` (the current child exactly at it); going backward,
 //! every child is at its last entry <= `key()`. Switching direction
-//! re-seeks the other children to restore this.
+//! re-seeks the other children to restore this. Going forward, `heap` is
+//! a binary min-heap of the valid children by (key, child index), so
+//! `next` costs O(log n) comparisons (compactions merge many files);
+//! going backward the largest child is found by a scan.
 
 use std::cmp::Ordering;
 
@@ -18,6 +21,8 @@ pub struct MergingIterator {
     children: Vec<Box<dyn InternalIterator + Send>>,
     current: Option<usize>,
     forward: bool,
+    /// Forward direction: valid children, a min-heap by (key, index).
+    heap: Vec<usize>,
 }
 
 impl std::fmt::Debug for MergingIterator {
@@ -39,28 +44,62 @@ impl MergingIterator {
             children,
             current: None,
             forward: true,
+            heap: Vec::new(),
         }
     }
 
-    fn find_smallest(&mut self) {
-        let mut best: Option<usize> = None;
-        for (i, c) in self.children.iter().enumerate() {
-            if !c.valid() {
-                if c.status().is_err() {
-                    // Never skip past a child that failed: stop here.
-                    self.current = None;
-                    return;
-                }
-                continue;
-            }
-            best = match best {
-                Some(b) if self.icmp.compare(c.key(), self.children[b].key()) != Ordering::Less => {
-                    Some(b)
-                }
-                _ => Some(i),
-            };
+    /// True if child `a` orders before child `b`.
+    fn before(&self, a: usize, b: usize) -> bool {
+        match self
+            .icmp
+            .compare(self.children[a].key(), self.children[b].key())
+        {
+            Ordering::Less => true,
+            Ordering::Equal => a < b,
+            Ordering::Greater => false,
         }
-        self.current = best;
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        let n = self.heap.len();
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut m = i;
+            if l < n && self.before(self.heap[l], self.heap[m]) {
+                m = l;
+            }
+            if r < n && self.before(self.heap[r], self.heap[m]) {
+                m = r;
+            }
+            if m == i {
+                return;
+            }
+            self.heap.swap(i, m);
+            i = m;
+        }
+    }
+
+    /// Builds the heap from the children's positions (forward).
+    fn build_heap(&mut self) {
+        self.heap.clear();
+        for (i, c) in self.children.iter().enumerate() {
+            if c.valid() {
+                self.heap.push(i);
+            } else if c.status().is_err() {
+                // Never skip past a child that failed: stop here.
+                self.heap.clear();
+                self.current = None;
+                return;
+            }
+        }
+        for i in (0..self.heap.len() / 2).rev() {
+            self.sift_down(i);
+        }
+        self.current = self.heap.first().copied();
+        debug_assert!(
+            self.current
+                .is_none_or(|top| self.heap.iter().all(|&i| !self.before(i, top)))
+        );
     }
 
     fn find_largest(&mut self) {
@@ -96,7 +135,7 @@ impl InternalIterator for MergingIterator {
             c.seek_to_first();
         }
         self.forward = true;
-        self.find_smallest();
+        self.build_heap();
     }
 
     fn seek_to_last(&mut self) {
@@ -112,7 +151,7 @@ impl InternalIterator for MergingIterator {
             c.seek(target);
         }
         self.forward = true;
-        self.find_smallest();
+        self.build_heap();
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) {
@@ -137,9 +176,25 @@ impl InternalIterator for MergingIterator {
                 }
             }
             self.forward = true;
+            self.children[cur].next();
+            self.build_heap();
+            return;
         }
+        debug_assert_eq!(self.heap.first(), Some(&cur));
         self.children[cur].next();
-        self.find_smallest();
+        if self.children[cur].valid() {
+            self.sift_down(0);
+        } else if self.children[cur].status().is_err() {
+            self.heap.clear();
+            self.current = None;
+            return;
+        } else {
+            let last = self.heap.len() - 1;
+            self.heap.swap(0, last);
+            self.heap.pop();
+            self.sift_down(0);
+        }
+        self.current = self.heap.first().copied();
     }
 
     fn prev(&mut self) {
