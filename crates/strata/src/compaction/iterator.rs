@@ -28,7 +28,8 @@ use super::BeyondOutputLevel;
 use super::fragments::Fragments;
 use crate::compaction_filter::{CompactionFilterRef, Decision};
 use crate::error::{Error, Result};
-use crate::format::{SequenceNumber, ValueType, make_internal_key, parse_internal_key};
+use crate::format::dbformat::pack_sequence_and_type;
+use crate::format::{SequenceNumber, ValueType, parse_internal_key};
 use crate::merge_operator::MergeOperatorRef;
 use crate::table::iterator::InternalIterator;
 use crate::util::comparator::ComparatorRef;
@@ -84,10 +85,21 @@ impl CompactionRules {
     }
 }
 
+/// One input entry of the current group; its value is `arena[start..end]`.
+#[derive(Clone, Copy)]
 struct Entry {
     seq: SequenceNumber,
     t: ValueType,
-    value: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+/// Where an output entry's value lives.
+enum OutValue {
+    /// `arena[start..end]` of the current group.
+    Arena(usize, usize),
+    /// Produced here (merge result, filter change).
+    Owned(Vec<u8>),
 }
 
 /// Yields the surviving entries of a sorted input, key by key.
@@ -99,10 +111,19 @@ pub struct CompactionIterator<'a> {
     /// All input tombstones (for coverage; dropped ones still cover).
     tombstones: Fragments,
     beyond: BeyondOutputLevel,
-    out: std::collections::VecDeque<(Vec<u8>, Vec<u8>)>,
     pub stats: CompactionIterStats,
-    /// The user key of the group last produced.
+    /// The user key of the current group.
     current_user_key: Vec<u8>,
+    /// The current group's input values, back to back (reused).
+    arena: Vec<u8>,
+    entries: Vec<Entry>,
+    covering: Vec<SequenceNumber>,
+    /// The current group's surviving entries in output order, and how
+    /// many were handed out.
+    out: Vec<(SequenceNumber, ValueType, OutValue)>,
+    out_pos: usize,
+    /// The internal key of the entry handed out last.
+    ikey: Vec<u8>,
 }
 
 impl std::fmt::Debug for CompactionIterator<'_> {
@@ -129,29 +150,51 @@ impl<'a> CompactionIterator<'a> {
             rules,
             tombstones,
             beyond,
-            out: std::collections::VecDeque::new(),
             stats: CompactionIterStats::default(),
             current_user_key: Vec::new(),
+            arena: Vec::new(),
+            entries: Vec::new(),
+            covering: Vec::new(),
+            out: Vec::new(),
+            out_pos: 0,
+            ikey: Vec::new(),
         }
     }
 
     /// The next surviving `(internal key, value)`, or `None` at the end.
     pub fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        loop {
-            if let Some(e) = self.out.pop_front() {
-                self.stats.output_records += 1;
-                return Ok(Some(e));
-            }
+        Ok(self.next_ref()?.map(|(k, v)| (k.to_vec(), v.to_vec())))
+    }
+
+    /// [`CompactionIterator::next_entry`] without copies: the slices live
+    /// until the next call.
+    pub fn next_ref(&mut self) -> Result<Option<(&[u8], &[u8])>> {
+        while self.out_pos >= self.out.len() {
             if !self.next_group()? {
                 return Ok(None);
             }
         }
+        let (seq, t) = (self.out[self.out_pos].0, self.out[self.out_pos].1);
+        self.out_pos += 1;
+        self.stats.output_records += 1;
+        self.ikey.clear();
+        self.ikey.extend_from_slice(&self.current_user_key);
+        self.ikey
+            .extend_from_slice(&pack_sequence_and_type(seq, t).to_le_bytes());
+        let value = self.value_of(&self.out[self.out_pos - 1].2);
+        Ok(Some((&self.ikey, value)))
     }
 
-    /// True if the entry `next_entry` returned last began a new user key
-    /// group (output files are only cut there).
+    /// The user key of the entry handed out last.
     pub fn current_user_key(&self) -> &[u8] {
         &self.current_user_key
+    }
+
+    fn value_of<'b>(&'b self, v: &'b OutValue) -> &'b [u8] {
+        match v {
+            OutValue::Arena(a, b) => &self.arena[*a..*b],
+            OutValue::Owned(o) => o,
+        }
     }
 
     /// Reads one user key's entries and resolves them into `out`. False
@@ -163,151 +206,171 @@ impl<'a> CompactionIterator<'a> {
         }
         let first = parse_internal_key(self.input.key())
             .ok_or_else(|| Error::corruption("", 0, "compaction input: bad internal key"))?;
-        let user_key = first.user_key.to_vec();
         if let Some(end) = &self.end
-            && self.rules.ucmp.compare(&user_key, end) != std::cmp::Ordering::Less
+            && self.rules.ucmp.compare(first.user_key, end) != std::cmp::Ordering::Less
         {
             return Ok(false);
         }
-        let mut entries = Vec::new();
+        self.current_user_key.clear();
+        self.current_user_key.extend_from_slice(first.user_key);
+        self.arena.clear();
+        self.entries.clear();
         while self.input.valid() {
             let p = parse_internal_key(self.input.key())
                 .ok_or_else(|| Error::corruption("", 0, "compaction input: bad internal key"))?;
-            if p.user_key != user_key.as_slice() {
+            if p.user_key != self.current_user_key.as_slice() {
                 break;
             }
-            entries.push(Entry {
+            let start = self.arena.len();
+            self.arena.extend_from_slice(self.input.value());
+            self.entries.push(Entry {
                 seq: p.sequence,
                 t: p.value_type,
-                value: self.input.value().to_vec(),
+                start,
+                end: self.arena.len(),
             });
             self.input.next();
         }
         self.input.status()?;
-        self.stats.input_records += entries.len() as u64;
-        let covering = self.tombstones.covering(&user_key).to_vec();
-        let resolved = self.resolve(&user_key, entries, &covering)?;
-        for (seq, t, v) in resolved {
-            self.out
-                .push_back((make_internal_key(&user_key, seq, t), v));
-        }
-        self.current_user_key = user_key;
+        self.stats.input_records += self.entries.len() as u64;
+        self.covering.clear();
+        let covering = self.tombstones.covering(&self.current_user_key);
+        self.covering.extend_from_slice(covering);
+        self.out.clear();
+        self.out_pos = 0;
+        self.resolve()?;
         Ok(true)
     }
 
     fn full_merge(
         &self,
-        key: &[u8],
         base: Option<&[u8]>,
-        ops: &[(SequenceNumber, Vec<u8>)],
+        ops: &[(SequenceNumber, OutValue)],
     ) -> Result<Vec<u8>> {
         let op = self.rules.merge_operator.as_ref().ok_or_else(|| {
             Error::InvalidArgument("merge operands without a merge operator".into())
         })?;
         // `ops` is newest first; the operator wants oldest first.
-        let refs: Vec<&[u8]> = ops.iter().rev().map(|(_, v)| v.as_slice()).collect();
-        op.full_merge(key, base, &refs)
+        let refs: Vec<&[u8]> = ops.iter().rev().map(|(_, v)| self.value_of(v)).collect();
+        op.full_merge(&self.current_user_key, base, &refs)
             .ok_or_else(|| Error::corruption("", 0, format!("merge operator {} failed", op.name())))
     }
 
-    /// Applies the module's rules to one key's entries (newest first).
-    fn resolve(
-        &mut self,
-        key: &[u8],
-        entries: Vec<Entry>,
-        covering: &[SequenceNumber],
-    ) -> Result<Vec<(SequenceNumber, ValueType, Vec<u8>)>> {
-        let mut out = Vec::new();
+    /// True if no file beyond the output level may hold the current key
+    /// (asked at most once per key).
+    fn at_bottom(&mut self, cached: &mut Option<bool>) -> bool {
+        if let Some(b) = cached {
+            return *b;
+        }
+        let b = !self.beyond.may_contain(&self.current_user_key);
+        *cached = Some(b);
+        b
+    }
+
+    /// Applies the module's rules to the current group (newest first),
+    /// filling `out`.
+    fn resolve(&mut self) -> Result<()> {
         let mut stripe_cur: Option<usize> = None;
         let mut settled = false;
-        let mut pending: Vec<(SequenceNumber, Vec<u8>)> = Vec::new();
+        // Merge operands waiting for a base, newest first.
+        let mut pending: Vec<(SequenceNumber, OutValue)> = Vec::new();
         let mut bottom: Option<bool> = None;
         let newest_snapshot = self.rules.snapshots.last().copied();
         let can_merge = self.rules.merge_operator.is_some();
-        for (i, e) in entries.into_iter().enumerate() {
-            let s = self.rules.stripe(e.seq);
-            if stripe_cur != Some(s) {
-                for (seq, v) in pending.drain(..) {
-                    out.push((seq, ValueType::Merge, v));
-                }
-                stripe_cur = Some(s);
-                settled = false;
-            }
-            if settled {
-                self.stats.dropped_shadowed += 1;
-                continue;
-            }
-            // The oldest tombstone newer than the entry decides coverage.
-            if let Some(&t) = covering.iter().rev().find(|&&t| t > e.seq)
-                && self.rules.stripe(t) == s
-            {
-                self.stats.dropped_covered += 1;
-                continue;
-            }
-            let mut t = e.t;
-            let mut value = e.value;
-            if i == 0
-                && t == ValueType::Value
-                && newest_snapshot.is_none_or(|n| e.seq > n)
-                && let Some(f) = &self.rules.filter
-            {
-                match f.filter(self.rules.output_level, key, &value) {
-                    Decision::Keep => {}
-                    Decision::Remove => {
-                        self.stats.filtered += 1;
-                        t = ValueType::Deletion;
-                        value = Vec::new();
+        let entries = std::mem::take(&mut self.entries);
+        let mut out = std::mem::take(&mut self.out);
+        let r = (|| -> Result<()> {
+            for (i, e) in entries.iter().enumerate() {
+                let s = self.rules.stripe(e.seq);
+                if stripe_cur != Some(s) {
+                    for (seq, v) in pending.drain(..) {
+                        out.push((seq, ValueType::Merge, v));
                     }
-                    Decision::ChangeValue(v) => {
-                        self.stats.filtered += 1;
-                        value = v;
+                    stripe_cur = Some(s);
+                    settled = false;
+                }
+                if settled {
+                    self.stats.dropped_shadowed += 1;
+                    continue;
+                }
+                // The oldest tombstone newer than the entry decides coverage.
+                if let Some(&t) = self.covering.iter().rev().find(|&&t| t > e.seq)
+                    && self.rules.stripe(t) == s
+                {
+                    self.stats.dropped_covered += 1;
+                    continue;
+                }
+                let mut t = e.t;
+                let mut value = OutValue::Arena(e.start, e.end);
+                if i == 0
+                    && t == ValueType::Value
+                    && newest_snapshot.is_none_or(|n| e.seq > n)
+                    && let Some(f) = &self.rules.filter
+                {
+                    match f.filter(
+                        self.rules.output_level,
+                        &self.current_user_key,
+                        &self.arena[e.start..e.end],
+                    ) {
+                        Decision::Keep => {}
+                        Decision::Remove => {
+                            self.stats.filtered += 1;
+                            t = ValueType::Deletion;
+                            value = OutValue::Owned(Vec::new());
+                        }
+                        Decision::ChangeValue(v) => {
+                            self.stats.filtered += 1;
+                            value = OutValue::Owned(v);
+                        }
                     }
                 }
-            }
-            match t {
-                ValueType::Merge if can_merge => pending.push((e.seq, value)),
-                ValueType::Merge => out.push((e.seq, t, value)),
-                ValueType::Value if !pending.is_empty() => {
-                    let merged = self.full_merge(key, Some(&value), &pending)?;
-                    self.stats.merged_operands += pending.len() as u64;
-                    out.push((pending[0].0, ValueType::Value, merged));
-                    pending.clear();
-                    settled = true;
-                }
-                ValueType::Deletion | ValueType::SingleDeletion if !pending.is_empty() => {
-                    let merged = self.full_merge(key, None, &pending)?;
-                    self.stats.merged_operands += pending.len() as u64;
-                    out.push((pending[0].0, ValueType::Value, merged));
-                    pending.clear();
-                    settled = true;
-                }
-                ValueType::Deletion | ValueType::SingleDeletion => {
-                    settled = true;
-                    let at_bottom =
-                        s == 0 && *bottom.get_or_insert_with(|| !self.beyond.may_contain(key));
-                    if at_bottom {
-                        self.stats.dropped_deletions += 1;
-                    } else {
+                match t {
+                    ValueType::Merge if can_merge => pending.push((e.seq, value)),
+                    ValueType::Merge => out.push((e.seq, t, value)),
+                    ValueType::Value if !pending.is_empty() => {
+                        let base = self.value_of(&value).to_vec();
+                        let merged = self.full_merge(Some(&base), &pending)?;
+                        self.stats.merged_operands += pending.len() as u64;
+                        out.push((pending[0].0, ValueType::Value, OutValue::Owned(merged)));
+                        pending.clear();
+                        settled = true;
+                    }
+                    ValueType::Deletion | ValueType::SingleDeletion if !pending.is_empty() => {
+                        let merged = self.full_merge(None, &pending)?;
+                        self.stats.merged_operands += pending.len() as u64;
+                        out.push((pending[0].0, ValueType::Value, OutValue::Owned(merged)));
+                        pending.clear();
+                        settled = true;
+                    }
+                    ValueType::Deletion | ValueType::SingleDeletion => {
+                        settled = true;
+                        if s == 0 && self.at_bottom(&mut bottom) {
+                            self.stats.dropped_deletions += 1;
+                        } else {
+                            out.push((e.seq, t, value));
+                        }
+                    }
+                    _ => {
                         out.push((e.seq, t, value));
+                        settled = true;
                     }
                 }
-                _ => {
-                    out.push((e.seq, t, value));
-                    settled = true;
+            }
+            if !pending.is_empty() {
+                if self.at_bottom(&mut bottom) {
+                    let merged = self.full_merge(None, &pending)?;
+                    self.stats.merged_operands += pending.len() as u64;
+                    out.push((pending[0].0, ValueType::Value, OutValue::Owned(merged)));
+                } else {
+                    for (seq, v) in pending.drain(..) {
+                        out.push((seq, ValueType::Merge, v));
+                    }
                 }
             }
-        }
-        if !pending.is_empty() {
-            if *bottom.get_or_insert_with(|| !self.beyond.may_contain(key)) {
-                let merged = self.full_merge(key, None, &pending)?;
-                self.stats.merged_operands += pending.len() as u64;
-                out.push((pending[0].0, ValueType::Value, merged));
-            } else {
-                for (seq, v) in pending.drain(..) {
-                    out.push((seq, ValueType::Merge, v));
-                }
-            }
-        }
-        Ok(out)
+            Ok(())
+        })();
+        self.entries = entries;
+        self.out = out;
+        r
     }
 }

@@ -261,7 +261,7 @@ fn run_sub(
         let mut gp_overlap = 0u64;
         let mut seen_key = false;
         let mut n = 0u64;
-        while let Some((ikey, value)) = it.next_entry()? {
+        while let Some((ikey, value)) = it.next_ref()? {
             n += 1;
             if n % 1024 == 0
                 && ctx
@@ -272,7 +272,7 @@ fn run_sub(
                     "compaction cancelled: the database is closing".into(),
                 ));
             }
-            let uk = extract_user_key(&ikey);
+            let uk = extract_user_key(ikey);
             let new_key = last_user_key.as_deref() != Some(uk);
             if new_key {
                 // Grandparent overlap so far (RocksDB's ShouldStopBefore).
@@ -298,13 +298,16 @@ fn run_sub(
                     }
                     next_lo = Some(uk.to_vec());
                 }
-                last_user_key = Some(uk.to_vec());
+                let mut k = last_user_key.take().unwrap_or_default();
+                k.clear();
+                k.extend_from_slice(uk);
+                last_user_key = Some(k);
             }
             if cur.is_none() {
                 cur = Some(open_file(ctx, next_lo.clone(), &mut created)?);
             }
             if let Some(f) = cur.as_mut() {
-                f.builder.add(&ikey, &value)?;
+                f.builder.add(ikey, value)?;
             }
         }
         // Tombstones past the last point key go in the last file (or a
