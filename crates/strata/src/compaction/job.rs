@@ -190,7 +190,11 @@ fn subcompaction_bounds(
     ucmp: &crate::util::comparator::ComparatorRef,
 ) -> Vec<Vec<u8>> {
     let n = ctx.max_subcompactions.max(1);
-    if n == 1 || c.input_bytes() < c.target_file_size.min(64 << 20).saturating_mul(2) {
+    // Never into L0: its files must not share sequence ranges.
+    if n == 1
+        || c.output_level == 0
+        || c.input_bytes() < c.target_file_size.min(64 << 20).saturating_mul(2)
+    {
         return Vec::new();
     }
     let mut keys: Vec<Vec<u8>> = c
@@ -286,11 +290,14 @@ fn run_sub(
                     gp_index += 1;
                 }
                 seen_key = true;
-                let too_big = cur
-                    .as_ref()
-                    .is_some_and(|f| f.builder.estimated_file_size() >= c.target_file_size);
-                let too_much_overlap =
-                    cur.is_some() && gp_overlap > c.max_grandparent_overlap_bytes;
+                // An L0 output is never split: L0 files must not share
+                // sequence ranges, and one compaction's outputs all would.
+                let splittable = cur.is_some() && c.output_level > 0;
+                let too_big = splittable
+                    && cur
+                        .as_ref()
+                        .is_some_and(|f| f.builder.estimated_file_size() >= c.target_file_size);
+                let too_much_overlap = splittable && gp_overlap > c.max_grandparent_overlap_bytes;
                 if too_big || too_much_overlap {
                     gp_overlap = 0;
                     if let Some(f) = cur.take() {

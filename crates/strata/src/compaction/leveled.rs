@@ -9,6 +9,7 @@
 //! Invariant: a picked compaction shares no file with a running one, and
 //! at most one compaction reads L0 at a time.
 
+use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -42,10 +43,18 @@ fn busy(files: &[Arc<FileMetaData>], being: &HashSet<u64>) -> bool {
     files.iter().any(|f| being.contains(&f.number))
 }
 
-/// Builds the compaction of `start` (files on `start_level`) into
-/// `output_level`: adds the clean-cut overlapping files of every level in
-/// between and of the output level, and the grandparents. `None` if any
-/// of them is being compacted.
+/// Builds the compaction of `start` (files on `start_level`, or on
+/// several levels for `compact_files`) into `output_level`, as RocksDB's
+/// `SetupOtherInputs` (and `SanitizeCompactionInputFiles`) do: from the
+/// start level down to the output level, each level adds its clean-cut
+/// files overlapping the range so far. Then, when nothing lies between
+/// the two levels, the start level grows to more files of the range
+/// covered if that adds no output-level file and stays under
+/// `max_compaction_bytes`. Adds the grandparents. `None` if any input is
+/// being compacted.
+///
+/// The range is not widened back upwards: a shallower file left out holds
+/// only newer data, so it may stay above the output.
 #[allow(clippy::too_many_arguments)]
 pub fn setup_compaction(
     p: &PickerInput<'_>,
@@ -60,36 +69,49 @@ pub fn setup_compaction(
     if start.is_empty() || busy(&start, p.being_compacted) {
         return None;
     }
-    let mut inputs = vec![LevelInputs {
-        level: start_level,
-        files: start,
-    }];
-    // Widen through every level down to the output level until stable.
-    loop {
-        let all: Vec<&Arc<FileMetaData>> = inputs.iter().flat_map(|l| l.files.iter()).collect();
-        let (lo, hi) = range_of(&ucmp, &all)?;
-        let mut next = vec![LevelInputs {
-            level: start_level,
-            files: overlapping_clean(v, &ucmp, start_level, &lo, &hi),
-        }];
-        for level in start_level + 1..=output_level {
-            let files = overlapping_clean(v, &ucmp, level, &lo, &hi);
-            if !files.is_empty() || level == output_level {
-                next.push(LevelInputs { level, files });
+    let widen = |lo: &mut Vec<u8>, hi: &mut Vec<u8>, files: &[Arc<FileMetaData>]| {
+        let refs: Vec<&Arc<FileMetaData>> = files.iter().collect();
+        if let Some((l, h)) = range_of(&ucmp, &refs) {
+            if ucmp.compare(&l, lo) == Ordering::Less {
+                *lo = l;
+            }
+            if ucmp.compare(&h, hi) == Ordering::Greater {
+                *hi = h;
             }
         }
-        let count = |x: &[LevelInputs]| x.iter().map(|l| l.files.len()).sum::<usize>();
-        let grew = count(&next) != count(&inputs);
-        inputs = next;
-        if !grew {
+    };
+    let refs: Vec<&Arc<FileMetaData>> = start.iter().collect();
+    let (mut lo, mut hi) = range_of(&ucmp, &refs)?;
+    let mut inputs: Vec<LevelInputs> = Vec::new();
+    // With files on levels between the start and the output level (manual
+    // and `compact_files` compactions), repeat until the range is stable:
+    // an intermediate file the widened range overlaps must be an input, or
+    // its older data would end up above the newer outputs.
+    let intermediate = (start_level + 1..output_level).any(|l| v.num_files(l) > 0);
+    loop {
+        let before = (lo.clone(), hi.clone());
+        inputs.clear();
+        for level in start_level..=output_level {
+            let files = overlapping_clean(v, &ucmp, level, &lo, &hi);
+            widen(&mut lo, &mut hi, &files);
+            if level == start_level || level == output_level || !files.is_empty() {
+                inputs.push(LevelInputs { level, files });
+            }
+        }
+        if !intermediate || (lo.clone(), hi.clone()) == before {
             break;
         }
     }
-    if output_level == start_level {
-        inputs.truncate(1);
-    }
     if inputs.iter().any(|l| busy(&l.files, p.being_compacted)) {
         return None;
+    }
+    if output_level > start_level
+        && inputs.len() == 2
+        && (start_level + 1..output_level).all(|l| v.num_files(l) == 0)
+        && !inputs[1].files.is_empty()
+        && let Some(more) = expand_start_level(p, &inputs[0], &inputs[1])
+    {
+        inputs[0].files = more;
     }
     let all: Vec<&Arc<FileMetaData>> = inputs.iter().flat_map(|l| l.files.iter()).collect();
     let (lo, hi) = range_of(&ucmp, &all)?;
@@ -113,6 +135,69 @@ pub fn setup_compaction(
     })
 }
 
+/// More start-level files for a compaction of `start` with `output` (the
+/// overlapping output-level files, not empty): the start level's clean-cut
+/// files overlapping the whole range of both, or else its files lying
+/// wholly inside that range; taken only if they add no output-level file,
+/// are not being compacted and keep the compaction under
+/// `max_compaction_bytes` (RocksDB's `SetupOtherInputs`).
+fn expand_start_level(
+    p: &PickerInput<'_>,
+    start: &LevelInputs,
+    output: &LevelInputs,
+) -> Option<Vec<Arc<FileMetaData>>> {
+    let v = p.version;
+    let ucmp = v.icmp().user_comparator().clone();
+    let limit = p.opts.effective_max_compaction_bytes();
+    let size = |fs: &[Arc<FileMetaData>]| fs.iter().map(|f| f.file_size).sum::<u64>();
+    let output_bytes = size(&output.files);
+    let all: Vec<&Arc<FileMetaData>> = start.files.iter().chain(output.files.iter()).collect();
+    let (lo, hi) = range_of(&ucmp, &all)?;
+    let acceptable = |fs: &[Arc<FileMetaData>]| {
+        let refs: Vec<&Arc<FileMetaData>> = fs.iter().collect();
+        fs.len() > start.files.len()
+            && output_bytes.saturating_add(size(fs)) < limit
+            && !busy(fs, p.being_compacted)
+            && range_of(&ucmp, &refs).is_some_and(|(l, h)| {
+                overlapping_clean(v, &ucmp, output.level, &l, &h).len() == output.files.len()
+            })
+    };
+    let overlapping = overlapping_clean(v, &ucmp, start.level, &lo, &hi);
+    if acceptable(&overlapping) {
+        return Some(overlapping);
+    }
+    if start.level == 0 {
+        return None;
+    }
+    // The files wholly inside [lo, hi] (a contiguous run), minus end files
+    // sharing a boundary user key with a neighbour outside.
+    let files = v.files(start.level);
+    let inside = |f: &FileMetaData| {
+        ucmp.compare(extract_user_key(&f.smallest), &lo) != Ordering::Less
+            && ucmp.compare(extract_user_key(&f.largest), &hi) != Ordering::Greater
+    };
+    let shares = |a: &FileMetaData, b: &FileMetaData| {
+        ucmp.compare(extract_user_key(&a.largest), extract_user_key(&b.smallest)) != Ordering::Less
+    };
+    let mut first = files.iter().position(|f| inside(f))?;
+    let mut end = first;
+    while end < files.len() && inside(&files[end]) {
+        end += 1;
+    }
+    while first < end && first > 0 && shares(&files[first - 1], &files[first]) {
+        first += 1;
+    }
+    while first < end && end < files.len() && shares(&files[end - 1], &files[end]) {
+        end -= 1;
+    }
+    let within = files[first..end].to_vec();
+    let has_start = start
+        .files
+        .iter()
+        .all(|f| within.iter().any(|g| g.number == f.number));
+    (has_start && acceptable(&within)).then_some(within)
+}
+
 /// Picks the next leveled compaction, if any is due.
 pub fn pick(p: &PickerInput<'_>) -> Option<Compaction> {
     let scores = compute(p.version, p.opts, p.being_compacted);
@@ -126,9 +211,15 @@ pub fn pick_with_scores(p: &PickerInput<'_>, scores: &LevelScores) -> Option<Com
     if n <= 1 {
         return None;
     }
+    // When L0 cannot go to the base level, the base level does not go
+    // down either, so L0 is not starved (RocksDB's `skipped_l0_to_base`).
+    let mut skipped_l0 = false;
     for &(level, score) in &scores.scores {
         if score < 1.0 {
             break;
+        }
+        if skipped_l0 && level == scores.base_level {
+            continue;
         }
         let c = if level == 0 {
             pick_l0(p, scores.base_level, score)
@@ -140,6 +231,7 @@ pub fn pick_with_scores(p: &PickerInput<'_>, scores: &LevelScores) -> Option<Com
         if c.is_some() {
             return c;
         }
+        skipped_l0 |= level == 0;
     }
     pick_marked(p, scores.base_level)
 }
@@ -149,12 +241,16 @@ fn pick_l0(p: &PickerInput<'_>, base_level: usize, score: f64) -> Option<Compact
     if busy(&l0, p.being_compacted) {
         return None;
     }
-    let reason = if l0.len() >= p.opts.level0_file_num_compaction_trigger {
-        CompactionReason::LevelL0FilesNum
-    } else {
-        CompactionReason::LevelMaxLevelSize
-    };
-    setup_compaction(p, 0, l0, base_level, reason, score)
+    // RocksDB names every L0 compaction so, whether count or size made
+    // L0 due.
+    setup_compaction(
+        p,
+        0,
+        l0,
+        base_level,
+        CompactionReason::LevelL0FilesNum,
+        score,
+    )
 }
 
 /// The file of `level` to compact first: least overlap with the next level
@@ -176,7 +272,8 @@ fn pick_level_file(p: &PickerInput<'_>, level: usize, score: f64) -> Option<Comp
             (ratio, f)
         })
         .collect();
-    candidates.sort_by_key(|(r, f)| (*r, f.number));
+    // Ties go to the smaller keys (RocksDB), i.e. level order: stable.
+    candidates.sort_by_key(|(r, _)| *r);
     for (_, f) in candidates {
         if let Some(c) = setup_compaction(
             p,

@@ -28,6 +28,11 @@ pub mod leveled;
 pub mod score;
 pub mod universal;
 
+#[cfg(test)]
+mod iterator_tests;
+#[cfg(test)]
+mod picker_tests;
+
 use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -7,6 +7,11 @@
 //! is `multiplier` times smaller, and L0 compacts into the first level
 //! whose target is at least `max_bytes_for_level_base / multiplier`
 //! (the *base level*); levels between L1 and the base level stay empty.
+//! As in RocksDB since 7.5, a big L0 does not reshape the targets; instead
+//! (dynamic targets only) scores >= 1 are scaled by 10 and a level's score
+//! is its size over its target plus the bytes the levels above must still
+//! push down into it, so L0 and the upper levels go first under a write
+//! burst.
 //!
 //! Departure from RocksDB (intentional, measured): RocksDB floors every
 //! dynamic target at `max_bytes_for_level_base`, so a database smaller
@@ -19,8 +24,9 @@
 //! little more write amplification while the database is small.
 //!
 //! Invariant: every target is at least `max_bytes_for_level_base /
-//! max_bytes_for_level_multiplier`, and `base_level` is in `1..num_levels`
-//! (or 1 when there is a single level).
+//! max_bytes_for_level_multiplier` (`u64::MAX`, no target, above the base
+//! level and everywhere when nothing is below L0), and `base_level` is in
+//! `1..num_levels` (or 1 when there is a single level).
 
 use std::collections::HashSet;
 
@@ -68,8 +74,11 @@ pub fn compute(
     o: &ColumnFamilyOptions,
     being_compacted: &HashSet<u64>,
 ) -> LevelScores {
+    /// RocksDB's `kScoreScale`.
+    const SCALE: f64 = 10.0;
     let n = v.num_levels();
     let (base_level, level_max_bytes) = level_targets(v, o);
+    let dynamic = o.level_compaction_dynamic_level_bytes;
     let mut scores = Vec::new();
     // Level 0: by file count, and (leveled) by size against the base level.
     let l0_files: Vec<_> = v
@@ -78,7 +87,25 @@ pub fn compute(
         .filter(|f| !being_compacted.contains(&f.number))
         .collect();
     let l0_bytes: u64 = l0_files.iter().map(|f| f.file_size).sum();
-    let mut s0 = l0_files.len() as f64 / o.level0_file_num_compaction_trigger.max(1) as f64;
+    // Universal: each non-empty level below L0 is one more sorted run
+    // (unless its first file is being compacted, as in RocksDB).
+    let runs = l0_files.len()
+        + if o.compaction_style == CompactionStyle::Universal {
+            (1..n)
+                .filter(|&l| {
+                    v.files(l)
+                        .first()
+                        .is_some_and(|f| !being_compacted.contains(&f.number))
+                })
+                .count()
+        } else {
+            0
+        };
+    let mut s0 = runs as f64 / o.level0_file_num_compaction_trigger.max(1) as f64;
+    if o.compaction_style == CompactionStyle::Fifo {
+        // FIFO: by total size against the limit.
+        s0 = l0_bytes as f64 / o.fifo.max_table_files_size.max(1) as f64;
+    }
     if o.compaction_style == CompactionStyle::Level && n > 1 {
         let base_target = level_max_bytes.get(base_level).copied().unwrap_or(u64::MAX);
         if o.level_compaction_dynamic_level_bytes {
@@ -86,7 +113,12 @@ pub fn compute(
                 s0 = s0.max(1.01);
             }
             if l0_bytes > base_target {
-                s0 = s0.max(l0_bytes as f64 / base_target as f64);
+                // Against the base level's actual size when that is bigger.
+                let base_size = v.total_size(base_level).max(base_target);
+                s0 = s0.max(l0_bytes as f64 / base_size as f64);
+            }
+            if s0 > 1.0 {
+                s0 *= SCALE;
             }
         } else {
             s0 = s0.max(l0_bytes as f64 / o.max_bytes_for_level_base as f64);
@@ -94,7 +126,10 @@ pub fn compute(
     }
     scores.push((0, s0));
     if o.compaction_style == CompactionStyle::Level {
-        for (level, target) in level_max_bytes
+        // Bytes the levels above still push down (all of L0, then each
+        // level's excess over its target).
+        let mut downcompact = v.total_size(0) as f64;
+        for (level, &target) in level_max_bytes
             .iter()
             .enumerate()
             .take(n.saturating_sub(1))
@@ -106,7 +141,17 @@ pub fn compute(
                 .filter(|f| !being_compacted.contains(&f.number))
                 .map(|f| f.file_size)
                 .sum();
-            scores.push((level, size as f64 / (*target).max(1) as f64));
+            let t = target.max(1) as f64;
+            let score = if !dynamic || size < target {
+                size as f64 / t
+            } else {
+                size as f64 / (t + downcompact) * SCALE
+            };
+            scores.push((level, score));
+            let total = v.total_size(level);
+            if dynamic && total > target {
+                downcompact += (total - target) as f64;
+            }
         }
     }
     scores.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -152,19 +197,20 @@ pub fn level_targets(v: &Version, o: &ColumnFamilyOptions) -> (usize, Vec<u64>) 
         }
         max_level_size = max_level_size.max(s);
     }
+    // No target (nothing compacts from there) above the base level, nor
+    // anywhere in a tree with nothing below L0 (RocksDB's prefill).
+    for t in targets.iter_mut().skip(1) {
+        *t = u64::MAX;
+    }
     let Some(first_non_empty) = first_non_empty else {
         // Nothing below L0: L0 compacts straight into the last level.
-        let last = n - 1;
-        for t in targets.iter_mut().skip(1) {
-            *t = base_max;
-        }
-        return (last, targets);
+        return (n - 1, targets);
     };
     let mut cur = max_level_size;
     for _ in first_non_empty..n - 1 {
         cur = (cur as f64 / mult) as u64;
     }
-    let (base_level, mut base_level_size) = if cur <= base_min {
+    let (base_level, base_level_size) = if cur <= base_min {
         (first_non_empty, base_min + 1)
     } else {
         let mut bl = first_non_empty;
@@ -174,31 +220,13 @@ pub fn level_targets(v: &Version, o: &ColumnFamilyOptions) -> (usize, Vec<u64>) 
         }
         (bl, cur.min(base_max).max(1))
     };
-    let mut level_mult = mult;
-    let l0_size = v.total_size(0);
-    if l0_size > base_level_size
-        && (l0_size > base_max || v.num_files(0) / 2 >= o.level0_file_num_compaction_trigger)
-    {
-        // L0 is big: make the base level as big, and spread the levels
-        // between it and the last one evenly.
-        base_level_size = l0_size;
-        if base_level == n - 1 {
-            level_mult = 1.0;
-        } else {
-            let ratio = max_level_size as f64 / base_level_size as f64;
-            level_mult = ratio.powf(1.0 / (n - 1 - base_level) as f64).max(1.0);
-        }
-    }
     let mut size = base_level_size;
     for (l, t) in targets.iter_mut().enumerate().skip(base_level) {
         if l > base_level {
-            size = mul(size, level_mult);
+            size = mul(size, mult);
         }
         // RocksDB floors at base_max here; see the module comment.
         *t = size.max(base_min);
-    }
-    for t in targets.iter_mut().take(base_level).skip(1) {
-        *t = base_max;
     }
     (base_level, targets)
 }

@@ -1,13 +1,16 @@
 //! The universal picker (RocksDB's `UniversalCompactionPicker`). Sorted
 //! runs are the L0 files (newest first) and then each non-empty level
 //! below. In order of preference it picks:
-//! 1. all runs, when the runs newer than the oldest exceed
-//!    `max_size_amplification_percent` of its size (size amplification);
+//! 1. all runs from the newest one not being compacted down to the oldest,
+//!    when those newer than the oldest exceed
+//!    `max_size_amplification_percent` of its size (size amplification;
+//!    none if a run among them is being compacted);
 //! 2. consecutive runs from the newest, while each next run is at most
 //!    `(100 + size_ratio)%` of the sum so far (size ratio), at least
 //!    `min_merge_width` and at most `max_merge_width` of them;
 //! 3. when there are more runs than `level0_file_num_compaction_trigger`,
-//!    enough of the newest runs to get back to the trigger.
+//!    enough of the newest runs to get back to the trigger (still at
+//!    least `min_merge_width` of them, as in RocksDB).
 //!
 //! The output goes to the last level if the oldest run is picked, else to
 //! the level just above the next older run (L0 if that run is an L0 file),
@@ -79,8 +82,9 @@ pub fn pick(p: &PickerInput<'_>) -> Option<Compaction> {
     }
     let not_busy = runs.iter().filter(|r| !r.being_compacted).count();
     if not_busy > trigger {
+        // Still at least `min_merge_width` runs, as in RocksDB.
         let max_files = (not_busy - trigger + 1).min(u.max_merge_width);
-        if let Some((start, count)) = pick_by_ratio(&runs, u32::MAX, max_files, 2) {
+        if let Some((start, count)) = pick_by_ratio(&runs, u32::MAX, max_files, u.min_merge_width) {
             return Some(build(
                 p,
                 &runs,
@@ -93,12 +97,19 @@ pub fn pick(p: &PickerInput<'_>) -> Option<Compaction> {
     None
 }
 
+/// All runs from the newest one not being compacted down to the oldest,
+/// when together they exceed `max_size_amplification_percent` of the
+/// oldest; none if a run among them (or the oldest) is being compacted.
 fn pick_size_amp(p: &PickerInput<'_>, runs: &[SortedRun]) -> Option<Compaction> {
-    if runs.iter().any(|r| r.being_compacted) {
+    let (last, newer) = runs.split_last()?;
+    if last.being_compacted {
         return None;
     }
-    let (last, newer) = runs.split_last()?;
-    let newer_size: u64 = newer.iter().map(|r| r.size).sum();
+    let start = newer.iter().position(|r| !r.being_compacted)?;
+    if newer[start..].iter().any(|r| r.being_compacted) {
+        return None;
+    }
+    let newer_size: u64 = newer[start..].iter().map(|r| r.size).sum();
     let limit = u128::from(p.opts.universal.max_size_amplification_percent) * u128::from(last.size);
     if u128::from(newer_size) * 100 < limit {
         return None;
@@ -106,8 +117,8 @@ fn pick_size_amp(p: &PickerInput<'_>, runs: &[SortedRun]) -> Option<Compaction> 
     Some(build(
         p,
         runs,
-        0,
-        runs.len(),
+        start,
+        runs.len() - start,
         CompactionReason::UniversalSizeAmplification,
     ))
 }
@@ -190,7 +201,8 @@ fn build(
         max_grandparent_overlap_bytes: u64::MAX,
         grandparents: Vec::new(),
         reason,
-        score: runs.len() as f64 / p.opts.level0_file_num_compaction_trigger.max(1) as f64,
+        score: runs.iter().filter(|r| !r.being_compacted).count() as f64
+            / p.opts.level0_file_num_compaction_trigger.max(1) as f64,
         deletion_only: false,
         allow_trivial_move: false,
         version: Arc::clone(v),
