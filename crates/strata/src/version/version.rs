@@ -50,6 +50,15 @@ impl std::fmt::Debug for Version {
     }
 }
 
+/// True if `ikey` is the `end@MAX_SEQUENCE_NUMBER` range-deletion sentinel
+/// a table's largest key becomes when a range tombstone ends it.
+pub fn is_range_del_sentinel(ikey: &[u8]) -> bool {
+    crate::format::parse_internal_key(ikey).is_some_and(|p| {
+        p.sequence == crate::format::MAX_SEQUENCE_NUMBER
+            && p.value_type == crate::format::ValueType::RangeDeletion
+    })
+}
+
 /// L0 order: newest first (RocksDB `NewestFirstBySeqNo`).
 pub fn newest_first(a: &FileMetaData, b: &FileMetaData) -> Ordering {
     b.largest_seqno
@@ -156,9 +165,15 @@ impl Version {
         largest_user_key: Option<&[u8]>,
     ) -> Vec<Arc<FileMetaData>> {
         let ucmp = self.icmp.user_comparator();
+        // A largest key that is a range tombstone's end sentinel
+        // (`end@MAX_SEQ`, RocksDB's kTypeRangeDeletion boundary) is
+        // exclusive: the file holds nothing of that user key.
         let before = |f: &FileMetaData| {
-            smallest_user_key
-                .is_some_and(|s| ucmp.compare(extract_user_key(&f.largest), s) == Ordering::Less)
+            smallest_user_key.is_some_and(|s| match ucmp.compare(extract_user_key(&f.largest), s) {
+                Ordering::Less => true,
+                Ordering::Equal => is_range_del_sentinel(&f.largest),
+                Ordering::Greater => false,
+            })
         };
         let after = |f: &FileMetaData| {
             largest_user_key.is_some_and(|l| {
