@@ -255,14 +255,7 @@ pub fn apply_compaction_flags(f: &Flags, o: &mut Options) -> Result<(), String> 
 /// longest single wait), in the shape of the `Stalls:` line of
 /// `rocksdb.stats`.
 fn stall_line(s: &StallStats) -> String {
-    format!(
-        "Stalls: {} stops ({:.3} s), {} delayed write groups ({:.3} s), longest single wait {:.3} s",
-        s.stops,
-        s.stop_micros as f64 / 1e6,
-        s.delays,
-        s.delay_micros as f64 / 1e6,
-        s.max_stall_micros as f64 / 1e6
-    )
+    s.to_string()
 }
 
 fn add_stalls(a: &mut StallStats, b: &StallStats) {

@@ -194,14 +194,22 @@ pub fn render_cf(name: &str, shapes: &[LevelShape], stats: &CfStats, uptime_secs
     out
 }
 
+/// The `Stalls:` line of `rocksdb.stats`.
+impl std::fmt::Display for StallStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Stalls: {} stops ({:.3} s), {} delayed write groups ({:.3} s), longest single wait {:.3} s",
+            self.stops,
+            self.stop_micros as f64 / 1e6,
+            self.delays,
+            self.delay_micros as f64 / 1e6,
+            self.max_stall_micros as f64 / 1e6
+        )
+    }
+}
+
 /// The DB-wide stall lines.
 pub fn render_stalls(s: &StallStats) -> String {
-    format!(
-        "Stalls: {} stops ({:.3} s), {} delayed write groups ({:.3} s), longest single wait {:.3} s\n",
-        s.stops,
-        s.stop_micros as f64 / 1e6,
-        s.delays,
-        s.delay_micros as f64 / 1e6,
-        s.max_stall_micros as f64 / 1e6
-    )
+    format!("{s}\n")
 }
