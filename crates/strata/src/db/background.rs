@@ -354,7 +354,7 @@ impl DbInner {
                     children.push(Box::new(LevelIterator::new(
                         icmp.clone(),
                         l.files.clone(),
-                        self.table_opener(&read_options),
+                        self.table_opener(&read_options, false),
                     )));
                 }
             }
@@ -387,13 +387,22 @@ impl DbInner {
         job::run(c, &ctx)
     }
 
-    /// Opens table iterators through the table cache.
-    pub(crate) fn table_opener(&self, topts: &Arc<crate::table::TableOptions>) -> FileOpener {
+    /// Opens table iterators through the table cache (prefix-confined
+    /// ones, which skip tables by their prefix filter, with `prefix_mode`).
+    pub(crate) fn table_opener(
+        &self,
+        topts: &Arc<crate::table::TableOptions>,
+        prefix_mode: bool,
+    ) -> FileOpener {
         let cache = self.table_cache.clone();
         let topts = Arc::clone(topts);
         Arc::new(move |f| {
             let t = cache.get(f.number, f.file_size, &topts)?;
-            Ok(Box::new(t.iter()) as Box<dyn InternalIterator + Send>)
+            Ok(if prefix_mode {
+                Box::new(crate::table::PrefixSeekIter::new(t)) as Box<dyn InternalIterator + Send>
+            } else {
+                Box::new(t.iter())
+            })
         })
     }
 

@@ -240,15 +240,8 @@ impl DbInner {
             } else {
                 level + 1
             };
-            let being = Default::default();
-            let p = PickerInput {
-                cf_id,
-                version: &v,
-                opts: &opts,
-                being_compacted: &being,
-                now_seconds: unix_now_seconds(),
-            };
-            let Some(mut c) = setup_compaction(&p, level, files, output, MANUAL, 0.0) else {
+            let Some(mut c) = manual_compaction(cf_id, &v, &opts, level, files, output, MANUAL)
+            else {
                 return (st, Ok(()));
             };
             c.allow_trivial_move = output != level;
@@ -335,21 +328,14 @@ impl DbInner {
                 ),
             );
         }
-        let being = Default::default();
-        let p = PickerInput {
+        let Some(mut c) = manual_compaction(
             cf_id,
-            version: &v,
-            opts: &opts,
-            being_compacted: &being,
-            now_seconds: unix_now_seconds(),
-        };
-        let Some(mut c) = setup_compaction(
-            &p,
+            &v,
+            &opts,
             min_level,
             files,
             output_level,
             CompactionReason::CompactFiles,
-            0.0,
         ) else {
             return (st, bad("compact_files: inputs cannot be compacted".into()));
         };
@@ -359,6 +345,29 @@ impl DbInner {
 }
 
 type Guard<'a> = std::sync::MutexGuard<'a, super::DbState>;
+
+/// A manual compaction of `files` (on `start_level`, or several levels)
+/// into `output_level`, with the overlapping files correctness needs.
+/// REQUIRES: no automatic compaction runs (a manual section).
+fn manual_compaction(
+    cf_id: u32,
+    version: &Arc<crate::version::Version>,
+    opts: &crate::options::ColumnFamilyOptions,
+    start_level: usize,
+    files: Vec<Arc<crate::version::FileMetaData>>,
+    output_level: usize,
+    reason: CompactionReason,
+) -> Option<Compaction> {
+    let nothing_running = Default::default();
+    let p = PickerInput {
+        cf_id,
+        version,
+        opts,
+        being_compacted: &nothing_running,
+        now_seconds: unix_now_seconds(),
+    };
+    setup_compaction(&p, start_level, files, output_level, reason, 0.0)
+}
 
 impl DB {
     /// Compacts the keys in `[begin, end]` (`None` = unbounded) of the

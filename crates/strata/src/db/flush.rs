@@ -96,10 +96,6 @@ impl DbInner {
         let mut st = self.lock_state();
         st.pending_outputs.remove(&number);
         let meta = meta?;
-        let user_bytes: u64 = mems
-            .iter()
-            .map(|m| m.approximate_memory_usage() as u64)
-            .sum();
         let Some(cf) = st.cfs.get(&cf_id) else {
             return Ok(());
         };
@@ -134,7 +130,6 @@ impl DbInner {
             cf.imms.drain(..n);
         }
         let stats = st.stats.entry(cf_id).or_default();
-        stats.user_bytes += user_bytes;
         let l0 = stats.level_mut(0);
         l0.count += 1;
         l0.micros += micros;

@@ -136,12 +136,12 @@ impl DbInner {
                             score: sc.score_of(l),
                         })
                         .collect();
-                    let mut stats = st.stats.get(&c.id).cloned().unwrap_or_default();
-                    stats.user_bytes = self.user_bytes_written.load(Ordering::Relaxed);
+                    let stats = st.stats.get(&c.id).cloned().unwrap_or_default();
                     out.push_str(&render_cf(
                         &c.name,
                         &shapes,
                         &stats,
+                        self.user_bytes_written.load(Ordering::Relaxed),
                         self.started.elapsed().as_secs_f64(),
                     ));
                 }

@@ -290,18 +290,7 @@ impl DbInner {
             }
         }
         // Deeper levels: one lazily opening iterator each.
-        let opener: crate::iter::FileOpener = {
-            let cache = Arc::clone(&self.table_cache);
-            let topts = Arc::clone(&sv.table_options);
-            Arc::new(move |f| {
-                let t = cache.get(f.number, f.file_size, &topts)?;
-                Ok(if prefix_mode {
-                    Box::new(PrefixSeekIter::new(t)) as Box<dyn InternalIterator + Send>
-                } else {
-                    Box::new(t.iter())
-                })
-            })
-        };
+        let opener = self.table_opener(&sv.table_options, prefix_mode);
         for level in 1..sv.version.num_levels() {
             let files = sv.version.files(level);
             if !files.is_empty() {

@@ -67,8 +67,6 @@ pub struct StallStats {
 #[derive(Clone, Debug, Default)]
 pub struct CfStats {
     pub levels: Vec<LevelStats>,
-    /// Bytes written by users into memtables (for write amplification).
-    pub user_bytes: u64,
 }
 
 impl CfStats {
@@ -152,8 +150,15 @@ fn row(out: &mut String, name: &str, shape: &LevelShape, s: &LevelStats) {
     );
 }
 
-/// The compaction stats table of column family `name`.
-pub fn render_cf(name: &str, shapes: &[LevelShape], stats: &CfStats, uptime_secs: f64) -> String {
+/// The compaction stats table of column family `name`; `user_bytes` (the
+/// bytes users wrote) is the base of the write amplification.
+pub fn render_cf(
+    name: &str,
+    shapes: &[LevelShape],
+    stats: &CfStats,
+    user_bytes: u64,
+    uptime_secs: f64,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "\n** Compaction Stats [{name}] **");
     let _ = writeln!(
@@ -175,7 +180,7 @@ pub fn render_cf(name: &str, shapes: &[LevelShape], stats: &CfStats, uptime_secs
     let total = stats.total();
     // The table's W-Amp of the sum is against bytes the user wrote.
     let mut sum = stats.total();
-    sum.bytes_read_start = stats.user_bytes;
+    sum.bytes_read_start = user_bytes;
     row(&mut out, "Sum", &sum_shape, &sum);
     let written = stats.total().bytes_written;
     let _ = writeln!(
@@ -185,8 +190,8 @@ pub fn render_cf(name: &str, shapes: &[LevelShape], stats: &CfStats, uptime_secs
         gb(written),
         gb(total.bytes_read_output + stats.total().bytes_read_start),
         total.micros as f64 / 1e6,
-        if stats.user_bytes > 0 {
-            written as f64 / stats.user_bytes as f64
+        if user_bytes > 0 {
+            written as f64 / user_bytes as f64
         } else {
             0.0
         },

@@ -147,7 +147,7 @@ impl DbInner {
         }
         drop(q);
         let leader = lock(&self.write_mutex);
-        let result = self.write_group(&group, lead_opts);
+        let result = self.write_group(&group, lead_opts, bytes as u64);
         drop(leader);
         let mut q = lock(&self.writers.queue);
         for w in &group {
@@ -165,7 +165,13 @@ impl DbInner {
         r.unwrap_or(Ok(()))
     }
 
-    fn write_group(&self, group: &[Arc<Mutex<Writer>>], opts: WriteOptions) -> Result<()> {
+    /// `bytes`: the group's batch bytes (what a delayed write is paced by).
+    fn write_group(
+        &self,
+        group: &[Arc<Mutex<Writer>>],
+        opts: WriteOptions,
+        bytes: u64,
+    ) -> Result<()> {
         let st = self.lock_state();
         if let Some(e) = &st.bg_error {
             return Err(Error::InvalidArgument(format!(
@@ -177,7 +183,7 @@ impl DbInner {
             let g = lock(w);
             check_batch(&st, &g.batch)?;
         }
-        let mut st = self.make_room_for_write(st, group_bytes(group))?;
+        let mut st = self.make_room_for_write(st, bytes)?;
         let first_seq = self.last_sequence.load(Ordering::Acquire) + 1;
         let mut seq = first_seq;
         let mut merged = WriteBatch::new();
@@ -391,11 +397,6 @@ impl DbInner {
         self.install_super_versions(st);
         Ok(())
     }
-}
-
-/// Bytes of a group's batches.
-fn group_bytes(group: &[Arc<Mutex<Writer>>]) -> u64 {
-    group.iter().map(|w| lock(w).batch.byte_size() as u64).sum()
 }
 
 /// `(column family, type, key, value)` of one memtable insert.
