@@ -158,6 +158,9 @@ impl Block {
             handle_buf: Vec::new(),
             prev_handle: None,
             status: None,
+            prev_cache: Vec::new(),
+            prev_keys: Vec::new(),
+            prev_pos: 0,
         }
     }
 }
@@ -180,6 +183,26 @@ pub struct BlockIter {
     handle_buf: Vec<u8>,
     prev_handle: Option<BlockHandle>,
     status: Option<Error>,
+    /// Entries of one restart interval decoded by the last `prev` that had
+    /// to scan (RocksDB's `prev_entries_`), so stepping back through the
+    /// interval parses it once. Entries are identified by their offset;
+    /// the block is immutable, so a cached entry never goes stale.
+    prev_cache: Vec<CachedEntry>,
+    /// The keys of `prev_cache`, back to back.
+    prev_keys: Vec<u8>,
+    /// Index in `prev_cache` of the entry `prev` last returned.
+    prev_pos: usize,
+}
+
+/// One decoded entry of a restart interval (see `BlockIter::prev_cache`).
+#[derive(Clone, Copy)]
+struct CachedEntry {
+    current: usize,
+    next: usize,
+    restart_index: usize,
+    value: (usize, usize),
+    key_start: usize,
+    key_len: usize,
 }
 
 impl std::fmt::Debug for BlockIter {
@@ -233,6 +256,7 @@ impl BlockIter {
 
     /// Decodes the entry at `self.next`. Returns false at the end of the
     /// entries or on corruption.
+    #[inline]
     fn parse_next(&mut self) -> bool {
         let start = self.next;
         let limit = self.block.restart_offset;
@@ -241,35 +265,58 @@ impl BlockIter {
             self.restart_index = self.block.num_restarts;
             return false;
         }
-        let block = Arc::clone(&self.block);
-        let mut d = Decoder::new(&block.data[start..limit]);
-        let (Some(shared), Some(non_shared)) = (d.varint32(), d.varint32()) else {
-            self.corrupt(start, "bad key lengths");
-            return false;
-        };
-        let (shared, non_shared) = (shared as usize, non_shared as usize);
-        let value_len = if self.delta {
-            0
-        } else {
-            match d.varint32() {
-                Some(v) => v as usize,
-                None => {
-                    self.corrupt(start, "bad value length");
-                    return false;
-                }
+        match self.decode_entry(start) {
+            Ok(()) => true,
+            Err(msg) => {
+                self.corrupt(start, msg);
+                false
             }
+        }
+    }
+
+    /// Decodes the entry at `start` (< restart_offset) into `key`/`value`
+    /// and advances `current`, `next` and `restart_index`.
+    #[inline]
+    fn decode_entry(&mut self, start: usize) -> std::result::Result<(), &'static str> {
+        // Disjoint field borrows: the block's bytes stay borrowed while
+        // `key` is rebuilt (no reference-count traffic per entry).
+        let data = &self.block.data[..self.block.restart_offset];
+        let entry = &data[start..];
+        // Fast path (as RocksDB's DecodeEntry): all three lengths fit in
+        // one byte each.
+        let (shared, non_shared, value_len, header) = if !self.delta
+            && entry.len() >= 3
+            && (entry[0] | entry[1] | entry[2]) < 0x80
+        {
+            (
+                entry[0] as usize,
+                entry[1] as usize,
+                entry[2] as usize,
+                3,
+            )
+        } else {
+            let mut d = Decoder::new(entry);
+            let (Some(shared), Some(non_shared)) = (d.varint32(), d.varint32()) else {
+                return Err("bad key lengths");
+            };
+            let value_len = if self.delta {
+                0
+            } else {
+                d.varint32().ok_or("bad value length")? as usize
+            };
+            (shared as usize, non_shared as usize, value_len, d.position())
         };
         if shared > self.key.len() {
-            self.corrupt(start, "shared prefix longer than previous key");
-            return false;
+            return Err("shared prefix longer than previous key");
         }
-        let Some(delta_key) = d.bytes(non_shared) else {
-            self.corrupt(start, "key runs past the end of the entries");
-            return false;
-        };
+        let key_end = header
+            .checked_add(non_shared)
+            .filter(|e| *e <= entry.len())
+            .ok_or("key runs past the end of the entries")?;
         self.key.truncate(shared);
-        self.key.extend_from_slice(delta_key);
-        if self.delta {
+        self.key.extend_from_slice(&entry[header..key_end]);
+        let consumed = if self.delta {
+            let mut d = Decoder::new(&entry[key_end..]);
             let handle = if shared == 0 {
                 BlockHandle::decode_from(&mut d)
             } else {
@@ -281,24 +328,22 @@ impl BlockIter {
                     _ => None,
                 }
             };
-            let Some(handle) = handle else {
-                self.corrupt(start, "bad delta-encoded block handle");
-                return false;
-            };
+            let handle = handle.ok_or("bad delta-encoded block handle")?;
             self.prev_handle = Some(handle);
             self.handle_buf.clear();
             handle.encode_to(&mut self.handle_buf);
             self.value = (0, 0);
+            key_end + d.position()
         } else {
-            let vstart = start + d.position();
-            if d.bytes(value_len).is_none() {
-                self.corrupt(start, "value runs past the end of the entries");
-                return false;
-            }
-            self.value = (vstart, value_len);
-        }
+            let value_end = key_end
+                .checked_add(value_len)
+                .filter(|e| *e <= entry.len())
+                .ok_or("value runs past the end of the entries")?;
+            self.value = (start + key_end, value_len);
+            value_end
+        };
         self.current = start;
-        self.next = start + d.position();
+        self.next = start + consumed;
         while self.restart_index + 1 < self.block.num_restarts
             && self
                 .restart_point(self.restart_index + 1)
@@ -306,7 +351,7 @@ impl BlockIter {
         {
             self.restart_index += 1;
         }
-        true
+        Ok(())
     }
 
     /// Key stored at restart point `index` (restart entries share nothing).
@@ -415,6 +460,25 @@ impl InternalIterator for BlockIter {
     fn prev(&mut self) {
         debug_assert!(self.is_valid());
         let original = self.current;
+        // Within the cached interval: step back without parsing.
+        if !self.delta
+            && self.prev_pos > 0
+            && self
+                .prev_cache
+                .get(self.prev_pos)
+                .is_some_and(|e| e.current == original)
+        {
+            self.prev_pos -= 1;
+            let e = self.prev_cache[self.prev_pos];
+            self.current = e.current;
+            self.next = e.next;
+            self.restart_index = e.restart_index;
+            self.value = e.value;
+            self.key.clear();
+            self.key
+                .extend_from_slice(&self.prev_keys[e.key_start..e.key_start + e.key_len]);
+            return;
+        }
         // Back up to a restart point strictly before the current entry.
         let mut ri = self.restart_index;
         loop {
@@ -436,12 +500,28 @@ impl InternalIterator for BlockIter {
         if !self.seek_to_restart(ri) {
             return;
         }
-        // Scan forward to the entry just before `original`.
+        self.prev_cache.clear();
+        self.prev_keys.clear();
+        // Scan forward to the entry just before `original`, remembering
+        // each entry for the next steps back.
         while self.parse_next() {
+            if !self.delta {
+                self.prev_cache.push(CachedEntry {
+                    current: self.current,
+                    next: self.next,
+                    restart_index: self.restart_index,
+                    value: self.value,
+                    key_start: self.prev_keys.len(),
+                    key_len: self.key.len(),
+                });
+                self.prev_keys.extend_from_slice(&self.key);
+            }
             if self.next >= original {
+                self.prev_pos = self.prev_cache.len().saturating_sub(1);
                 return;
             }
         }
+        self.prev_cache.clear();
     }
 
     fn key(&self) -> &[u8] {

@@ -138,53 +138,63 @@ pub struct Decoder<'a> {
 }
 
 impl<'a> Decoder<'a> {
+    #[inline]
     pub fn new(buf: &'a [u8]) -> Self {
         Decoder { buf, pos: 0 }
     }
 
     /// Bytes consumed so far.
+    #[inline]
     pub fn position(&self) -> usize {
         self.pos
     }
 
+    #[inline]
     pub fn remaining(&self) -> &'a [u8] {
         &self.buf[self.pos..]
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.pos >= self.buf.len()
     }
 
+    #[inline]
     pub fn varint32(&mut self) -> Option<u32> {
         let (v, n) = get_varint32(self.remaining())?;
         self.pos += n;
         Some(v)
     }
 
+    #[inline]
     pub fn varint64(&mut self) -> Option<u64> {
         let (v, n) = get_varint64(self.remaining())?;
         self.pos += n;
         Some(v)
     }
 
+    #[inline]
     pub fn varsigned64(&mut self) -> Option<i64> {
         let (v, n) = get_varsigned64(self.remaining())?;
         self.pos += n;
         Some(v)
     }
 
+    #[inline]
     pub fn fixed32(&mut self) -> Option<u32> {
         let v = decode_fixed32(self.buf, self.pos)?;
         self.pos += 4;
         Some(v)
     }
 
+    #[inline]
     pub fn fixed64(&mut self) -> Option<u64> {
         let v = decode_fixed64(self.buf, self.pos)?;
         self.pos += 8;
         Some(v)
     }
 
+    #[inline]
     pub fn u8(&mut self) -> Option<u8> {
         let v = *self.buf.get(self.pos)?;
         self.pos += 1;
@@ -192,6 +202,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// The next `n` bytes.
+    #[inline]
     pub fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
         let end = self.pos.checked_add(n)?;
         let s = self.buf.get(self.pos..end)?;
@@ -200,6 +211,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// A varint32 length followed by that many bytes.
+    #[inline]
     pub fn length_prefixed(&mut self) -> Option<&'a [u8]> {
         let n = self.varint32()? as usize;
         self.bytes(n)
