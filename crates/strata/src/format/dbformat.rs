@@ -8,7 +8,7 @@
 use std::cmp::Ordering;
 
 use crate::util::coding::decode_fixed64;
-use crate::util::comparator::ComparatorRef;
+use crate::util::comparator::{ComparatorRef, bytewise_compare};
 
 /// A write's position in the history of the database.
 pub type SequenceNumber = u64;
@@ -172,6 +172,8 @@ pub fn extract_trailer(ikey: &[u8]) -> u64 {
 #[derive(Clone)]
 pub struct InternalKeyComparator {
     user: ComparatorRef,
+    /// `user.is_bytewise()`, cached: compares then inline.
+    bytewise: bool,
 }
 
 impl std::fmt::Debug for InternalKeyComparator {
@@ -182,7 +184,8 @@ impl std::fmt::Debug for InternalKeyComparator {
 
 impl InternalKeyComparator {
     pub fn new(user: ComparatorRef) -> Self {
-        InternalKeyComparator { user }
+        let bytewise = user.is_bytewise();
+        InternalKeyComparator { user, bytewise }
     }
 
     pub fn user_comparator(&self) -> &ComparatorRef {
@@ -191,7 +194,13 @@ impl InternalKeyComparator {
 
     #[inline]
     pub fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
-        match self.user.compare(extract_user_key(a), extract_user_key(b)) {
+        let (ua, ub) = (extract_user_key(a), extract_user_key(b));
+        let order = if self.bytewise {
+            bytewise_compare(ua, ub)
+        } else {
+            self.user.compare(ua, ub)
+        };
+        match order {
             Ordering::Equal => extract_trailer(b).cmp(&extract_trailer(a)),
             o => o,
         }

@@ -15,7 +15,7 @@ use super::iterator::InternalIterator;
 use crate::error::{Error, Result};
 use crate::format::dbformat::{InternalKeyComparator, extract_user_key};
 use crate::util::coding::{Decoder, decode_fixed16, decode_fixed32};
-use crate::util::comparator::ComparatorRef;
+use crate::util::comparator::{ComparatorRef, bytewise_compare};
 
 /// Blocks larger than this cannot carry a data-block hash index, so bit 31
 /// of their footer is part of the restart count.
@@ -31,6 +31,19 @@ pub enum KeyOrder {
     /// User keys compared with the user comparator (index blocks whose keys
     /// are user keys); seek targets are internal keys and are stripped.
     User(ComparatorRef),
+    /// `User` with the bytewise comparator, compared inline.
+    UserBytewise,
+}
+
+impl KeyOrder {
+    /// The order of index blocks whose keys are user keys of `cmp`.
+    pub fn user(cmp: &ComparatorRef) -> KeyOrder {
+        if cmp.is_bytewise() {
+            KeyOrder::UserBytewise
+        } else {
+            KeyOrder::User(cmp.clone())
+        }
+    }
 }
 
 impl std::fmt::Debug for KeyOrder {
@@ -39,6 +52,7 @@ impl std::fmt::Debug for KeyOrder {
             KeyOrder::Bytewise => write!(f, "Bytewise"),
             KeyOrder::Internal(c) => write!(f, "Internal({c:?})"),
             KeyOrder::User(c) => write!(f, "User({})", c.name()),
+            KeyOrder::UserBytewise => write!(f, "User(leveldb.BytewiseComparator)"),
         }
     }
 }
@@ -52,6 +66,7 @@ impl KeyOrder {
             KeyOrder::Bytewise => block_key.cmp(target),
             KeyOrder::Internal(c) => c.compare(block_key, target),
             KeyOrder::User(c) => c.compare(block_key, extract_user_key(target)),
+            KeyOrder::UserBytewise => bytewise_compare(block_key, extract_user_key(target)),
         }
     }
 }

@@ -252,6 +252,36 @@ pub fn read_block(
     decode_block(raw, name, handle, opts)
 }
 
+/// A Snappy block decompressed into a fresh shared buffer.
+fn decompress_snappy_shared(data: &[u8]) -> Result<Arc<[u8]>> {
+    let n = snap::raw::decompress_len(data)
+        .map_err(|e| Error::corruption("", 0, format!("bad snappy block: {e}")))?;
+    if n > super::compression::MAX_UNCOMPRESSED_BLOCK {
+        return Err(Error::corruption(
+            "",
+            0,
+            format!("uncompressed block size {n} is too large"),
+        ));
+    }
+    let zeroed: Arc<[std::mem::MaybeUninit<u8>]> = Arc::new_zeroed_slice(n);
+    // SAFETY: all-zero bytes are valid `u8`s, so the zeroed slice is
+    // initialized. Exercised by every snappy table test (e.g.
+    // `table::tests::table_matches_btreemap` with snappy).
+    let mut out: Arc<[u8]> = unsafe { zeroed.assume_init() };
+    let buf = Arc::get_mut(&mut out).expect("a fresh Arc is unique");
+    let written = snap::raw::Decoder::new()
+        .decompress(data, buf)
+        .map_err(|e| Error::corruption("", 0, format!("bad snappy block: {e}")))?;
+    if written != n {
+        return Err(Error::corruption(
+            "",
+            0,
+            "snappy block shorter than its length",
+        ));
+    }
+    Ok(out)
+}
+
 /// Checks and decompresses a block already read (payload + trailer).
 pub fn decode_block(
     mut raw: Vec<u8>,
@@ -274,6 +304,10 @@ pub fn decode_block(
     let data: Arc<[u8]> = if compression == CompressionType::None {
         raw.truncate(n);
         raw.into()
+    } else if compression == CompressionType::Snappy {
+        // The common case: decompress straight into the shared buffer
+        // (no intermediate Vec and copy).
+        decompress_snappy_shared(&raw[..n]).map_err(|e| e.relocate(name, handle.offset))?
     } else {
         decompress(compression, &raw[..n], opts.format_version)
             .map_err(|e| e.relocate(name, handle.offset))?

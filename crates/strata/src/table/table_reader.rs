@@ -135,7 +135,7 @@ impl Table {
         }
         let icmp = InternalKeyComparator::new(opts.comparator.clone());
         let index_order = if props.index_key_is_user_key != 0 {
-            KeyOrder::User(opts.comparator.clone())
+            KeyOrder::user(&opts.comparator)
         } else {
             KeyOrder::Internal(icmp.clone())
         };

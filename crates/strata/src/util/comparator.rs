@@ -21,6 +21,26 @@ pub trait Comparator: Send + Sync {
 
     /// Replaces `key` by a short key `>= key`. Leaving it unchanged is correct.
     fn find_short_successor(&self, _key: &mut Vec<u8>) {}
+
+    /// True only for plain bytewise order: internal-key comparisons then
+    /// skip the dynamic call and use [`bytewise_compare`].
+    fn is_bytewise(&self) -> bool {
+        false
+    }
+}
+
+/// Bytewise order, with the first 8 bytes compared as one big-endian word
+/// (most keys differ there; db_bench's keys are big-endian numbers).
+#[inline]
+pub fn bytewise_compare(a: &[u8], b: &[u8]) -> Ordering {
+    if let (Some(x), Some(y)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
+        match u64::from_be_bytes(*x).cmp(&u64::from_be_bytes(*y)) {
+            Ordering::Equal => a[8..].cmp(&b[8..]),
+            o => o,
+        }
+    } else {
+        a.cmp(b)
+    }
 }
 
 /// Bytewise (memcmp) order: RocksDB's default, `leveldb.BytewiseComparator`.
@@ -34,7 +54,11 @@ impl Comparator for BytewiseComparator {
 
     #[inline]
     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
-        a.cmp(b)
+        bytewise_compare(a, b)
+    }
+
+    fn is_bytewise(&self) -> bool {
+        true
     }
 
     fn find_shortest_separator(&self, start: &mut Vec<u8>, limit: &[u8]) {
@@ -104,6 +128,20 @@ pub fn bytewise() -> ComparatorRef {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn bytewise_compare_is_slice_order(
+            a in proptest::collection::vec(any::<u8>(), 0..20),
+            b in proptest::collection::vec(any::<u8>(), 0..20),
+        ) {
+            prop_assert_eq!(bytewise_compare(&a, &b), a.cmp(&b));
+            let mut c = a.clone();
+            c.extend_from_slice(&b);
+            prop_assert_eq!(bytewise_compare(&a, &c), a.cmp(&c));
+            prop_assert_eq!(bytewise_compare(&c, &a), c.cmp(&a));
+        }
+    }
 
     #[test]
     fn separator_examples() {
