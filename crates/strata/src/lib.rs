@@ -35,6 +35,7 @@ pub use options::{
     ColumnFamilyOptions, CompactionStyle, FifoCompactionOptions, Options, ReadOptions,
     UniversalCompactionOptions, WalRecoveryMode, WriteOptions,
 };
+pub use util::statistics::{HistogramKind, Statistics, Ticker};
 
 /// The README's example, compiled and run as a doctest.
 #[doc = include_str!("../../../README.md")]

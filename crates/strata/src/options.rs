@@ -374,6 +374,9 @@ pub struct Options {
     pub log_file_time_to_roll: u64,
     /// Old LOG files kept.
     pub keep_log_file_num: usize,
+    /// Tickers and histograms (RocksDB's `Options::statistics`); off when
+    /// `None`. Share one `Arc` between DBs to pool their counts.
+    pub statistics: Option<Arc<crate::util::statistics::Statistics>>,
     /// Options of the default column family.
     pub cf: ColumnFamilyOptions,
 }
@@ -419,6 +422,7 @@ impl Default for Options {
             max_log_file_size: 0,
             log_file_time_to_roll: 0,
             keep_log_file_num: 1000,
+            statistics: None,
             cf: ColumnFamilyOptions::default(),
         }
     }

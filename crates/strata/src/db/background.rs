@@ -287,6 +287,15 @@ impl DbInner {
         }
         let stats = st.stats.entry(c.cf_id).or_default();
         stats.level_mut(c.output_level).add(&level_stats);
+        if let Some(s) = &self.options.statistics {
+            use crate::util::statistics::{HistogramKind, Ticker};
+            s.record(
+                Ticker::CompactReadBytes,
+                level_stats.bytes_read_start + level_stats.bytes_read_output,
+            );
+            s.record(Ticker::CompactWriteBytes, level_stats.bytes_written);
+            s.measure(HistogramKind::CompactionTime, level_stats.micros);
+        }
         let shape: String = st
             .versions
             .current(c.cf_id)

@@ -134,6 +134,16 @@ impl DbInner {
         l0.count += 1;
         l0.micros += micros;
         l0.bytes_written += written;
+        crate::util::statistics::record(
+            &self.options.statistics,
+            crate::util::statistics::Ticker::FlushWriteBytes,
+            written,
+        );
+        crate::util::statistics::measure(
+            &self.options.statistics,
+            crate::util::statistics::HistogramKind::FlushTime,
+            micros,
+        );
         l0.files_written += u64::from(written > 0);
         self.info_log.log(&line);
         self.install_super_versions(&mut st);

@@ -148,6 +148,26 @@ pub(crate) struct DbState {
     /// The worst write-stall condition over the column families.
     pub(crate) write_stall: flow_control::StallCondition,
     pub(crate) write_controller: flow_control::WriteController,
+    /// Every column family's active memtable by id, as the write path
+    /// inserts into them; `None` after a memtable switch or a column
+    /// family change (rebuilt by [`DbState::memtables`]).
+    pub(crate) mems_cache: Option<Arc<std::collections::HashMap<u32, Arc<MemTable>>>>,
+}
+
+impl DbState {
+    /// The active memtables by column family id (cached between switches).
+    pub(crate) fn memtables(&mut self) -> Arc<std::collections::HashMap<u32, Arc<MemTable>>> {
+        let cfs = &self.cfs;
+        let m = self.mems_cache.get_or_insert_with(|| {
+            Arc::new(
+                cfs.iter()
+                    .map(|(id, c)| (*id, Arc::clone(&c.mem)))
+                    .collect(),
+            )
+        });
+        debug_assert!(m.len() == self.cfs.len());
+        Arc::clone(m)
+    }
 }
 
 pub(crate) struct DbInner {
@@ -203,6 +223,7 @@ impl DbInner {
             st.live_versions.push(Arc::downgrade(&version));
             let mut table_options = cf.options.table_options(cf.id, &cf.name);
             table_options.verify_checksums = self.options.paranoid_checks;
+            table_options.statistics = self.options.statistics.clone();
             map.insert(
                 cf.id,
                 Arc::new(SuperVersion {

@@ -285,6 +285,7 @@ impl DB {
                 write_controller: super::flow_control::WriteController::new(
                     opts.delayed_write_rate,
                 ),
+                mems_cache: None,
             }),
             bg_cv: Condvar::new(),
             last_sequence: AtomicU64::new(0),
@@ -363,6 +364,7 @@ impl DB {
             .versions
             .create_column_family_with(name, options.comparator.clone(), wal)?;
         let icmp = InternalKeyComparator::new(options.comparator.clone());
+        st.mems_cache = None;
         st.cfs.insert(
             id,
             CfData {
@@ -413,6 +415,7 @@ impl DB {
         }
         st.versions.drop_column_family(cf.id)?;
         st.cfs.remove(&cf.id);
+        st.mems_cache = None;
         inner.install_super_versions(&mut st);
         inner.delete_obsolete_files(&mut st);
         let _ = inner.write_options_file(&mut st);
@@ -561,6 +564,7 @@ impl DbInner {
             if let Some(cf) = st.cfs.get_mut(&id) {
                 cf.mem = super::new_memtable(&cf.icmp, &cf.options);
                 cf.mem_wal = new_wal;
+                st.mems_cache = None;
             }
         }
         let path = self.wal_dir.join(crate::wal::log_file_name(new_wal));

@@ -6,6 +6,7 @@
 //! immutable memtables newest first, level-0 files newest first, then each
 //! deeper level), and a lookup stops at the first entry that settles it.
 
+use crate::util::statistics::{HistogramKind, StopWatch, Ticker, record};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
@@ -58,6 +59,7 @@ impl Drop for Snapshot {
 pub struct DbIterator {
     pub(crate) iter: DBIter,
     pub(crate) _sv: Arc<SuperVersion>,
+    pub(crate) stats: Option<Arc<crate::util::statistics::Statistics>>,
 }
 
 impl std::fmt::Debug for DbIterator {
@@ -85,16 +87,47 @@ impl DbIterator {
         self.iter.seek_to_last()
     }
     pub fn seek(&mut self, key: &[u8]) {
-        self.iter.seek(key)
+        let _t = StopWatch::new(&self.stats, HistogramKind::DbSeek);
+        self.iter.seek(key);
+        self.count_seek();
     }
     pub fn seek_for_prev(&mut self, key: &[u8]) {
-        self.iter.seek_for_prev(key)
+        let _t = StopWatch::new(&self.stats, HistogramKind::DbSeek);
+        self.iter.seek_for_prev(key);
+        self.count_seek();
     }
     pub fn next(&mut self) {
-        self.iter.next()
+        self.iter.next();
+        self.count_step(Ticker::NumberDbNext);
     }
     pub fn prev(&mut self) {
-        self.iter.prev()
+        self.iter.prev();
+        self.count_step(Ticker::NumberDbPrev);
+    }
+
+    fn count_seek(&self) {
+        if let Some(s) = &self.stats {
+            s.record(Ticker::NumberDbSeek, 1);
+            if self.iter.valid() {
+                s.record(Ticker::NumberDbSeekFound, 1);
+                s.record(
+                    Ticker::IterBytesRead,
+                    (self.iter.key().len() + self.iter.value().len()) as u64,
+                );
+            }
+        }
+    }
+
+    fn count_step(&self, t: Ticker) {
+        if let Some(s) = &self.stats {
+            s.record(t, 1);
+            if self.iter.valid() {
+                s.record(
+                    Ticker::IterBytesRead,
+                    (self.iter.key().len() + self.iter.value().len()) as u64,
+                );
+            }
+        }
     }
     /// The first error met; check it when `valid()` turns false.
     pub fn status(&self) -> Result<()> {
@@ -166,9 +199,19 @@ impl DbInner {
     }
 
     pub(crate) fn get(&self, ro: &ReadOptions, cf: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let stats = &self.options.statistics;
+        let _timer = StopWatch::new(stats, HistogramKind::DbGet);
         let sv = self.super_version(cf)?;
         let seq = self.snapshot_seq(ro);
-        self.get_in(&sv, seq, key)
+        let r = self.get_in(&sv, seq, key);
+        if let Some(s) = stats {
+            s.record(Ticker::NumberKeysRead, 1);
+            if let Ok(Some(v)) = &r {
+                s.record(Ticker::BytesRead, v.len() as u64);
+                s.measure(HistogramKind::BytesPerRead, v.len() as u64);
+            }
+        }
+        r
     }
 
     fn get_in(
@@ -193,8 +236,10 @@ impl DbInner {
             });
         }
         if ctx.done() {
+            record(&self.options.statistics, Ticker::MemtableHit, 1);
             return ctx.finish(key, opts.merge_operator.as_ref());
         }
+        record(&self.options.statistics, Ticker::MemtableMiss, 1);
         let lookup = make_internal_key(key, seq, VALUE_TYPE_FOR_SEEK);
         let ucmp = &opts.comparator;
         for level in 0..sv.version.num_levels() {
@@ -265,7 +310,23 @@ impl DbInner {
             Err(e) => return keys.iter().map(|_| Err(e.duplicate())).collect(),
         };
         let seq = self.snapshot_seq(ro);
-        keys.iter().map(|k| self.get_in(&sv, seq, k)).collect()
+        let stats = &self.options.statistics;
+        let _timer = StopWatch::new(stats, HistogramKind::DbMultiget);
+        let out: Vec<_> = keys.iter().map(|k| self.get_in(&sv, seq, k)).collect();
+        if let Some(s) = stats {
+            let bytes: u64 = out
+                .iter()
+                .map(|r| match r {
+                    Ok(Some(v)) => v.len() as u64,
+                    _ => 0,
+                })
+                .sum();
+            s.record(Ticker::NumberMultigetCalls, 1);
+            s.record(Ticker::NumberMultigetKeysRead, keys.len() as u64);
+            s.record(Ticker::NumberMultigetBytesRead, bytes);
+            s.measure(HistogramKind::BytesPerMultiget, bytes);
+        }
+        out
     }
 
     pub(crate) fn iter(&self, ro: &ReadOptions, cf: u32) -> Result<DbIterator> {
@@ -319,7 +380,11 @@ impl DbInner {
             },
         );
         iter.seek_to_first();
-        Ok(DbIterator { iter, _sv: sv })
+        Ok(DbIterator {
+            iter,
+            _sv: sv,
+            stats: self.options.statistics.clone(),
+        })
     }
 
     pub(crate) fn snapshot(self: &Arc<Self>) -> Snapshot {

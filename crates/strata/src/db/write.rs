@@ -26,7 +26,13 @@ use crate::format::write_batch::BatchRecord;
 use crate::format::{SequenceNumber, ValueType, WriteBatch};
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
+use crate::util::statistics::{HistogramKind, StopWatch, Ticker, record};
 use crate::wal::LogWriter;
+
+/// Bytes a batch adds to the WAL (its encoded size).
+fn record_bytes(b: &WriteBatch) -> u64 {
+    b.data().len() as u64
+}
 
 /// Largest group a leader assembles (bytes of batches).
 const MAX_GROUP_BYTES: usize = 1 << 20;
@@ -99,6 +105,17 @@ impl DbInner {
         if batch.count() == 0 {
             return Ok(());
         }
+        let stats = &self.options.statistics;
+        let _timer = StopWatch::new(stats, HistogramKind::DbWrite);
+        if let Some(s) = stats {
+            let bytes = batch.data().len() as u64;
+            s.record(Ticker::NumberKeysWritten, u64::from(batch.count()));
+            s.record(Ticker::BytesWritten, bytes);
+            s.measure(HistogramKind::BytesPerWrite, bytes);
+            if !opts.disable_wal {
+                s.record(Ticker::WriteWithWal, 1);
+            }
+        }
         let me = Arc::new(Mutex::new(Writer {
             batch,
             opts: *opts,
@@ -109,6 +126,7 @@ impl DbInner {
         q.push_back(Arc::clone(&me));
         loop {
             if let Some(r) = lock(&me).result.take() {
+                record(stats, Ticker::WriteDoneByOther, 1);
                 return r;
             }
             let task = lock(&me).insert.take();
@@ -128,6 +146,7 @@ impl DbInner {
                 .wait(q)
                 .unwrap_or_else(PoisonError::into_inner);
         }
+        record(stats, Ticker::WriteDoneBySelf, 1);
         // Leader: take a group of compatible writers.
         let mut group: Vec<Arc<Mutex<Writer>>> = Vec::new();
         let mut bytes = 0;
@@ -159,7 +178,11 @@ impl DbInner {
                 Err(e) => Err(e.duplicate()),
             });
         }
-        self.writers.cv.notify_all();
+        // Everyone waiting on the condvar is a follower of this group or
+        // still queued: with neither, skip the wake-up (a syscall).
+        if group.len() > 1 || !q.is_empty() {
+            self.writers.cv.notify_all();
+        }
         drop(q);
         let r = lock(&me).result.take();
         r.unwrap_or(Ok(()))
@@ -185,43 +208,61 @@ impl DbInner {
         }
         let mut st = self.make_room_for_write(st, bytes)?;
         let first_seq = self.last_sequence.load(Ordering::Acquire) + 1;
-        let mut seq = first_seq;
+        // A group of one writes its own batch (no merged copy).
+        let mut single = (group.len() == 1).then(|| lock(&group[0]));
         let mut merged = WriteBatch::new();
-        for w in group {
-            let mut g = lock(w);
-            g.batch.set_sequence(seq);
-            seq += u64::from(g.batch.count());
-            merged.append(&g.batch);
-        }
-        merged.set_sequence(first_seq);
-        let last_seq = seq - 1;
+        let last_seq = match single.as_mut() {
+            Some(g) => {
+                g.batch.set_sequence(first_seq);
+                first_seq + u64::from(g.batch.count()) - 1
+            }
+            None => {
+                let mut seq = first_seq;
+                for w in group {
+                    let mut g = lock(w);
+                    g.batch.set_sequence(seq);
+                    seq += u64::from(g.batch.count());
+                    merged.append(&g.batch);
+                }
+                merged.set_sequence(first_seq);
+                seq - 1
+            }
+        };
+        let group_batch: &WriteBatch = match single.as_ref() {
+            Some(g) => &g.batch,
+            None => &merged,
+        };
         self.user_bytes_written
-            .fetch_add(merged.data().len() as u64, Ordering::Relaxed);
+            .fetch_add(group_batch.data().len() as u64, Ordering::Relaxed);
         if !opts.disable_wal {
             let wal = st
                 .wal
                 .as_mut()
                 .ok_or_else(|| Error::InvalidArgument("no WAL is open".into()))?;
-            let r = wal
-                .add_record(merged.data())
-                .and_then(|()| if opts.sync { wal.sync() } else { wal.flush() });
+            let stats = &self.options.statistics;
+            record(stats, Ticker::WalFileBytes, record_bytes(group_batch));
+            let r = wal.add_record(group_batch.data()).and_then(|()| {
+                if opts.sync {
+                    record(stats, Ticker::WalFileSynced, 1);
+                    let _t = StopWatch::new(stats, HistogramKind::WalFileSyncMicros);
+                    wal.sync()
+                } else {
+                    wal.flush()
+                }
+            });
             if let Err(e) = r {
                 st.bg_error = Some(e.duplicate());
                 return Err(e);
             }
         }
-        let mems: HashMap<u32, Arc<MemTable>> = st
-            .cfs
-            .iter()
-            .map(|(id, c)| (*id, Arc::clone(&c.mem)))
-            .collect();
+        let mems = st.memtables();
         if opts.disable_wal {
             self.has_unpersisted_data
                 .store(true, std::sync::atomic::Ordering::Release);
         }
         drop(st);
-        if group.len() == 1 {
-            insert_batch(&merged, first_seq, &mems, None)?;
+        if single.is_some() {
+            insert_batch(group_batch, first_seq, &mems, None)?;
         } else if let Err(e) = self.insert_in_parallel(group, mems) {
             // Unreachable for validated batches; if it happens the group's
             // entries may be partly inserted, so no later write may publish
@@ -229,6 +270,7 @@ impl DbInner {
             self.lock_state().bg_error = Some(e.duplicate());
             return Err(e);
         }
+        drop(single);
         self.last_sequence.store(last_seq, Ordering::Release);
         let st = self.lock_state();
         st.versions.set_last_sequence(last_seq);
@@ -243,13 +285,12 @@ impl DbInner {
     fn insert_in_parallel(
         &self,
         group: &[Arc<Mutex<Writer>>],
-        mems: HashMap<u32, Arc<MemTable>>,
+        mems: Arc<HashMap<u32, Arc<MemTable>>>,
     ) -> Result<()> {
         let done = Arc::new(GroupInsert {
             pending: Mutex::new(group.len() - 1),
             ..GroupInsert::default()
         });
-        let mems = Arc::new(mems);
         for w in &group[1..] {
             lock(w).insert = Some(InsertTask {
                 mems: Arc::clone(&mems),
@@ -337,6 +378,7 @@ impl DbInner {
             let us = t.elapsed().as_micros() as u64;
             st.stall_stats.stops += 1;
             st.stall_stats.stop_micros += us;
+            record(&self.options.statistics, Ticker::StallMicros, us);
             st.stall_stats.max_stall_micros = st.stall_stats.max_stall_micros.max(us);
         }
         result?;
@@ -349,6 +391,7 @@ impl DbInner {
                 let us = pause.as_micros() as u64;
                 st.stall_stats.delays += 1;
                 st.stall_stats.delay_micros += us;
+                record(&self.options.statistics, Ticker::StallMicros, us);
                 st.stall_stats.max_stall_micros = st.stall_stats.max_stall_micros.max(us);
                 // The memtable may have filled meanwhile; a later group
                 // switches it (a write never needs the room it made).
@@ -390,6 +433,7 @@ impl DbInner {
                 }
                 let fresh = super::new_memtable(&cf.icmp, &cf.options);
                 let old = std::mem::replace(&mut cf.mem, fresh);
+                st.mems_cache = None;
                 cf.imms.push((old, cf.mem_wal));
                 cf.mem_wal = new_wal;
             }

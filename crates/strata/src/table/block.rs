@@ -299,28 +299,26 @@ impl BlockIter {
         let entry = &data[start..];
         // Fast path (as RocksDB's DecodeEntry): all three lengths fit in
         // one byte each.
-        let (shared, non_shared, value_len, header) = if !self.delta
-            && entry.len() >= 3
-            && (entry[0] | entry[1] | entry[2]) < 0x80
-        {
-            (
-                entry[0] as usize,
-                entry[1] as usize,
-                entry[2] as usize,
-                3,
-            )
-        } else {
-            let mut d = Decoder::new(entry);
-            let (Some(shared), Some(non_shared)) = (d.varint32(), d.varint32()) else {
-                return Err("bad key lengths");
-            };
-            let value_len = if self.delta {
-                0
+        let (shared, non_shared, value_len, header) =
+            if !self.delta && entry.len() >= 3 && (entry[0] | entry[1] | entry[2]) < 0x80 {
+                (entry[0] as usize, entry[1] as usize, entry[2] as usize, 3)
             } else {
-                d.varint32().ok_or("bad value length")? as usize
+                let mut d = Decoder::new(entry);
+                let (Some(shared), Some(non_shared)) = (d.varint32(), d.varint32()) else {
+                    return Err("bad key lengths");
+                };
+                let value_len = if self.delta {
+                    0
+                } else {
+                    d.varint32().ok_or("bad value length")? as usize
+                };
+                (
+                    shared as usize,
+                    non_shared as usize,
+                    value_len,
+                    d.position(),
+                )
             };
-            (shared as usize, non_shared as usize, value_len, d.position())
-        };
         if shared > self.key.len() {
             return Err("shared prefix longer than previous key");
         }

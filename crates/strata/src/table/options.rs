@@ -48,6 +48,8 @@ pub struct TableOptions {
     pub merge_operator_name: Option<String>,
     /// Cache for data blocks read through this table (none by default).
     pub block_cache: Option<Arc<dyn BlockCacheApi>>,
+    /// Block-cache and filter counters go here when set.
+    pub statistics: Option<Arc<crate::util::statistics::Statistics>>,
 }
 
 impl std::fmt::Debug for TableOptions {
@@ -82,6 +84,7 @@ impl Default for TableOptions {
             column_family_name: "default".into(),
             merge_operator_name: None,
             block_cache: None,
+            statistics: None,
         }
     }
 }

@@ -32,6 +32,7 @@ pub struct Table {
     /// Unique in the process: the block-cache key prefix of this open.
     cache_id: u64,
     block_cache: Option<Arc<dyn super::options::BlockCacheApi>>,
+    statistics: Option<Arc<crate::util::statistics::Statistics>>,
     file: Arc<dyn RandomAccessFile>,
     name: Arc<str>,
     file_size: u64,
@@ -182,6 +183,7 @@ impl Table {
         Ok(Table {
             cache_id: NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed),
             block_cache: opts.block_cache.clone(),
+            statistics: opts.statistics.clone(),
             file,
             name,
             file_size,
@@ -246,14 +248,26 @@ impl Table {
 
     /// Reads a data block (through the block cache when there is one).
     pub fn read_data_block(&self, handle: BlockHandle) -> Result<Arc<Block>> {
-        if let Some(cache) = &self.block_cache
-            && let Some(b) = cache.lookup(self.cache_id, handle.offset)
-        {
-            return Ok(b);
+        use crate::util::statistics::{Ticker, record};
+        if let Some(cache) = &self.block_cache {
+            if let Some(b) = cache.lookup(self.cache_id, handle.offset) {
+                record(&self.statistics, Ticker::BlockCacheHit, 1);
+                record(&self.statistics, Ticker::BlockCacheDataHit, 1);
+                return Ok(b);
+            }
+            record(&self.statistics, Ticker::BlockCacheMiss, 1);
+            record(&self.statistics, Ticker::BlockCacheDataMiss, 1);
         }
         let c = self.read_block(handle)?;
         let block = Arc::new(Block::new(c.data, self.name.clone(), handle)?);
         if let Some(cache) = &self.block_cache {
+            record(&self.statistics, Ticker::BlockCacheAdd, 1);
+            record(&self.statistics, Ticker::BlockCacheDataAdd, 1);
+            record(
+                &self.statistics,
+                Ticker::BlockCacheBytesWrite,
+                block.size() as u64,
+            );
             cache.insert(self.cache_id, handle.offset, Arc::clone(&block));
         }
         Ok(block)
@@ -276,14 +290,26 @@ impl Table {
 
     /// False only if the filter proves `user_key` is absent.
     pub fn key_may_match(&self, user_key: &[u8]) -> bool {
+        use crate::util::statistics::{Ticker, record};
         let Some(f) = &self.filter else { return true };
-        if self.whole_key_filtering {
-            return f.key_may_match(user_key);
-        }
-        match &self.prefix_filter {
-            Some(pe) if pe.in_domain(user_key) => f.key_may_match(pe.transform(user_key)),
-            _ => true,
-        }
+        let may = if self.whole_key_filtering {
+            f.key_may_match(user_key)
+        } else {
+            match &self.prefix_filter {
+                Some(pe) if pe.in_domain(user_key) => f.key_may_match(pe.transform(user_key)),
+                _ => return true,
+            }
+        };
+        record(
+            &self.statistics,
+            if may {
+                Ticker::BloomFilterFullPositive
+            } else {
+                Ticker::BloomFilterUseful
+            },
+            1,
+        );
+        may
     }
 
     /// False only if the filter proves no key with `prefix` exists.

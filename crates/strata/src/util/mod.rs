@@ -5,5 +5,7 @@ pub mod checksum;
 pub mod coding;
 pub mod comparator;
 pub mod hash;
+pub mod histogram;
 pub mod slice_transform;
+pub mod statistics;
 pub mod xxph3;
