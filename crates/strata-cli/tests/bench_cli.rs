@@ -19,50 +19,161 @@ fn field_after<'a>(line: &'a str, word: &str) -> &'a str {
     panic!("no {word} in {line}")
 }
 
+/// The `(X of Y found)` count of a report line.
+fn found(l: &str) -> u64 {
+    let start = l.find('(').unwrap() + 1;
+    l[start..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Runs `strata bench` with `flags`; returns stdout.
+fn bench_out(flags: &[String]) -> String {
+    let mut c = strata();
+    c.arg("bench").args(flags);
+    run(c, b"")
+}
+
+fn report_lines(out: &str) -> Vec<&str> {
+    out.lines().filter(|l| l.contains("ops/sec")).collect()
+}
+
 #[test]
 fn bench_reports_consistent_results() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    let mut c = strata();
-    c.arg("bench")
-        .arg(format!("--db={}", db.display()))
-        .arg("--num=3000")
-        .arg("--write_buffer_size=65536")
-        .arg("--bloom_bits=10")
-        .arg("--benchmarks=fillrandom,readrandom,flush,readrandom,readseq,readreverse");
-    let out = run(c, b"");
-    let lines: Vec<&str> = out.lines().filter(|l| l.contains("ops/sec")).collect();
-    assert_eq!(lines.len(), 6, "{out}");
-    let found = |l: &str| -> u64 {
-        let start = l.find('(').unwrap() + 1;
-        l[start..]
-            .split_whitespace()
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap()
+    let db = format!("--db={}", dir.path().join("db").display());
+    let flags = |more: &[&str]| -> Vec<String> {
+        let mut v = vec![
+            db.clone(),
+            "--num=3000".into(),
+            "--write_buffer_size=65536".into(),
+        ];
+        v.extend(more.iter().map(|s| s.to_string()));
+        v
     };
-    let (before, after) = (found(lines[1]), found(lines[3]));
+    // Thread seeds are the seed base plus a counter of benchmark threads:
+    // fillrandom draws with 6, readrandom with 7.
+    let out = bench_out(&flags(&[
+        "--seed=5",
+        "--bloom_bits=10",
+        "--benchmarks=fillrandom,readrandom,readseq,readreverse",
+    ]));
+    let lines = report_lines(&out);
+    assert_eq!(lines.len(), 4, "{out}");
+    let before = found(lines[1]);
     assert!(before > 0 && before < 3000, "{out}");
-    assert_eq!(before, after, "reads changed after flush:\n{out}");
     // readseq and readreverse count the distinct keys fillrandom wrote.
-    let seq: u64 = field_after(lines[4], "operations;").parse().unwrap();
-    let rev: u64 = field_after(lines[5], "operations;").parse().unwrap();
+    let seq: u64 = field_after(lines[2], "operations;").parse().unwrap();
+    let rev: u64 = field_after(lines[3], "operations;").parse().unwrap();
     assert_eq!(seq, rev);
     assert!(seq > 1500 && seq < 3000, "{out}");
-    // The database persists; readseq on reopen sees the same keys.
-    let mut c = strata();
-    c.arg("bench")
-        .arg(format!("--db={}", db.display()))
-        .arg("--num=3000")
-        .arg("--use_existing_db")
-        .arg("--benchmarks=readseq");
-    let out2 = run(c, b"");
-    let line = out2.lines().find(|l| l.contains("ops/sec")).unwrap();
+    // Reopened and flushed, the same draws (seed base 6: readrandom is
+    // the first thread, 7) find the same keys in the table.
+    let out2 = bench_out(&flags(&[
+        "--seed=6",
+        "--use_existing_db",
+        "--benchmarks=flush,readrandom,readseq",
+    ]));
+    let lines2 = report_lines(&out2);
+    assert_eq!(lines2.len(), 2, "{out2}");
     assert_eq!(
-        field_after(line, "operations;").parse::<u64>().unwrap(),
+        found(lines2[0]),
+        before,
+        "reads changed after flush:\n{out}\n{out2}"
+    );
+    assert_eq!(
+        field_after(lines2[1], "operations;")
+            .parse::<u64>()
+            .unwrap(),
         seq
     );
+    // Every other benchmark runs, with several threads, and its counts add up.
+    let out3 = bench_out(&flags(&[
+        "--use_existing_db",
+        "--threads=2",
+        "--merge_operator=put",
+        "--seek_nexts=3",
+        "--batch_size=4",
+        "--reads=500",
+        "--histogram",
+        "--benchmarks=readmissing,multireadrandom,seekrandom,readwhilewriting,readwhilemerging,readrandomwriterandom,updaterandom,mergerandom,deleterandom,overwrite,deleteseq,readseq",
+    ]));
+    let lines3 = report_lines(&out3);
+    assert_eq!(lines3.len(), 12, "{out3}");
+    assert!(lines3[0].starts_with("readmissing  : "), "{out3}");
+    assert!(lines3[0].ends_with("(0 of 500 found)"), "{out3}");
+    assert!(lines3[1].contains(" 1000 operations;"), "{out3}");
+    assert!(lines3[2].starts_with("seekrandom   : "), "{out3}");
+    // One reader thread's message, the writer's ops left out.
+    assert!(lines3[3].ends_with("of 500 found)"), "{out3}");
+    assert!(lines3[3].contains(" 1000 operations;"), "{out3}");
+    assert!(lines3[5].contains("( reads:"), "{out3}");
+    assert!(lines3[6].contains("( updates:"), "{out3}");
+    assert!(lines3[7].ends_with("( updates:500)"), "{out3}");
+    assert!(out3.contains("Microseconds per read:\nCount: "), "{out3}");
+    assert!(out3.contains("Microseconds per seek:\nCount: "), "{out3}");
+    assert!(out3.contains("Microseconds per delete:\nCount: "), "{out3}");
+    assert!(out3.contains("Microseconds per merge:\nCount: "), "{out3}");
+    assert!(out3.contains("Percentiles: P50: "), "{out3}");
+    // deleteseq removed every key: nothing left to scan.
+    assert!(lines3[11].contains(" 1 operations;"), "{out3}");
+}
+
+/// The same flags and seed draw the same keys as RocksDB's db_bench:
+/// `db_bench --benchmarks=fillrandom,readrandom,seekrandom --num=20000
+/// --seed=1` (RocksDB 7.8.3) finds 12409 and 12546 keys.
+#[test]
+fn bench_draws_db_benchs_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = bench_out(&[
+        format!("--db={}", dir.path().join("db").display()),
+        "--num=20000".into(),
+        "--seed=1".into(),
+        "--benchmarks=fillrandom,readrandom,seekrandom".into(),
+    ]);
+    let lines = report_lines(&out);
+    assert!(lines[1].ends_with("(12409 of 20000 found)"), "{out}");
+    assert!(lines[2].ends_with("(12546 of 20000 found)"), "{out}");
+}
+
+#[test]
+fn bench_writes_report_file_and_statistics() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("report.csv");
+    let out = bench_out(&[
+        format!("--db={}", dir.path().join("db").display()),
+        "--num=2000".into(),
+        "--duration=2".into(),
+        "--statistics".into(),
+        "--report_interval_seconds=1".into(),
+        format!("--report_file={}", csv.display()),
+        "--benchmarks=fillrandom".into(),
+    ]);
+    let line = report_lines(&out)[0];
+    // --duration: runs for the time, not the count.
+    let ops: u64 = field_after(line, "operations;").parse().unwrap();
+    assert!(ops > 2000, "{out}");
+    let report = std::fs::read_to_string(&csv).unwrap();
+    let mut rows = report.lines();
+    assert_eq!(rows.next(), Some("secs_elapsed,interval_qps"));
+    let rows: Vec<(u64, u64)> = rows
+        .map(|r| {
+            let (a, b) = r.split_once(',').unwrap();
+            (a.parse().unwrap(), b.parse().unwrap())
+        })
+        .collect();
+    assert!(!rows.is_empty(), "{report}");
+    assert_eq!(rows[0].0, 1, "{report}");
+    assert!(rows.iter().map(|r| r.1).sum::<u64>() <= ops);
+    assert!(out.contains("STATISTICS:\n"), "{out}");
+    assert!(
+        out.contains(&format!("rocksdb.number.keys.written COUNT : {ops}\n")),
+        "{out}"
+    );
+    assert!(out.contains("rocksdb.db.write.micros P50 : "), "{out}");
 }
 
 /// Runs `strata bench --db=DB FLAGS...`; returns stdout and the LOG.
@@ -134,6 +245,8 @@ fn bench_takes_db_bench_compaction_flags_and_benchmarks() {
             "--subcompactions=2",
             "--delayed_write_rate=4194304",
             "--statistics",
+            // Thread seeds 11 (fillrandom), 12 (readrandom), 13 (compact), 14.
+            "--seed=10",
             "--benchmarks=fillrandom,readrandom,waitforcompaction,compact,readrandom,stats",
         ],
     );
@@ -164,12 +277,6 @@ fn bench_takes_db_bench_compaction_flags_and_benchmarks() {
     assert_eq!(reports.len(), 4, "{out}");
     assert!(reports[2].starts_with("compact      : "), "{out}");
     assert!(reports[2].ends_with(" 1 operations;"), "{out}");
-    let found = |l: &str| l[l.find('(').unwrap()..].to_string();
-    assert_eq!(
-        found(reports[1]),
-        found(reports[3]),
-        "compact changed what reads find:\n{out}"
-    );
     let path = db.display().to_string();
     assert!(out.contains(&format!(
         "waitforcompaction({path}): started\nwaitforcompaction({path}): finished\n"
@@ -195,6 +302,24 @@ fn bench_takes_db_bench_compaction_flags_and_benchmarks() {
     assert!(
         listing.contains("---------- level 0 ----------\n---------- level 1 ----------\n"),
         "{listing}"
+    );
+
+    // The same draws after the compaction (seed 11 + 1, the first
+    // readrandom's seed) find the same keys.
+    let (again, _) = bench(
+        &db,
+        &[
+            "--num=5000",
+            "--seed=11",
+            "--use_existing_db",
+            "--benchmarks=readrandom",
+        ],
+    );
+    let again: Vec<&str> = again.lines().filter(|l| l.contains("ops/sec")).collect();
+    assert_eq!(
+        found(reports[1]),
+        found(again[0]),
+        "compact changed what reads find:\n{out}"
     );
 
     // Universal, automatic compactions off: many L0 files until

@@ -131,6 +131,21 @@ impl DB {
         self.inner.iter(opts, cf.id)
     }
 
+    /// An iterator that is not positioned yet (RocksDB's `NewIterator`):
+    /// call a seek before reading. Cheaper than [`DB::iter`] when the
+    /// first thing done is a seek.
+    pub fn new_iterator(&self, opts: &ReadOptions) -> Result<DbIterator> {
+        self.inner.new_iterator(opts, 0)
+    }
+
+    pub fn new_iterator_cf(
+        &self,
+        opts: &ReadOptions,
+        cf: &ColumnFamilyHandle,
+    ) -> Result<DbIterator> {
+        self.inner.new_iterator(opts, cf.id)
+    }
+
     /// A snapshot of the current state; pass `snapshot.sequence()` in
     /// `ReadOptions::snapshot` to read at it.
     pub fn snapshot(&self) -> Snapshot {

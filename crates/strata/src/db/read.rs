@@ -330,6 +330,13 @@ impl DbInner {
     }
 
     pub(crate) fn iter(&self, ro: &ReadOptions, cf: u32) -> Result<DbIterator> {
+        let mut it = self.new_iterator(ro, cf)?;
+        it.iter.seek_to_first();
+        Ok(it)
+    }
+
+    /// An iterator not yet positioned (RocksDB's `NewIterator`).
+    pub(crate) fn new_iterator(&self, ro: &ReadOptions, cf: u32) -> Result<DbIterator> {
         let sv = self.super_version(cf)?;
         let opts = Arc::clone(&sv.options);
         let seq = self.snapshot_seq(ro);
@@ -364,7 +371,7 @@ impl DbInner {
         }
         let agg = self.range_dels(&sv, seq)?;
         let inner = MergingIterator::new(icmp, children);
-        let mut iter = DBIter::new(
+        let iter = DBIter::new(
             Box::new(inner),
             opts.comparator.clone(),
             seq,
@@ -379,7 +386,6 @@ impl DbInner {
                     .filter(|_| ro.prefix_same_as_start),
             },
         );
-        iter.seek_to_first();
         Ok(DbIterator {
             iter,
             _sv: sv,

@@ -263,12 +263,17 @@ fn decompress_snappy_shared(data: &[u8]) -> Result<Arc<[u8]>> {
             format!("uncompressed block size {n} is too large"),
         ));
     }
-    let zeroed: Arc<[std::mem::MaybeUninit<u8>]> = Arc::new_zeroed_slice(n);
-    // SAFETY: all-zero bytes are valid `u8`s, so the zeroed slice is
-    // initialized. Exercised by every snappy table test (e.g.
+    let mut uninit: Arc<[std::mem::MaybeUninit<u8>]> = Arc::new_uninit_slice(n);
+    let slots = Arc::get_mut(&mut uninit)
+        .ok_or_else(|| Error::corruption("", 0, "block buffer is shared"))?;
+    // SAFETY: `slots` is `n` writable bytes owned by the fresh Arc; zeroing
+    // them initializes every byte, after which viewing them as `[u8]` is
+    // sound. Exercised by every snappy table test (e.g.
     // `table::tests::table_matches_btreemap` with snappy).
-    let mut out: Arc<[u8]> = unsafe { zeroed.assume_init() };
-    let buf = Arc::get_mut(&mut out).expect("a fresh Arc is unique");
+    let buf: &mut [u8] = unsafe {
+        std::ptr::write_bytes(slots.as_mut_ptr(), 0, n);
+        std::slice::from_raw_parts_mut(slots.as_mut_ptr().cast::<u8>(), n)
+    };
     let written = snap::raw::Decoder::new()
         .decompress(data, buf)
         .map_err(|e| Error::corruption("", 0, format!("bad snappy block: {e}")))?;
@@ -279,7 +284,8 @@ fn decompress_snappy_shared(data: &[u8]) -> Result<Arc<[u8]>> {
             "snappy block shorter than its length",
         ));
     }
-    Ok(out)
+    // SAFETY: every byte was initialized (zeroed, then overwritten).
+    Ok(unsafe { uninit.assume_init() })
 }
 
 /// Checks and decompresses a block already read (payload + trailer).

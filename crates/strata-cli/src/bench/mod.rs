@@ -1,0 +1,685 @@
+//! `strata bench`: a db_bench-compatible benchmark. It takes db_bench's
+//! flags (gflags style) and benchmark names, generates the same keys and
+//! values (same generators and seeds, so `--seed=N` gives the same found
+//! counts as RocksDB's `db_bench --seed=N`) and prints db_bench's result
+//! lines, so the two can be run with the same flags and compared line by
+//! line (`scripts/compare-rocksdb.sh` does).
+//!
+//! Benchmarks: fillseq, fillrandom, filluniquerandom, fillsync, fill100K,
+//! overwrite, readseq, readreverse, readrandom, readmissing,
+//! multireadrandom, seekrandom (`--seek_nexts`, `--reverse_iterator`),
+//! readwhilewriting, readwhilemerging, readrandomwriterandom
+//! (`--readwritepercent`), updaterandom, mergerandom (`--merge_operator`,
+//! `--merge_keys`), deleteseq, deleterandom, compact, flush,
+//! waitforcompaction and stats (the `rocksdb.stats` property).
+//!
+//! Also as db_bench: `--threads` (each thread does the full count),
+//! `--duration` (seconds instead of a count for the random benchmarks),
+//! `--histogram` (latency percentiles per operation type),
+//! `--statistics` (the DB's tickers and histograms at the end),
+//! `--report_interval_seconds` with `--report_file` (ops per interval as
+//! CSV), `--stats_interval_seconds`, `--benchmark_write_rate_limit`
+//! (bytes/s), `--use_existing_db`, `--cache_size`, `--bloom_bits`, the
+//! memtable, compression and compaction flags. `--writes_per_second`
+//! (an older db_bench flag) paces writes in operations per second.
+//!
+//! Strata's own additions after the last benchmark: the write-stall
+//! counters (`Stalls: ...`, after every benchmark with `--statistics`)
+//! and `size on disk: N bytes` (the files in the database directory).
+//!
+//! Each fill benchmark, as in db_bench, starts from an empty database
+//! (fillseq, fillrandom, filluniquerandom, fillsync, fill100K); the others
+//! use what is there. Unknown flags are reported on stderr.
+
+mod random;
+mod stats;
+mod workloads;
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use strata::db::StallStats;
+use strata::merge_operator::{MergeOperatorRef, StringAppendOperator, UInt64AddOperator};
+use strata::table::CompressionType;
+use strata::{CompactionStyle, DB, Options, Statistics, WriteOptions};
+
+use crate::db_options::{sanitize, style_from_code};
+use crate::flags::Flags;
+
+use self::stats::{Reporter, Stats, StatsConfig};
+
+/// Sets the compaction options from db_bench's flags, with db_bench's
+/// defaults (`db_bench --help` of RocksDB 7.8.3), then sanitizes them as
+/// RocksDB does (FIFO gets one level and no L0 stalls; L0 triggers are
+/// made ordered). As in db_bench, the `universal_*` flags change the
+/// library's universal defaults only when not 0, and FIFO's size limit is
+/// `fifo_compaction_max_table_files_size_mb` MiB (0 by default, which
+/// makes FIFO keep nothing: set it with `--compaction_style=2`).
+/// `max_background_compactions` / `max_background_flushes` (-1 = unset)
+/// replace `max_background_jobs` with their sum when either is set.
+pub fn apply_compaction_flags(f: &Flags, o: &mut Options) -> Result<(), String> {
+    let style: i64 = f.num("compaction_style", 0)?;
+    let c = &mut o.cf;
+    c.compaction_style = style_from_code(style)
+        .ok_or_else(|| format!("invalid value for --compaction_style: {style}"))?;
+    let count = |name: &str, default: i64| -> Result<usize, String> {
+        let v: i64 = f.num(name, default)?;
+        usize::try_from(v).map_err(|_| format!("invalid value for --{name}: {v}"))
+    };
+    c.num_levels = count("num_levels", 7)?;
+    c.level0_file_num_compaction_trigger = count("level0_file_num_compaction_trigger", 4)?;
+    c.level0_slowdown_writes_trigger = count("level0_slowdown_writes_trigger", 20)?;
+    c.level0_stop_writes_trigger = count("level0_stop_writes_trigger", 36)?;
+    c.target_file_size_base = f.num("target_file_size_base", 64 << 20)?;
+    c.target_file_size_multiplier = count("target_file_size_multiplier", 1)? as u64;
+    c.max_bytes_for_level_base = f.num("max_bytes_for_level_base", 256 << 20)?;
+    c.max_bytes_for_level_multiplier = f.num("max_bytes_for_level_multiplier", 10.0)?;
+    c.level_compaction_dynamic_level_bytes = f.bool("level_compaction_dynamic_level_bytes")?;
+    c.max_compaction_bytes = f.num("max_compaction_bytes", 0)?;
+    c.soft_pending_compaction_bytes_limit =
+        f.num("soft_pending_compaction_bytes_limit", 64 << 30)?;
+    c.hard_pending_compaction_bytes_limit =
+        f.num("hard_pending_compaction_bytes_limit", 128 << 30)?;
+    c.disable_auto_compactions = f.bool("disable_auto_compactions")?;
+    let size_ratio = count("universal_size_ratio", 0)?;
+    if size_ratio != 0 {
+        c.universal.size_ratio = size_ratio as u32;
+    }
+    let min_width = count("universal_min_merge_width", 0)?;
+    if min_width != 0 {
+        c.universal.min_merge_width = min_width;
+    }
+    let max_width = count("universal_max_merge_width", 0)?;
+    if max_width != 0 {
+        c.universal.max_merge_width = max_width;
+    }
+    let amp = count("universal_max_size_amplification_percent", 0)?;
+    if amp != 0 {
+        c.universal.max_size_amplification_percent = amp as u64;
+    }
+    let fifo_mb: u64 = f.num("fifo_compaction_max_table_files_size_mb", 0)?;
+    c.fifo.max_table_files_size = fifo_mb.saturating_mul(1 << 20);
+    c.fifo.ttl_seconds = f.num("fifo_compaction_ttl", 0)?;
+    sanitize(c);
+
+    let jobs: i64 = f.num("max_background_jobs", 2)?;
+    let compactions: i64 = f.num("max_background_compactions", -1)?;
+    let flushes: i64 = f.num("max_background_flushes", -1)?;
+    o.max_background_jobs = if compactions == -1 && flushes == -1 {
+        jobs.max(1) as usize
+    } else {
+        (compactions.max(1) + flushes.max(1)) as usize
+    };
+    o.max_subcompactions = f.num::<u64>("subcompactions", 1)?.max(1) as usize;
+    // 0 is RocksDB's "unset", sanitized to 16 MiB/s.
+    let rate: u64 = f.num("delayed_write_rate", 8 << 20)?;
+    o.delayed_write_rate = if rate == 0 { 16 << 20 } else { rate };
+    Ok(())
+}
+
+/// The settings of a run, from the flags (db_bench's names and defaults).
+#[derive(Clone)]
+pub struct Config {
+    pub num: u64,
+    pub reads: i64,
+    pub writes: i64,
+    pub deletes: i64,
+    pub key_size: usize,
+    pub value_size: usize,
+    pub batch_size: u64,
+    pub threads: usize,
+    pub duration: u64,
+    pub compression_ratio: f64,
+    pub seek_nexts: u64,
+    pub reverse_iterator: bool,
+    pub readwritepercent: u64,
+    pub merge_keys: i64,
+    pub write_opts: WriteOptions,
+    pub write_rate_bytes: u64,
+    pub writes_per_second: u64,
+    pub has_merge_operator: bool,
+}
+
+impl Config {
+    /// db_bench's `readwrites_`.
+    pub fn readwrites(&self) -> u64 {
+        if self.writes < 0 && self.reads < 0 {
+            self.num
+        } else {
+            self.writes.max(self.reads).max(0) as u64
+        }
+    }
+}
+
+/// One benchmark's effective settings (db_bench adjusts `num_`, the value
+/// size, the key size and sync per benchmark).
+#[derive(Clone)]
+pub struct RunConfig {
+    pub cfg: Config,
+    /// `num_`: the key range of fills (`FLAGS_num` for reads).
+    pub num: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub deletes: u64,
+    pub key_size: usize,
+    pub value_size: usize,
+}
+
+impl RunConfig {
+    fn new(cfg: &Config) -> Self {
+        let or_num = |v: i64| if v < 0 { cfg.num } else { v as u64 };
+        RunConfig {
+            cfg: cfg.clone(),
+            num: cfg.num,
+            reads: or_num(cfg.reads),
+            writes: or_num(cfg.writes),
+            deletes: or_num(cfg.deletes),
+            key_size: cfg.key_size,
+            value_size: cfg.value_size,
+        }
+    }
+}
+
+/// db_bench's `Duration`: done after `max_ops` operations, or, with a time
+/// limit, once `max_seconds` have passed (checked every 1000 ops).
+pub struct OpBudget {
+    max_seconds: u64,
+    max_ops: u64,
+    ops: u64,
+    start: Instant,
+}
+
+impl OpBudget {
+    pub fn new(max_seconds: u64, max_ops: u64) -> Self {
+        OpBudget {
+            max_seconds,
+            max_ops,
+            ops: 0,
+            start: Instant::now(),
+        }
+    }
+
+    #[inline]
+    pub fn done(&mut self, increment: u64) -> bool {
+        let increment = increment.max(1);
+        self.ops += increment;
+        if self.max_seconds > 0 {
+            if self.ops / 1000 != (self.ops - increment) / 1000 {
+                return self.start.elapsed().as_secs() >= self.max_seconds;
+            }
+            false
+        } else {
+            self.ops > self.max_ops
+        }
+    }
+}
+
+/// Paces callers to `rate` units per second (a shared token schedule).
+pub struct Pacer {
+    rate: f64,
+    next: Mutex<Instant>,
+}
+
+impl Pacer {
+    pub fn new(rate: u64) -> Self {
+        Pacer {
+            rate: rate as f64,
+            next: Mutex::new(Instant::now()),
+        }
+    }
+
+    /// Waits until `units` more may go.
+    pub fn request(&self, units: u64) {
+        let wait = {
+            let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+            let now = Instant::now();
+            // Idle time is not banked beyond one second.
+            if *next + Duration::from_secs(1) < now {
+                *next = now - Duration::from_secs(1);
+            }
+            let at = *next;
+            *next += Duration::from_secs_f64(units as f64 / self.rate);
+            at.saturating_duration_since(now)
+        };
+        if !wait.is_zero() {
+            std::thread::sleep(wait);
+        }
+    }
+}
+
+/// A benchmark thread's state: its id, its generator (seeded as
+/// db_bench's: seed base + a run-wide thread counter) and its stats.
+pub struct ThreadState {
+    pub tid: usize,
+    pub rand: random::Random64,
+    pub stats: Stats,
+}
+
+/// What the threads of one benchmark share.
+pub struct Shared<'a> {
+    pub db: &'a DB,
+    pub run: RunConfig,
+    pub stats_cfg: &'a StatsConfig,
+    /// Threads that finished (the background writer stops when all
+    /// readers have).
+    pub num_done: AtomicUsize,
+    pub num_threads: usize,
+    /// `--benchmark_write_rate_limit` / `--writes_per_second` for fills.
+    pub byte_pacer: Option<Pacer>,
+    pub op_pacer: Option<Pacer>,
+}
+
+impl Shared<'_> {
+    /// Applies the write pacing for one batch of `ops` writes of `bytes`.
+    pub fn pace_writes(&self, ops: u64, bytes: u64) {
+        if let Some(p) = &self.op_pacer {
+            p.request(ops);
+        }
+        if let Some(p) = &self.byte_pacer {
+            p.request(bytes);
+        }
+    }
+}
+
+type Method = fn(&Shared, &mut ThreadState) -> Result<(), String>;
+
+/// Benchmarks db_bench runs on a fresh database.
+const FRESH_DB: &[&str] = &[
+    "fillseq",
+    "fillrandom",
+    "filluniquerandom",
+    "fillsync",
+    "fill100K",
+];
+
+/// The write-stall counters of `db` plus those of closed databases.
+fn add_stalls(a: &mut StallStats, b: &StallStats) {
+    a.stops += b.stops;
+    a.stop_micros += b.stop_micros;
+    a.delays += b.delays;
+    a.delay_micros += b.delay_micros;
+    a.max_stall_micros = a.max_stall_micros.max(b.max_stall_micros);
+}
+
+/// Total size of the files in `dir` (not recursive).
+fn dir_size(dir: &std::path::Path) -> Result<u64, String> {
+    let mut total = 0;
+    for e in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let e = e.map_err(|e| e.to_string())?;
+        // A file deleted while listing (an obsolete one) counts as gone.
+        if let Ok(m) = e.metadata()
+            && m.is_file()
+        {
+            total += m.len();
+        }
+    }
+    Ok(total)
+}
+
+/// db_bench's `--merge_operator` names.
+fn merge_operator(name: &str) -> Result<MergeOperatorRef, String> {
+    match name {
+        "uint64add" | "UInt64AddOperator" => Ok(Arc::new(UInt64AddOperator)),
+        "stringappend" | "StringAppendOperator" => Ok(Arc::new(StringAppendOperator::default())),
+        "put" | "put_v1" | "PutOperator" => Ok(Arc::new(workloads::PutOperator)),
+        other => Err(format!(
+            "unknown --merge_operator={other} (uint64add, stringappend, put)"
+        )),
+    }
+}
+
+/// Runs the benchmarks the flags name.
+pub fn run(f: &Flags) -> Result<(), String> {
+    let db_path = match f.get("db") {
+        Some(p) => std::path::PathBuf::from(p),
+        None => std::env::temp_dir().join(format!("strata-bench-{}", std::process::id())),
+    };
+    let benchmarks = f
+        .get("benchmarks")
+        .unwrap_or("fillseq,fillrandom,overwrite,readrandom,readseq")
+        .to_string();
+    let sync = f.bool("sync")?;
+    let disable_wal = f.bool("disable_wal")?;
+    let mut opts = Options {
+        create_if_missing: true,
+        ..Options::default()
+    };
+    let merge_name = f.get("merge_operator").unwrap_or("").to_string();
+    if !merge_name.is_empty() {
+        opts.cf.merge_operator = Some(merge_operator(&merge_name)?);
+    }
+    let cfg = Config {
+        num: f.num::<u64>("num", 1_000_000)?.max(1),
+        reads: f.num("reads", -1)?,
+        writes: f.num("writes", -1)?,
+        deletes: f.num("deletes", -1)?,
+        key_size: f.num("key_size", 16)?,
+        value_size: f.num("value_size", 100)?,
+        batch_size: f.num::<u64>("batch_size", 1)?.max(1),
+        threads: f.num::<usize>("threads", 1)?.max(1),
+        duration: f.num("duration", 0)?,
+        compression_ratio: f.num("compression_ratio", 0.5)?,
+        seek_nexts: f.num("seek_nexts", 0)?,
+        reverse_iterator: f.bool("reverse_iterator")?,
+        readwritepercent: f.num::<u64>("readwritepercent", 90)?.min(100),
+        merge_keys: f.num("merge_keys", -1)?,
+        write_opts: WriteOptions { sync, disable_wal },
+        write_rate_bytes: f.num("benchmark_write_rate_limit", 0)?,
+        writes_per_second: f.num("writes_per_second", 0)?,
+        has_merge_operator: !merge_name.is_empty(),
+    };
+    if cfg.key_size == 0 {
+        return Err("--key_size must be at least 1".into());
+    }
+    let seed_flag: u64 = f.num("seed", 0)?;
+    let seed_base = if seed_flag == 0 {
+        let s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_micros() as u64)
+            .unwrap_or(1);
+        println!("Set seed to {s} because --seed was 0");
+        s
+    } else {
+        seed_flag
+    };
+    opts.cf.write_buffer_size = f.num("write_buffer_size", 64 << 20)?;
+    opts.cf.max_write_buffer_number = f.num("max_write_buffer_number", 2)?;
+    opts.cf.block_size = f.num("block_size", 4096)?;
+    opts.cf.compression = match f.get("compression_type") {
+        Some(c) => {
+            CompressionType::parse(c).ok_or_else(|| format!("unknown --compression_type={c}"))?
+        }
+        // db_bench's default.
+        None => CompressionType::Snappy,
+    };
+    let bloom_bits: f64 = f.num("bloom_bits", -1.0)?;
+    opts.cf.bloom_bits_per_key = (bloom_bits >= 0.0).then_some(bloom_bits);
+    let cache_size: i64 = f.num("cache_size", 8 << 20)?;
+    if cache_size > 0 {
+        opts.cf.block_cache = Some(strata::cache::BlockCache::new(cache_size as u64));
+    }
+    if let Some(dir) = f.get("wal_dir").filter(|d| !d.is_empty()) {
+        opts.wal_dir = Some(dir.into());
+    }
+    apply_compaction_flags(f, &mut opts)?;
+    if opts.cf.compaction_style == CompactionStyle::Fifo && opts.cf.fifo.max_table_files_size == 0 {
+        eprintln!(
+            "warning: --compaction_style=2 with --fifo_compaction_max_table_files_size_mb=0 keeps no table files (as in db_bench)"
+        );
+    }
+    let statistics = f.bool("statistics")?;
+    if statistics {
+        opts.statistics = Some(Arc::new(Statistics::new()));
+    }
+    let use_existing = f.bool("use_existing_db")?;
+    let report_interval: u64 = f.num("report_interval_seconds", 0)?;
+    let report_file = f.get("report_file").unwrap_or("report.csv").to_string();
+    let stats_interval_seconds: u64 = f.num("stats_interval_seconds", 0)?;
+    let stats_cfg = StatsConfig {
+        histogram: f.bool("histogram")?,
+        progress: f.get("progress_reports").is_none() || f.bool("progress_reports")?,
+        stats_interval: if stats_interval_seconds > 0 {
+            1000
+        } else {
+            f.num("stats_interval", 0)?
+        },
+        stats_interval_seconds,
+        total_ops: Arc::new(AtomicU64::new(0)),
+    };
+    let unknown = f.unknown();
+    if !unknown.is_empty() {
+        eprintln!(
+            "warning: flags strata bench does not use: --{}",
+            unknown.join(", --")
+        );
+    }
+    if !use_existing {
+        let _ = std::fs::remove_dir_all(&db_path);
+    }
+    let mut db = DB::open(opts.clone(), &db_path).map_err(|e| e.to_string())?;
+    let mut out = std::io::stdout().lock();
+    let w = |e: std::io::Error| e.to_string();
+    let raw = (cfg.key_size + cfg.value_size) as f64 * cfg.num as f64;
+    let compressed_value = (cfg.value_size as f64 * cfg.compression_ratio) as usize;
+    writeln!(
+        out,
+        "Keys:       {} bytes each\nValues:     {} bytes each ({} bytes after compression)\nEntries:    {}\nRawSize:    {:.1} MB (estimated)\nFileSize:   {:.1} MB (estimated)\nCompression: {:?}\n------------------------------------------------",
+        cfg.key_size,
+        cfg.value_size,
+        compressed_value,
+        cfg.num,
+        raw / 1048576.0,
+        (cfg.key_size + compressed_value) as f64 * cfg.num as f64 / 1048576.0,
+        opts.cf.compression,
+    )
+    .map_err(w)?;
+    // Stall counters of the databases closed for a fresh one.
+    let mut stalls_before = StallStats::default();
+    // Whether the stall line was just printed (after the last benchmark).
+    let mut stalls_printed = false;
+    let mut total_thread_count = 0u64;
+    for name in benchmarks.split(',').filter(|b| !b.is_empty()) {
+        stalls_printed = false;
+        let mut run = RunConfig::new(&cfg);
+        let mut threads = cfg.threads;
+        let method: Option<Method> = match name {
+            "fillseq" => Some(workloads::fill_seq),
+            "fillrandom" | "overwrite" => Some(workloads::fill_random),
+            "filluniquerandom" => {
+                if threads != 1 {
+                    eprint!(
+                        "filluniquerandom and fillanddeleteuniquerandom multithreaded not supported, use 1 thread"
+                    );
+                    threads = 1;
+                }
+                Some(workloads::fill_unique_random)
+            }
+            "fillsync" => {
+                run.num /= 1000;
+                run.cfg.write_opts.sync = true;
+                Some(workloads::fill_random)
+            }
+            "fill100K" => {
+                run.num /= 1000;
+                run.value_size = 100 * 1000;
+                Some(workloads::fill_random)
+            }
+            "readseq" => Some(workloads::read_seq),
+            "readreverse" => Some(workloads::read_reverse),
+            "readrandom" => Some(workloads::read_random),
+            "readmissing" => {
+                run.key_size += 1;
+                Some(workloads::read_random)
+            }
+            "multireadrandom" => {
+                eprintln!("entries_per_batch = {}", cfg.batch_size);
+                Some(workloads::multi_read_random)
+            }
+            "seekrandom" => Some(workloads::seek_random),
+            "readwhilewriting" => {
+                threads += 1;
+                Some(workloads::read_while_writing)
+            }
+            "readwhilemerging" => {
+                threads += 1;
+                Some(workloads::read_while_merging)
+            }
+            "readrandomwriterandom" => Some(workloads::read_random_write_random),
+            "updaterandom" => Some(workloads::update_random),
+            "mergerandom" => {
+                if !cfg.has_merge_operator {
+                    writeln!(out, "{name:<12} : skipped (--merge_operator is unknown)")
+                        .map_err(w)?;
+                    return Err("mergerandom needs --merge_operator".into());
+                }
+                Some(workloads::merge_random)
+            }
+            "deleteseq" => Some(workloads::delete_seq),
+            "deleterandom" => Some(workloads::delete_random),
+            "compact" => Some(workloads::compact),
+            "flush" | "waitforcompaction" | "stats" => None,
+            other => return Err(format!("unknown benchmark: {other}")),
+        };
+        if FRESH_DB.contains(&name) {
+            if use_existing {
+                writeln!(out, "{name:<12} : skipped (--use_existing_db is true)").map_err(w)?;
+                continue;
+            }
+            add_stalls(&mut stalls_before, &db.stall_stats());
+            db.close().map_err(|e| e.to_string())?;
+            std::fs::remove_dir_all(&db_path).map_err(|e| e.to_string())?;
+            if let Some(dir) = &opts.wal_dir {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            db = DB::open(opts.clone(), &db_path).map_err(|e| e.to_string())?;
+        }
+        match (name, method) {
+            (_, Some(method)) => {
+                writeln!(out, "DB path: [{}]", db_path.display()).map_err(w)?;
+                let seeds: Vec<u64> = (0..threads)
+                    .map(|_| {
+                        total_thread_count += 1;
+                        seed_base.wrapping_add(total_thread_count)
+                    })
+                    .collect();
+                let reporter = if report_interval > 0 {
+                    Some(Reporter::start(
+                        &report_file,
+                        report_interval,
+                        Arc::clone(&stats_cfg.total_ops),
+                    )?)
+                } else {
+                    None
+                };
+                let shared = Shared {
+                    db: &db,
+                    run,
+                    stats_cfg: &stats_cfg,
+                    num_done: AtomicUsize::new(0),
+                    num_threads: threads,
+                    byte_pacer: (cfg.write_rate_bytes > 0)
+                        .then(|| Pacer::new(cfg.write_rate_bytes)),
+                    op_pacer: (cfg.writes_per_second > 0)
+                        .then(|| Pacer::new(cfg.writes_per_second)),
+                };
+                let mut merged = run_threads(&shared, &seeds, method)?;
+                merged.report(name, &mut out).map_err(w)?;
+                if let Some(r) = reporter {
+                    r.finish()?;
+                }
+            }
+            ("flush", None) => db.flush().map_err(|e| e.to_string())?,
+            ("waitforcompaction", None) => {
+                let p = db_path.display();
+                writeln!(out, "waitforcompaction({p}): started").map_err(w)?;
+                db.wait_for_compactions().map_err(|e| e.to_string())?;
+                writeln!(out, "waitforcompaction({p}): finished").map_err(w)?;
+            }
+            (_, None) => {
+                // db_bench's PrintStats: a blank line, the property, a newline.
+                let s = db
+                    .property("rocksdb.stats")
+                    .unwrap_or_else(|| "(failed)".into());
+                writeln!(out, "\n{s}").map_err(w)?;
+            }
+        }
+        if statistics {
+            let mut stalls = stalls_before;
+            add_stalls(&mut stalls, &db.stall_stats());
+            writeln!(out, "{stalls}").map_err(w)?;
+            stalls_printed = true;
+        }
+    }
+    if let Some(s) = &opts.statistics {
+        writeln!(out, "STATISTICS:\n{}", s.report()).map_err(w)?;
+    }
+    if !stalls_printed {
+        add_stalls(&mut stalls_before, &db.stall_stats());
+        writeln!(out, "{stalls_before}").map_err(w)?;
+    }
+    writeln!(out, "size on disk: {} bytes", dir_size(&db_path)?).map_err(w)?;
+    drop(db);
+    if f.get("db").is_none() {
+        let _ = std::fs::remove_dir_all(&db_path);
+    }
+    Ok(())
+}
+
+/// Runs `method` on one thread per seed, started together; returns the
+/// merged stats.
+fn run_threads(shared: &Shared, seeds: &[u64], method: Method) -> Result<Stats, String> {
+    let barrier = Barrier::new(seeds.len());
+    let results: Vec<Result<Stats, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = seeds
+            .iter()
+            .enumerate()
+            .map(|(tid, &seed)| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    let mut ts = ThreadState {
+                        tid,
+                        rand: random::Random64::new(seed),
+                        stats: Stats::new(tid),
+                    };
+                    barrier.wait();
+                    ts.stats.start(shared.stats_cfg);
+                    let r = method(shared, &mut ts);
+                    ts.stats.stop();
+                    shared.num_done.fetch_add(1, Ordering::AcqRel);
+                    r.map(|()| ts.stats)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a benchmark thread panicked".into()))
+            })
+            .collect()
+    });
+    let all: Vec<Stats> = results.into_iter().collect::<Result<_, _>>()?;
+    Ok(Stats::merged_of(&all))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn op_budget_counts_ops_and_batches() {
+        let mut d = OpBudget::new(0, 10);
+        let mut n = 0;
+        while !d.done(1) {
+            n += 1;
+        }
+        assert_eq!(n, 10);
+        let mut d = OpBudget::new(0, 10);
+        let mut batches = 0;
+        while !d.done(4) {
+            batches += 1;
+        }
+        assert_eq!(batches, 2);
+        let mut d = OpBudget::new(1, 0);
+        let start = Instant::now();
+        while !d.done(1) {}
+        assert!(start.elapsed() >= Duration::from_secs(1));
+    }
+
+    #[test]
+    fn pacer_paces() {
+        let p = Pacer::new(1000);
+        let start = Instant::now();
+        for _ in 0..200 {
+            p.request(1);
+        }
+        // 200 units at 1000/s take about 200 ms.
+        assert!(
+            start.elapsed() >= Duration::from_millis(150),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+}
