@@ -288,3 +288,88 @@ fn block_cache_serves_repeated_reads() {
         "second scan should hit the cache only"
     );
 }
+
+/// Counts the reads that reach the file.
+struct CountingFile {
+    inner: BytesFile,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+impl crate::env::RandomAccessFile for CountingFile {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.read_at(offset, buf)
+    }
+    fn size(&self) -> Result<u64> {
+        self.inner.size()
+    }
+}
+
+#[test]
+fn forward_scans_read_ahead_and_stay_exact() {
+    let opts = TableOptions {
+        block_size: 256,
+        ..TableOptions::default()
+    };
+    let model: Model = (0..3000u32)
+        .map(|i| {
+            (
+                format!("key{i:06}").into_bytes(),
+                (u64::from(i) + 1, ValueType::Value, vec![b'v'; 40]),
+            )
+        })
+        .collect();
+    let bytes = build(&model, &opts);
+    let n = bytes.len() as u64;
+    let file = Arc::new(CountingFile {
+        inner: BytesFile::new(bytes),
+        reads: Default::default(),
+    });
+    let t = Arc::new(Table::open(file.clone(), "test.sst", n, &opts).unwrap());
+    let opened = file.reads.load(std::sync::atomic::Ordering::Relaxed);
+    let blocks = {
+        let mut idx = t.index_iter();
+        idx.seek_to_first();
+        let mut c = 0;
+        while idx.valid() {
+            c += 1;
+            idx.next();
+        }
+        c
+    };
+    assert!(blocks > 400, "{blocks}");
+    // A full forward scan: exact, and far fewer reads than blocks.
+    assert_eq!(scan(&t).unwrap(), expected(&model));
+    let scan_reads = file.reads.load(std::sync::atomic::Ordering::Relaxed) - opened;
+    assert!(
+        scan_reads < blocks / 10,
+        "{scan_reads} reads for {blocks} blocks"
+    );
+    // Backward, and seeks that jump around, stay exact (no readahead).
+    let mut it = t.iter();
+    it.seek_to_last();
+    let mut back = Vec::new();
+    while it.valid() {
+        back.push(it.key().to_vec());
+        it.prev();
+    }
+    it.status().unwrap();
+    back.reverse();
+    let want: Vec<Vec<u8>> = expected(&model).into_iter().map(|(k, _)| k).collect();
+    assert_eq!(back, want);
+    for i in [2500u32, 10, 1700, 1701, 1702, 1703, 2999, 0] {
+        let target = make_internal_key(
+            format!("key{i:06}").as_bytes(),
+            u64::MAX >> 8,
+            ValueType::Value,
+        );
+        it.seek(&target);
+        assert!(it.valid());
+        assert_eq!(
+            crate::format::extract_user_key(it.key()),
+            format!("key{i:06}").as_bytes()
+        );
+        it.next();
+    }
+}
