@@ -85,6 +85,8 @@ impl InsertTask {
 pub(crate) struct WriteQueue {
     queue: Mutex<VecDeque<Arc<Mutex<Writer>>>>,
     cv: Condvar,
+    /// Size of the last group that synced the WAL.
+    last_sync_group: std::sync::atomic::AtomicUsize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -147,10 +149,19 @@ impl DbInner {
                 .unwrap_or_else(PoisonError::into_inner);
         }
         record(stats, Ticker::WriteDoneBySelf, 1);
+        let lead_opts = lock(&me).opts;
+        // A synced group costs an fsync whatever its size. When fewer
+        // writers wait than the last synced group had, those writers are
+        // most likely just waking up from it: let them queue first, so
+        // groups stay large instead of alternating one and many.
+        if lead_opts.sync && q.len() < self.writers.last_sync_group.load(Ordering::Relaxed) {
+            drop(q);
+            std::thread::yield_now();
+            q = lock(&self.writers.queue);
+        }
         // Leader: take a group of compatible writers.
         let mut group: Vec<Arc<Mutex<Writer>>> = Vec::new();
         let mut bytes = 0;
-        let lead_opts = lock(&me).opts;
         for w in q.iter() {
             let g = lock(w);
             if !group.is_empty()
@@ -165,6 +176,11 @@ impl DbInner {
             group.push(Arc::clone(w));
         }
         drop(q);
+        if lead_opts.sync {
+            self.writers
+                .last_sync_group
+                .store(group.len(), Ordering::Relaxed);
+        }
         let leader = lock(&self.write_mutex);
         let result = self.write_group(&group, lead_opts, bytes as u64);
         drop(leader);
