@@ -13,15 +13,18 @@
 #   NUM      keys (--num), default 1000000
 #   READS    --reads for the read benchmarks (default: NUM)
 #   ROUNDS   rounds, default 3
-#   WRITES   write benchmarks, run on a fresh DB (default fillseq,fillrandom,overwrite)
+#   WRITES   write benchmarks, run on a fresh DB (default fillseq,fillrandom,overwrite);
+#            the phase ends with waitforcompaction, so the reads start from a
+#            settled tree whatever the timing of the last compaction
 #   READSET  benchmarks then run on that DB (default readrandom,readseq,readreverse,seekrandom,readwhilewriting)
 #   OUT      results directory (default target/race/<date>)
 #
 # Each round and engine runs WRITES on a fresh DB, then READSET with
 # --use_existing_db, each under /usr/bin/time: peak RSS is the larger of
 # the two; write amplification is the bytes the WRITES process wrote to
-# disk (getrusage blocks x 512: WAL, tables, MANIFEST) over the user bytes
-# (operations x (key + value)); size on disk is the directory after WRITES.
+# disk (getrusage blocks x 512: WAL, tables, MANIFEST; the compactions it
+# leads to included) over the user bytes (operations x (key + value)); size
+# on disk is the directory after WRITES.
 # A last pair of runs records fillrandom's throughput every second
 # (--report_interval_seconds=1) for the chart.
 set -euo pipefail
@@ -75,7 +78,7 @@ run_engine() { # engine round
   echo "== round $r: $e $WRITES then $READSET" >&2
   # shellcheck disable=SC2086
   /usr/bin/time -f "%M %O" -o "$OUT/$e.r$r.writes.time" \
-    $cmd --db="$dir" --benchmarks="$WRITES" "${FLAGS[@]}" \
+    $cmd --db="$dir" --benchmarks="$WRITES,waitforcompaction" "${FLAGS[@]}" \
     >"$OUT/$e.r$r.writes.txt" 2>"$OUT/$e.r$r.writes.err"
   du -sb "$dir" | cut -f1 >"$OUT/$e.r$r.size"
   # shellcheck disable=SC2086

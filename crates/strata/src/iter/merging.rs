@@ -7,7 +7,10 @@
 //! re-seeks the other children to restore this. Going forward, `heap` is
 //! a binary min-heap of the valid children by (key, child index), so
 //! `next` costs O(log n) comparisons (compactions merge many files);
-//! going backward the largest child is found by a scan.
+//! going backward the largest child is found by a scan. Heap comparisons
+//! use a copy of each child's current key taken when the child moved (as
+//! RocksDB's `IteratorWrapper` caches it), so sifting makes no dynamic
+//! calls into the children.
 
 use std::cmp::Ordering;
 
@@ -23,6 +26,9 @@ pub struct MergingIterator {
     forward: bool,
     /// Forward direction: valid children, a min-heap by (key, index).
     heap: Vec<usize>,
+    /// Forward direction: `keys[i]` is child `i`'s current key, for every
+    /// child in `heap`.
+    keys: Vec<Vec<u8>>,
 }
 
 impl std::fmt::Debug for MergingIterator {
@@ -39,21 +45,31 @@ impl MergingIterator {
         icmp: InternalKeyComparator,
         children: Vec<Box<dyn InternalIterator + Send>>,
     ) -> Self {
+        let keys = vec![Vec::new(); children.len()];
         MergingIterator {
             icmp,
             children,
             current: None,
             forward: true,
             heap: Vec::new(),
+            keys,
         }
     }
 
-    /// True if child `a` orders before child `b`.
+    /// Copies child `i`'s current key into `keys[i]`.
+    #[inline]
+    fn cache_key(&mut self, i: usize) {
+        let k = &mut self.keys[i];
+        k.clear();
+        k.extend_from_slice(self.children[i].key());
+    }
+
+    /// True if child `a` orders before child `b` (both in the heap).
+    #[inline]
     fn before(&self, a: usize, b: usize) -> bool {
-        match self
-            .icmp
-            .compare(self.children[a].key(), self.children[b].key())
-        {
+        debug_assert!(self.keys[a] == self.children[a].key());
+        debug_assert!(self.keys[b] == self.children[b].key());
+        match self.icmp.compare(&self.keys[a], &self.keys[b]) {
             Ordering::Less => true,
             Ordering::Equal => a < b,
             Ordering::Greater => false,
@@ -82,9 +98,11 @@ impl MergingIterator {
     /// Builds the heap from the children's positions (forward).
     fn build_heap(&mut self) {
         self.heap.clear();
-        for (i, c) in self.children.iter().enumerate() {
+        for i in 0..self.children.len() {
+            let c = &self.children[i];
             if c.valid() {
                 self.heap.push(i);
+                self.cache_key(i);
             } else if c.status().is_err() {
                 // Never skip past a child that failed: stop here.
                 self.heap.clear();
@@ -183,6 +201,7 @@ impl InternalIterator for MergingIterator {
         debug_assert_eq!(self.heap.first(), Some(&cur));
         self.children[cur].next();
         if self.children[cur].valid() {
+            self.cache_key(cur);
             self.sift_down(0);
         } else if self.children[cur].status().is_err() {
             self.heap.clear();

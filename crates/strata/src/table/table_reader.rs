@@ -380,6 +380,7 @@ impl Table {
             key_buf: Vec::new(),
             status: None,
             readahead: Readahead::default(),
+            patched: self.global_seqno.is_some(),
         }
     }
 
@@ -490,6 +491,8 @@ pub struct TableIter {
     key_buf: Vec<u8>,
     status: Option<Error>,
     readahead: Readahead,
+    /// The table has a global sequence number: keys come from `key_buf`.
+    patched: bool,
 }
 
 impl std::fmt::Debug for TableIter {
@@ -653,7 +656,7 @@ impl InternalIterator for TableIter {
 
     fn key(&self) -> &[u8] {
         match &self.data {
-            Some(d) if self.table.global_seqno.is_none() => d.key(),
+            Some(d) if !self.patched => d.key(),
             Some(_) => &self.key_buf,
             None => &[],
         }
