@@ -237,7 +237,7 @@ impl Pacer {
             let now = Instant::now();
             // Idle time is not banked beyond one second.
             if *next + Duration::from_secs(1) < now {
-                *next = now - Duration::from_secs(1);
+                *next = now.checked_sub(Duration::from_secs(1)).unwrap_or(now);
             }
             let at = *next;
             *next += Duration::from_secs_f64(units as f64 / self.rate);
@@ -272,14 +272,16 @@ pub struct Shared<'a> {
 }
 
 impl Shared<'_> {
-    /// Applies the write pacing for one batch of `ops` writes of `bytes`.
-    pub fn pace_writes(&self, ops: u64, bytes: u64) {
+    /// Applies the write pacing for one batch of `ops` writes of `bytes`;
+    /// true if a pacer is on (latency samples then leave its wait out).
+    pub fn pace_writes(&self, ops: u64, bytes: u64) -> bool {
         if let Some(p) = &self.op_pacer {
             p.request(ops);
         }
         if let Some(p) = &self.byte_pacer {
             p.request(bytes);
         }
+        self.op_pacer.is_some() || self.byte_pacer.is_some()
     }
 }
 
@@ -426,7 +428,7 @@ pub fn run(f: &Flags) -> Result<(), String> {
             f.num("stats_interval", 0)?
         },
         stats_interval_seconds,
-        total_ops: Arc::new(AtomicU64::new(0)),
+        total_ops: (report_interval > 0).then(|| Arc::new(AtomicU64::new(0))),
     };
     let unknown = f.unknown();
     if !unknown.is_empty() {
@@ -510,7 +512,7 @@ pub fn run(f: &Flags) -> Result<(), String> {
             "updaterandom" => Some(workloads::update_random),
             "mergerandom" => {
                 if !cfg.has_merge_operator {
-                    writeln!(out, "{name:<12} : skipped (--merge_operator is unknown)")
+                    writeln!(out, "{name:<15} : skipped (--merge_operator is unknown)")
                         .map_err(w)?;
                     return Err("mergerandom needs --merge_operator".into());
                 }
@@ -544,14 +546,13 @@ pub fn run(f: &Flags) -> Result<(), String> {
                         seed_base.wrapping_add(total_thread_count)
                     })
                     .collect();
-                let reporter = if report_interval > 0 {
-                    Some(Reporter::start(
+                let reporter = match &stats_cfg.total_ops {
+                    Some(total) => Some(Reporter::start(
                         &report_file,
                         report_interval,
-                        Arc::clone(&stats_cfg.total_ops),
-                    )?)
-                } else {
-                    None
+                        Arc::clone(total),
+                    )?),
+                    None => None,
                 };
                 let shared = Shared {
                     db: &db,
@@ -623,11 +624,20 @@ fn run_threads(shared: &Shared, seeds: &[u64], method: Method) -> Result<Stats, 
                         rand: random::Random64::new(seed),
                         stats: Stats::new(tid),
                     };
+                    // Counted done even if the method panics, so a
+                    // background writer waiting on the others stops.
+                    struct Done<'a>(&'a AtomicUsize);
+                    impl Drop for Done<'_> {
+                        fn drop(&mut self) {
+                            self.0.fetch_add(1, Ordering::AcqRel);
+                        }
+                    }
+                    let done = Done(&shared.num_done);
                     barrier.wait();
                     ts.stats.start(shared.stats_cfg);
                     let r = method(shared, &mut ts);
                     ts.stats.stop();
-                    shared.num_done.fetch_add(1, Ordering::AcqRel);
+                    drop(done);
                     r.map(|()| ts.stats)
                 })
             })

@@ -42,6 +42,11 @@ fn do_write(sh: &Shared, ts: &mut ThreadState, mut order: KeyOrder, time_limited
     let batch_size = run.cfg.batch_size;
     let sequential = matches!(order, KeyOrder::Sequential { .. });
     let num_ops = if run.writes == 0 { run.num } else { run.writes };
+    if run.num == 0 {
+        // db_bench writes nothing when the key range is empty (fillsync
+        // and fill100K with --num below 1000).
+        return Ok(());
+    }
     let mut budget = OpBudget::new(if time_limited { run.cfg.duration } else { 0 }, num_ops);
     if run.num != run.cfg.num {
         ts.stats.add_message(&format!("({} ops)", run.num));
@@ -65,7 +70,9 @@ fn do_write(sh: &Shared, ts: &mut ThreadState, mut order: KeyOrder, time_limited
             batch_bytes += (v.len() + run.key_size) as u64;
         }
         bytes += batch_bytes;
-        sh.pace_writes(batch_size, batch_bytes);
+        if sh.pace_writes(batch_size, batch_bytes) {
+            ts.stats.reset_last_op_time();
+        }
         sh.db
             .write(&run.cfg.write_opts, std::mem::take(&mut batch))
             .map_err(|e| err("put", e))?;
@@ -315,7 +322,9 @@ pub fn update_random(sh: &Shared, ts: &mut ThreadState) -> R {
             bytes += (key.len() + old.len()) as u64;
         }
         let v = values.generate(sh.run.value_size);
-        sh.pace_writes(1, (key.len() + v.len()) as u64);
+        if sh.pace_writes(1, (key.len() + v.len()) as u64) {
+            ts.stats.reset_last_op_time();
+        }
         sh.db
             .put(&sh.run.cfg.write_opts, &key, v)
             .map_err(|e| err("put", e))?;

@@ -27,6 +27,17 @@ use crate::options::CompactionStyle;
 use crate::table::iterator::InternalIterator;
 use crate::version::VersionEdit;
 
+/// Which iterator [`DbInner::table_opener`] makes over each table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TableIterKind {
+    /// A user read.
+    Plain,
+    /// A prefix-confined user read (tables skipped by their prefix filter).
+    Prefix,
+    /// Compaction input: no block cache, checksums always verified.
+    Compaction,
+}
+
 impl DbInner {
     fn arc(&self) -> Option<Arc<DbInner>> {
         self.self_ref.get().and_then(std::sync::Weak::upgrade)
@@ -241,15 +252,12 @@ impl DbInner {
             let snapshots: Vec<u64> = st.snapshots.keys().copied().collect();
             let mut table_options = opts.table_options(c.cf_id, &cf_name);
             table_options.verify_checksums = self.options.paranoid_checks;
-            // Compaction reads do not fill the block cache.
-            let read_options = {
-                let mut t = table_options.clone();
-                t.block_cache = None;
-                t.verify_checksums = true;
-                t
-            };
+            table_options.statistics = self.options.statistics.clone();
             drop(st);
-            let r = self.write_compaction_outputs(c, &opts, table_options, read_options, snapshots);
+            // Inputs are opened (through the shared table cache) with the
+            // options user reads use; compaction iterators bypass the block
+            // cache and verify checksums per read.
+            let r = self.write_compaction_outputs(c, &opts, table_options, snapshots);
             st = self.lock_state();
             let out = match r {
                 Ok(out) => out,
@@ -330,7 +338,6 @@ impl DbInner {
         c: &Compaction,
         opts: &crate::options::ColumnFamilyOptions,
         table_options: crate::table::TableOptions,
-        read_options: crate::table::TableOptions,
         snapshots: Vec<u64>,
     ) -> std::result::Result<job::JobOutput, job::JobError> {
         let fail = |error| job::JobError {
@@ -338,7 +345,7 @@ impl DbInner {
             created: Vec::new(),
         };
         let icmp = crate::format::InternalKeyComparator::new(opts.comparator.clone());
-        let read_options = Arc::new(read_options);
+        let read_options = Arc::new(table_options.clone());
         let mut tombstones = Vec::new();
         for (_, f) in c.input_files() {
             let t = self
@@ -357,13 +364,13 @@ impl DbInner {
                 if l.level == 0 {
                     for f in &l.files {
                         let t = cache.get(f.number, f.file_size, &read_options)?;
-                        children.push(Box::new(t.iter()));
+                        children.push(Box::new(t.compaction_iter()));
                     }
                 } else {
                     children.push(Box::new(LevelIterator::new(
                         icmp.clone(),
                         l.files.clone(),
-                        self.table_opener(&read_options, false),
+                        self.table_opener(&read_options, TableIterKind::Compaction),
                     )));
                 }
             }
@@ -401,16 +408,17 @@ impl DbInner {
     pub(crate) fn table_opener(
         &self,
         topts: &Arc<crate::table::TableOptions>,
-        prefix_mode: bool,
+        kind: TableIterKind,
     ) -> FileOpener {
         let cache = self.table_cache.clone();
         let topts = Arc::clone(topts);
         Arc::new(move |f| {
             let t = cache.get(f.number, f.file_size, &topts)?;
-            Ok(if prefix_mode {
-                Box::new(crate::table::PrefixSeekIter::new(t)) as Box<dyn InternalIterator + Send>
-            } else {
-                Box::new(t.iter())
+            Ok(match kind {
+                TableIterKind::Prefix => Box::new(crate::table::PrefixSeekIter::new(t))
+                    as Box<dyn InternalIterator + Send>,
+                TableIterKind::Plain => Box::new(t.iter()),
+                TableIterKind::Compaction => Box::new(t.compaction_iter()),
             })
         })
     }

@@ -81,10 +81,12 @@ impl DbIterator {
         self.iter.value()
     }
     pub fn seek_to_first(&mut self) {
-        self.iter.seek_to_first()
+        self.iter.seek_to_first();
+        self.count_seek();
     }
     pub fn seek_to_last(&mut self) {
-        self.iter.seek_to_last()
+        self.iter.seek_to_last();
+        self.count_seek();
     }
     pub fn seek(&mut self, key: &[u8]) {
         let _t = StopWatch::new(&self.stats, HistogramKind::DbSeek);
@@ -206,10 +208,12 @@ impl DbInner {
         let r = self.get_in(&sv, seq, key);
         if let Some(s) = stats {
             s.record(Ticker::NumberKeysRead, 1);
-            if let Ok(Some(v)) = &r {
-                s.record(Ticker::BytesRead, v.len() as u64);
-                s.measure(HistogramKind::BytesPerRead, v.len() as u64);
-            }
+            let size = match &r {
+                Ok(Some(v)) => v.len() as u64,
+                _ => 0,
+            };
+            s.record(Ticker::BytesRead, size);
+            s.measure(HistogramKind::BytesPerRead, size);
         }
         r
     }
@@ -358,7 +362,12 @@ impl DbInner {
             }
         }
         // Deeper levels: one lazily opening iterator each.
-        let opener = self.table_opener(&sv.table_options, prefix_mode);
+        let kind = if prefix_mode {
+            super::background::TableIterKind::Prefix
+        } else {
+            super::background::TableIterKind::Plain
+        };
+        let opener = self.table_opener(&sv.table_options, kind);
         for level in 1..sv.version.num_levels() {
             let files = sv.version.files(level);
             if !files.is_empty() {

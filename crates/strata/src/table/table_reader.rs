@@ -248,19 +248,28 @@ impl Table {
 
     /// Reads a data block (through the block cache when there is one).
     pub fn read_data_block(&self, handle: BlockHandle) -> Result<Arc<Block>> {
-        self.read_data_block_ahead(handle, None)
+        self.read_data_block_with(handle, None, false)
     }
 
-    /// [`Table::read_data_block`] for a scan: blocks the scan's readahead
-    /// buffer holds come from memory, and after consecutive reads the
-    /// buffer is refilled with more than one block.
-    pub(crate) fn read_data_block_ahead(
+    /// `compaction`: neither look up nor fill the block cache, and always
+    /// verify checksums (RocksDB's compaction reads).
+    fn read_data_block_with(
         &self,
         handle: BlockHandle,
         readahead: Option<&mut Readahead>,
+        compaction: bool,
     ) -> Result<Arc<Block>> {
         use crate::util::statistics::{Ticker, record};
-        if let Some(cache) = &self.block_cache {
+        let cache = if compaction {
+            None
+        } else {
+            self.block_cache.as_ref()
+        };
+        let read_opts = BlockReadOptions {
+            verify_checksums: self.read_opts.verify_checksums || compaction,
+            ..self.read_opts
+        };
+        if let Some(cache) = cache {
             if let Some(b) = cache.lookup(self.cache_id, handle.offset) {
                 record(&self.statistics, Ticker::BlockCacheHit, 1);
                 record(&self.statistics, Ticker::BlockCacheDataHit, 1);
@@ -270,14 +279,14 @@ impl Table {
             record(&self.statistics, Ticker::BlockCacheDataMiss, 1);
         }
         let c = match readahead {
-            None => self.read_block(handle)?,
+            None => read_block(&*self.file, &self.name, handle, &read_opts)?,
             Some(ra) => {
                 let raw = ra.read(&*self.file, &self.name, handle, self.file_size)?;
-                super::format::decode_block(raw, &self.name, handle, &self.read_opts)?
+                super::format::decode_block(raw, &self.name, handle, &read_opts)?
             }
         };
         let block = Arc::new(Block::new(c.data, self.name.clone(), handle)?);
-        if let Some(cache) = &self.block_cache {
+        if let Some(cache) = cache {
             record(&self.statistics, Ticker::BlockCacheAdd, 1);
             record(&self.statistics, Ticker::BlockCacheDataAdd, 1);
             record(
@@ -381,7 +390,17 @@ impl Table {
             status: None,
             readahead: Readahead::default(),
             patched: self.global_seqno.is_some(),
+            compaction: false,
         }
+    }
+
+    /// An iterator for compaction input: reads bypass the block cache
+    /// (neither looked up nor filled) and always verify checksums,
+    /// whatever options the table was opened with.
+    pub fn compaction_iter(self: &Arc<Self>) -> TableIter {
+        let mut it = self.iter();
+        it.compaction = true;
+        it
     }
 
     /// Reads every block the table references and verifies its checksum,
@@ -465,8 +484,12 @@ impl Readahead {
         }
         let want = (self.next_size.max(len) as u64).min(file_size - handle.offset) as usize;
         self.next_size = (self.next_size * 2).min(READAHEAD_MAX);
-        self.buf.resize(want, 0);
-        let n = file.read_at(handle.offset, &mut self.buf)?;
+        // The buffer holds nothing valid until this read succeeds.
+        let mut fresh = std::mem::take(&mut self.buf);
+        fresh.clear();
+        fresh.resize(want, 0);
+        let n = file.read_at(handle.offset, &mut fresh)?;
+        self.buf = fresh;
         if n < len {
             self.buf.clear();
             return Err(Error::corruption(
@@ -493,6 +516,8 @@ pub struct TableIter {
     readahead: Readahead,
     /// The table has a global sequence number: keys come from `key_buf`.
     patched: bool,
+    /// Compaction input (see [`Table::compaction_iter`]).
+    compaction: bool,
 }
 
 impl std::fmt::Debug for TableIter {
@@ -524,7 +549,7 @@ impl TableIter {
         }
         match self
             .table
-            .read_data_block_ahead(h, Some(&mut self.readahead))
+            .read_data_block_with(h, Some(&mut self.readahead), self.compaction)
         {
             Ok(b) => {
                 self.data = Some(b.iter(KeyOrder::Internal(self.table.icmp.clone()), false));

@@ -373,3 +373,29 @@ fn forward_scans_read_ahead_and_stay_exact() {
         it.next();
     }
 }
+
+#[test]
+fn compaction_iterators_bypass_the_block_cache() {
+    let cache = crate::cache::BlockCache::new(1 << 20);
+    let opts = TableOptions {
+        block_cache: Some(cache.clone()),
+        block_size: 256,
+        ..TableOptions::default()
+    };
+    let model = small_model();
+    let t = open(build(&model, &opts), &opts).unwrap();
+    // A compaction scan sees everything and leaves the cache alone.
+    let mut it = t.compaction_iter();
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    it.status().unwrap();
+    assert_eq!(n, model.len());
+    assert_eq!(cache.usage(), 0);
+    // User reads of the same open table fill it.
+    assert_eq!(scan(&t).unwrap(), expected(&model));
+    assert!(cache.usage() > 0);
+}

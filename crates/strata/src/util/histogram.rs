@@ -149,7 +149,8 @@ impl Histogram {
                     (threshold - left_sum as f64) / count as f64
                 };
                 let r = left as f64 + (right - left) as f64 * pos;
-                return r.clamp(self.min() as f64, self.max as f64);
+                // Not `clamp`: a snapshot racing writers may see min > max.
+                return r.max(self.min() as f64).min(self.max as f64);
             }
         }
         self.max as f64
@@ -272,7 +273,7 @@ impl AtomicHistogram {
     }
 
     pub fn snapshot(&self) -> Histogram {
-        Histogram {
+        let mut h = Histogram {
             min: self.min.load(Ordering::Relaxed),
             max: self.max.load(Ordering::Relaxed),
             num: self.num.load(Ordering::Relaxed),
@@ -283,7 +284,16 @@ impl AtomicHistogram {
                 .iter()
                 .map(|b| b.load(Ordering::Relaxed))
                 .collect(),
+        };
+        // Loads race with writers: keep min <= max (the bounds of what
+        // was seen), or the empty state when no sample is counted.
+        if h.num == 0 {
+            h.min = u64::MAX;
+            h.max = 0;
+        } else {
+            h.min = h.min.min(h.max);
         }
+        h
     }
 }
 

@@ -45,9 +45,6 @@ named_enum! {
         BloomFilterFullPositive => "rocksdb.bloom.filter.full.positive",
         MemtableHit => "rocksdb.memtable.hit",
         MemtableMiss => "rocksdb.memtable.miss",
-        GetHitL0 => "rocksdb.l0.hit",
-        GetHitL1 => "rocksdb.l1.hit",
-        GetHitL2AndUp => "rocksdb.l2andup.hit",
         NumberKeysWritten => "rocksdb.number.keys.written",
         NumberKeysRead => "rocksdb.number.keys.read",
         BytesWritten => "rocksdb.bytes.written",
@@ -90,8 +87,8 @@ named_enum! {
 
 const STRIPES: usize = 8;
 
-/// One cache line of counters.
-#[repr(align(64))]
+/// One thread group's counters (a stripe; stripes are separate
+/// allocations, so threads of different stripes rarely share a line).
 struct Stripe {
     counts: Vec<AtomicU64>,
 }
