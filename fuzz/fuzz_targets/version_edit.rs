@@ -1,0 +1,7 @@
+#![no_main]
+//! Fuzz target: `strata::tools::fuzz::version_edit` on arbitrary bytes.
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    strata::tools::fuzz::version_edit(data);
+});
