@@ -103,6 +103,9 @@ pub fn filter(data: &[u8]) {
 /// Decodes `data` as a MANIFEST record (a VersionEdit), renders it as
 /// `ldb manifest_dump` does, and checks that what it decodes re-encodes
 /// stably (encode . decode is idempotent).
+// A fuzz oracle: a violated property panics, which is what the fuzzer
+// reports.
+#[allow(clippy::panic)]
 pub fn version_edit(data: &[u8]) {
     use crate::version::VersionEdit;
     if let Ok(e) = VersionEdit::decode(data) {
@@ -178,6 +181,9 @@ pub fn manifest(data: &[u8]) {
 /// happen) and to a `BTreeMap`; every read must match the model, before
 /// and after reopening. Each operation is one byte (kind) plus arguments
 /// taken from the following bytes.
+// A fuzz oracle: any failure or divergence from the model panics, which is
+// what the fuzzer reports.
+#[allow(clippy::panic, clippy::expect_used)]
 pub fn db_ops(data: &[u8]) {
     use crate::env::mem::MemFileSystem;
     use std::collections::BTreeMap;
@@ -208,7 +214,7 @@ pub fn db_ops(data: &[u8]) {
         }
         let a = next().unwrap_or(0);
         match op % 9 {
-            0 | 1 | 2 => {
+            0..=2 => {
                 let len = usize::from(next().unwrap_or(0) % 200);
                 let value = vec![a ^ op; len];
                 db.put(&wo, &key(a), &value).expect("put");
