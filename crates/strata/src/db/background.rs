@@ -290,7 +290,9 @@ impl DbInner {
             }
         }
         if let Err(e) = st.versions.log_and_apply(c.cf_id, edit) {
-            self.delete_obsolete_files(&mut st);
+            // The MANIFEST may hold the edit anyway: keep the outputs (see
+            // `delete_obsolete_files`).
+            st.bg_error.get_or_insert(e.duplicate());
             return (st, Err(e));
         }
         let stats = st.stats.entry(c.cf_id).or_default();

@@ -443,7 +443,10 @@ impl DB {
         }
         let mut edit = VersionEdit::default();
         edit.delete_file(level as u32, number);
-        st.versions.log_and_apply(cf_id, edit)?;
+        if let Err(e) = st.versions.log_and_apply(cf_id, edit) {
+            st.bg_error.get_or_insert(e.duplicate());
+            return Err(e);
+        }
         inner.info_log.log(&format!(
             "delete_file: removed table #{number} from L{level}"
         ));

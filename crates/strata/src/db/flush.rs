@@ -125,7 +125,12 @@ impl DbInner {
         if let Some(m) = meta {
             edit.new_files.push((0, m));
         }
-        st.versions.log_and_apply(cf_id, edit)?;
+        if let Err(e) = st.versions.log_and_apply(cf_id, edit) {
+            // The MANIFEST may hold the edit anyway: see
+            // `delete_obsolete_files`.
+            st.bg_error.get_or_insert(e.duplicate());
+            return Err(e);
+        }
         if let Some(cf) = st.cfs.get_mut(&cf_id) {
             cf.imms.drain(..n);
         }
@@ -210,7 +215,12 @@ impl DbInner {
     /// Deletes WALs and tables nothing needs any more (unless file
     /// deletions are disabled).
     pub(crate) fn delete_obsolete_files(&self, st: &mut DbState) {
-        if st.file_deletions_disabled > 0 || self.read_only {
+        // Under a background error nothing is deleted: after a failed
+        // MANIFEST write or sync the file on disk may still hold the edit
+        // (and name the job's outputs), so only recovery at the next open
+        // may decide what is obsolete (RocksDB disables file deletions on
+        // a MANIFEST write error for the same reason).
+        if st.file_deletions_disabled > 0 || self.read_only || st.bg_error.is_some() {
             return;
         }
         let current = st.wal_number;

@@ -383,6 +383,10 @@ impl DbInner {
             }
             if !full.is_empty() {
                 if let Err(e) = self.switch_memtables(&mut st, &full) {
+                    // As RocksDB (a memtable-switch background error): a
+                    // WAL that cannot be created stops writes until the
+                    // DB is reopened.
+                    st.bg_error = Some(e.duplicate());
                     break Err(e);
                 }
                 self.maybe_schedule_work(&mut st);

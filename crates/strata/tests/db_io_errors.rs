@@ -1,0 +1,233 @@
+//! I/O error sweep (RELIABILITY.md G4): a canonical workload (open, puts
+//! some of them synced, flush, compaction, iteration, close, reopen,
+//! reads) runs on the fault-injecting file system with its k-th
+//! operation failing, once and persistently, for every k. Each run must
+//! return errors rather than panic or hang; once a write failed, later
+//! writes fail too (nothing is acknowledged after a failed WAL write or
+//! sync); and after the fault is cleared a reopen finds every
+//! acknowledged write. The same with a byte quota (disk full) at several
+//! sizes.
+//!
+//! `STRATA_IO_SWEEP_STRIDE=N` sweeps every N-th k (default 1: all).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use strata::env::fault::{FailMode, FaultInjectionFileSystem};
+use strata::env::mem::MemFileSystem;
+use strata::{DB, Options, ReadOptions, WriteOptions};
+
+fn options(fs: &Arc<FaultInjectionFileSystem>) -> Options {
+    let mut o = Options {
+        create_if_missing: true,
+        fs: Some(fs.clone()),
+        ..Options::default()
+    };
+    o.cf.write_buffer_size = 8 << 10;
+    o.cf.target_file_size_base = 8 << 10;
+    o.cf.max_bytes_for_level_base = 32 << 10;
+    o.cf.level0_file_num_compaction_trigger = 2;
+    o
+}
+
+fn key(i: usize) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+fn value(i: usize) -> Vec<u8> {
+    vec![b'a' + (i % 26) as u8; 60 + i % 90]
+}
+
+const WRITES: usize = 400;
+
+/// What a run of the workload saw.
+#[derive(Debug, Default)]
+struct Outcome {
+    /// Keys whose put returned Ok.
+    acked: Vec<usize>,
+    /// A put failed and a later put was acknowledged anyway.
+    acked_after_failed_write: bool,
+    /// Any call returned an error.
+    saw_error: bool,
+}
+
+/// The canonical workload; stops at the first failed step (except that
+/// after a failed put it tries one more, which must fail too).
+fn workload(fs: Arc<FaultInjectionFileSystem>) -> Outcome {
+    let mut out = Outcome::default();
+    let Ok(db) = DB::open(options(&fs), "/db") else {
+        out.saw_error = true;
+        return out;
+    };
+    let wo = WriteOptions::default();
+    let synced = WriteOptions {
+        sync: true,
+        ..WriteOptions::default()
+    };
+    for i in 0..WRITES {
+        let opts = if i % 10 == 9 { &synced } else { &wo };
+        if db.put(opts, &key(i), &value(i)).is_ok() {
+            out.acked.push(i);
+        } else {
+            out.saw_error = true;
+            // The DB must refuse writes from now on.
+            if db.put(&wo, &key(WRITES + 1), b"after").is_ok() {
+                out.acked_after_failed_write = true;
+            }
+            return out;
+        }
+        if i == WRITES / 2 && db.flush().is_err() {
+            out.saw_error = true;
+            return out;
+        }
+    }
+    if db.compact_range(None, None).is_err() {
+        out.saw_error = true;
+        return out;
+    }
+    let ro = ReadOptions::default();
+    match db.iter(&ro) {
+        Ok(mut it) => {
+            while it.valid() {
+                it.next();
+            }
+            if it.status().is_err() {
+                out.saw_error = true;
+            }
+        }
+        Err(_) => out.saw_error = true,
+    }
+    if db.close().is_err() {
+        out.saw_error = true;
+        return out;
+    }
+    match DB::open(options(&fs), "/db") {
+        Ok(db) => {
+            for i in (0..WRITES).step_by(37) {
+                if db.get(&ro, &key(i)).is_err() {
+                    out.saw_error = true;
+                }
+            }
+        }
+        Err(_) => out.saw_error = true,
+    }
+    out
+}
+
+/// Runs the workload on its own thread; fails the test on a panic or if
+/// it does not finish in time (a hang).
+fn run_guarded(fs: Arc<FaultInjectionFileSystem>, what: &str) -> Outcome {
+    let (tx, rx) = mpsc::channel();
+    let handle = std::thread::spawn(move || {
+        let out = workload(fs);
+        let _ = tx.send(());
+        out
+    });
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(()) => {}
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: the workload hung"),
+        Err(mpsc::RecvTimeoutError::Disconnected) => {}
+    }
+    match handle.join() {
+        Ok(out) => out,
+        Err(_) => panic!("{what}: the workload panicked"),
+    }
+}
+
+/// After the fault is cleared, a reopen finds every acknowledged write.
+fn check_recovery(fs: &Arc<FaultInjectionFileSystem>, out: &Outcome, what: &str) {
+    let what = &format!("{what} (injected: {:?})", fs.last_injected());
+    fs.clear_faults();
+    fs.set_space_quota(None);
+    let db = DB::open(options(fs), "/db")
+        .unwrap_or_else(|e| panic!("{what}: reopen after the fault cleared failed: {e}"));
+    let ro = ReadOptions::default();
+    for &i in &out.acked {
+        let got = db
+            .get(&ro, &key(i))
+            .unwrap_or_else(|e| panic!("{what}: get after recovery failed: {e}"));
+        assert_eq!(
+            got.as_deref(),
+            Some(&value(i)[..]),
+            "{what}: acknowledged write {i} lost"
+        );
+    }
+    db.verify_checksums()
+        .unwrap_or_else(|e| panic!("{what}: checksums after recovery: {e}"));
+}
+
+fn fresh() -> Arc<FaultInjectionFileSystem> {
+    Arc::new(FaultInjectionFileSystem::new(
+        Arc::new(MemFileSystem::new()),
+    ))
+}
+
+#[test]
+fn io_error_sweep() {
+    let stride: u64 = std::env::var("STRATA_IO_SWEEP_STRIDE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    // The clean run: how many file-system operations the workload makes.
+    let fs = fresh();
+    let clean = run_guarded(fs.clone(), "clean run");
+    assert!(!clean.saw_error, "the workload fails without faults");
+    assert_eq!(clean.acked.len(), WRITES);
+    let total = fs.op_count();
+    assert!(total > 100, "{total}");
+    let mut sites = 0;
+    let mut failed_runs = 0;
+    for mode in [FailMode::Once, FailMode::Persistent] {
+        let mut k = 0;
+        while k < total {
+            let fs = fresh();
+            fs.fail_after(k, mode);
+            let what = format!("fault at operation {k} ({mode:?})");
+            let out = run_guarded(fs.clone(), &what);
+            assert!(
+                !out.acked_after_failed_write,
+                "{what}: a write was acknowledged after a failed write (injected: {:?})",
+                fs.last_injected()
+            );
+            if fs.injected_count() > 0 {
+                sites += 1;
+                failed_runs += usize::from(out.saw_error);
+            }
+            check_recovery(&fs, &out, &what);
+            k += stride;
+        }
+    }
+    eprintln!(
+        "io error sweep: {total} operations, {sites} injected faults ({failed_runs} surfaced as errors), 0 failures"
+    );
+    assert!(sites > 0);
+}
+
+#[test]
+fn disk_full_sweep() {
+    // Bytes the clean workload appends.
+    let fs = fresh();
+    let clean = run_guarded(fs.clone(), "clean run");
+    assert!(!clean.saw_error);
+    let total = fs.bytes_appended();
+    let mut full = 0;
+    for step in 1..=20u64 {
+        let quota = total * step / 21;
+        let fs = fresh();
+        fs.set_space_quota(Some(quota));
+        let what = format!("quota {quota} of {total} bytes");
+        let out = run_guarded(fs.clone(), &what);
+        assert!(
+            !out.acked_after_failed_write,
+            "{what}: a write was acknowledged after a failed write"
+        );
+        full += usize::from(out.saw_error);
+        check_recovery(&fs, &out, &what);
+    }
+    eprintln!("disk full sweep: 20 quotas, {full} hit the limit, 0 failures");
+    assert!(full > 0);
+    let _ = Path::new("/db");
+}
