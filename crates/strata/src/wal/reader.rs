@@ -18,7 +18,7 @@
 use super::{BLOCK_SIZE, HEADER_SIZE, RECYCLABLE_HEADER_SIZE, RecordType};
 use crate::env::SequentialFile;
 use crate::error::Error;
-use crate::util::checksum::{crc32c, unmask};
+use crate::util::checksum::{crc32c, crc32c_extend, unmask};
 use crate::util::coding::{decode_fixed16, decode_fixed32};
 
 /// Why a record could not be read.
@@ -270,7 +270,31 @@ impl LogReader {
                 });
             }
             if header_size + length > avail {
+                // A torn write shortens the file; it cannot make a
+                // fragment cross its block (the writer never does), nor
+                // leave a complete record behind a header that claims more.
+                // Either means the length itself is damaged.
+                let crosses_block = self.pos + header_size + length > BLOCK_SIZE;
+                let shorter_record_fits = !crosses_block && {
+                    let expected = unmask(decode_fixed32(h, 0).unwrap_or(0));
+                    let mut crc = crc32c(&h[6..header_size]);
+                    let mut found = crc == expected;
+                    for &b in &h[header_size..avail] {
+                        if found {
+                            break;
+                        }
+                        crc = crc32c_extend(crc, &[b]);
+                        found = crc == expected;
+                    }
+                    found
+                };
                 self.pos = self.buf.len();
+                if crosses_block || shorter_record_fits {
+                    return Err(ReadError::Corruption {
+                        offset,
+                        reason: format!("bad record length {length}"),
+                    });
+                }
                 if self.eof {
                     return Err(ReadError::TruncatedTail {
                         offset,
