@@ -275,7 +275,7 @@ impl LogReader {
                 // leave a complete record behind a header that claims more.
                 // Either means the length itself is damaged.
                 let crosses_block = self.pos + header_size + length > BLOCK_SIZE;
-                let shorter_record_fits = !crosses_block && {
+                let shorter_record_fits = !crosses_block && header_size <= avail && {
                     let expected = unmask(decode_fixed32(h, 0).unwrap_or(0));
                     let mut crc = crc32c(&h[6..header_size]);
                     let mut found = crc == expected;
