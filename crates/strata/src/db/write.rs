@@ -29,11 +29,6 @@ use crate::options::WriteOptions;
 use crate::util::statistics::{HistogramKind, StopWatch, Ticker, record};
 use crate::wal::LogWriter;
 
-/// Bytes a batch adds to the WAL (its encoded size).
-fn record_bytes(b: &WriteBatch) -> u64 {
-    b.data().len() as u64
-}
-
 /// Largest group a leader assembles (bytes of batches).
 const MAX_GROUP_BYTES: usize = 1 << 20;
 
@@ -256,7 +251,7 @@ impl DbInner {
                 .as_mut()
                 .ok_or_else(|| Error::InvalidArgument("no WAL is open".into()))?;
             let stats = &self.options.statistics;
-            record(stats, Ticker::WalFileBytes, record_bytes(group_batch));
+            record(stats, Ticker::WalFileBytes, group_batch.data().len() as u64);
             let r = wal.add_record(group_batch.data()).and_then(|()| {
                 if opts.sync {
                     record(stats, Ticker::WalFileSynced, 1);

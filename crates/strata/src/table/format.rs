@@ -229,6 +229,22 @@ pub fn verify_block_checksum(
     Ok(())
 }
 
+/// Fails with a Corruption naming `name` unless the block at `handle`
+/// (trailer included) lies within a `file_size`-byte file.
+pub fn check_in_file(name: &str, handle: BlockHandle, file_size: u64) -> Result<()> {
+    if handle.fits_in(file_size) {
+        return Ok(());
+    }
+    Err(Error::corruption(
+        name,
+        handle.offset,
+        format!(
+            "truncated block read: block handle ({}, {}) runs past the end of the {file_size}-byte file",
+            handle.offset, handle.size
+        ),
+    ))
+}
+
 /// Reads the block at `handle`, verifies its checksum (if asked) and
 /// decompresses it.
 pub fn read_block(
@@ -237,16 +253,7 @@ pub fn read_block(
     handle: BlockHandle,
     opts: &BlockReadOptions,
 ) -> Result<BlockContents> {
-    if !handle.fits_in(opts.file_size) {
-        return Err(Error::corruption(
-            name,
-            handle.offset,
-            format!(
-                "truncated block read: block handle ({}, {}) runs past the end of the {}-byte file",
-                handle.offset, handle.size, opts.file_size
-            ),
-        ));
-    }
+    check_in_file(name, handle, opts.file_size)?;
     let len = handle.size as usize + BLOCK_TRAILER_SIZE;
     let raw = read_exact_at(file, name, handle.offset, len)?;
     decode_block(raw, name, handle, opts)

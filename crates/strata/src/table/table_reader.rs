@@ -455,16 +455,7 @@ impl Readahead {
         handle: BlockHandle,
         file_size: u64,
     ) -> Result<Vec<u8>> {
-        if !handle.fits_in(file_size) {
-            return Err(Error::corruption(
-                name,
-                handle.offset,
-                format!(
-                    "truncated block read: block handle ({}, {}) runs past the end of the {file_size}-byte file",
-                    handle.offset, handle.size
-                ),
-            ));
-        }
+        super::format::check_in_file(name, handle, file_size)?;
         let len = handle.size as usize + super::format::BLOCK_TRAILER_SIZE;
         let end = handle.offset + len as u64;
         if handle.offset >= self.start && end <= self.start + self.buf.len() as u64 {
