@@ -25,6 +25,8 @@ cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test (library, CLI, interop with RocksDB $(dpkg-query -W -f='${Version}' rocksdb-tools 2>/dev/null || echo '?'))"
+# Each reliability suite leaves its figures as a row under target/tmp/reliability.
+rm -rf target/tmp/reliability
 cargo test --workspace --features strata/invariants
 # `--cfg loom` swaps the memtable's atomics for loom's (memtable/sync.rs) and
 # changes every crate's build, hence its own target dir; the `loom` profile
@@ -35,4 +37,8 @@ loom_start=$SECONDS
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test -p strata --profile loom --lib memtable::loom
 echo "== loom model tests took $((SECONDS - loom_start))s"
+echo "== reliability figures of this run (RELIABILITY.md G1-G9)"
+echo "| # | suite | figures |"
+echo "|---|---|---|"
+cat target/tmp/reliability/*.row 2>/dev/null | sort -V
 echo "== all tests passed"

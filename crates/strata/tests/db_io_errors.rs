@@ -10,6 +10,8 @@
 //!
 //! `STRATA_IO_SWEEP_STRIDE=N` sweeps every N-th k (default 1: all).
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::mpsc;
@@ -200,8 +202,12 @@ fn io_error_sweep() {
             k += stride;
         }
     }
-    eprintln!(
-        "io error sweep: {total} operations, {sites} injected faults ({failed_runs} surfaced as errors), 0 failures"
+    common::figures::record(
+        "G4",
+        "I/O error sweep (k-th operation fails, once and persistently)",
+        &format!(
+            "{total} operations, {sites} injected faults ({failed_runs} surfaced as errors), 0 failures"
+        ),
     );
     assert!(sites > 0);
 }
@@ -227,7 +233,11 @@ fn disk_full_sweep() {
         full += usize::from(out.saw_error);
         check_recovery(&fs, &out, &what);
     }
-    eprintln!("disk full sweep: 20 quotas, {full} hit the limit, 0 failures");
+    common::figures::record(
+        "G9",
+        "disk full (byte quota sweep)",
+        &format!("20 quotas, {full} hit the limit, 0 failures"),
+    );
     assert!(full > 0);
     let _ = Path::new("/db");
 }

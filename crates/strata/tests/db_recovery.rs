@@ -182,3 +182,59 @@ fn wal_dir_apart_from_the_db() {
         Some(&b"x"[..])
     );
 }
+
+#[test]
+fn open_checks_every_table_the_manifest_names() {
+    // RocksDB's CheckConsistency under paranoid_checks: a missing or cut
+    // table fails the open and is named, instead of failing a later read.
+    let fs = MemFileSystem::new();
+    let o = opts(&fs, WalRecoveryMode::PointInTime);
+    let db = DB::open(o.clone(), "/db").unwrap();
+    for i in 0..N {
+        db.put(&WriteOptions::default(), &key(i), b"v").unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    let table = fs
+        .file_names()
+        .into_iter()
+        .find(|p| p.extension().is_some_and(|e| e == "sst"))
+        .unwrap();
+    let name = table.file_name().unwrap().to_string_lossy().into_owned();
+    let len = fs.file_size(&table).unwrap();
+    let bytes = fs.read_file(&table).unwrap();
+
+    fs.truncate(&table, len - 1).unwrap();
+    match DB::open(o.clone(), "/db") {
+        Err(Error::Corruption {
+            file, msg: message, ..
+        }) => {
+            assert!(file.ends_with(&name), "{file}");
+            assert!(
+                message.contains("size mismatch") && message.contains(&name),
+                "{message}"
+            );
+        }
+        other => panic!("expected a size mismatch, got {:?}", other.err()),
+    }
+    fs.delete_file(&table).unwrap();
+    match DB::open(o.clone(), "/db") {
+        Err(Error::Corruption {
+            file, msg: message, ..
+        }) => {
+            assert!(file.ends_with(&name), "{file}");
+            assert!(message.contains(&name), "{message}");
+        }
+        other => panic!("expected a missing table, got {:?}", other.err()),
+    }
+    // With paranoid_checks off the open goes through (as in RocksDB).
+    let lax = Options {
+        paranoid_checks: false,
+        ..o.clone()
+    };
+    drop(DB::open(lax, "/db").unwrap());
+    // Put back, the table opens again.
+    fs.write_file(&table, &bytes, true).unwrap();
+    let db = DB::open(o, "/db").unwrap();
+    assert!(present(&db).iter().all(|&b| b));
+}

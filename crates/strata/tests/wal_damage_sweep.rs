@@ -8,6 +8,8 @@
 //! `STRATA_WAL_SWEEP_STRIDE=N` sets the sampling (default 7: every 7th
 //! bit, every 7th length; 1 tries them all).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -150,8 +152,12 @@ fn wal_flips_and_truncations_recover_a_prefix() {
         );
         cuts += 1;
     }
-    eprintln!(
-        "wal damage sweep: {len}-byte WAL, {flips} flips ({full} harmless, {failed} refused at open, the rest recovered a prefix), {cuts} truncations, 0 holes"
+    common::figures::record(
+        "G6-wal",
+        "WAL bit flips and truncations",
+        &format!(
+            "{len}-byte WAL, {flips} flips ({full} harmless, {failed} refused at open, the rest recovered a prefix), {cuts} truncations, 0 holes"
+        ),
     );
 }
 
@@ -213,7 +219,11 @@ fn manifest_flips_are_refused_or_harmless() {
             }
         }
     }
-    eprintln!(
-        "manifest damage sweep: {len}-byte MANIFEST, {flips} flips ({refused} refused at open, the rest harmless), {len} truncations without a panic"
+    common::figures::record(
+        "G6-manifest",
+        "MANIFEST bit flips and truncations",
+        &format!(
+            "{len}-byte MANIFEST, {flips} flips ({refused} refused at open, the rest harmless), {len} truncations without a panic"
+        ),
     );
 }

@@ -17,7 +17,7 @@ use arc_swap::ArcSwap;
 use super::write::insert_batch;
 use super::{CfData, ColumnFamilyHandle, DB, DEFAULT_COLUMN_FAMILY_NAME, DbInner, DbState};
 use crate::cache::TableCache;
-use crate::env::{FileSystemRef, default_fs};
+use crate::env::{FileSystem, FileSystemRef, default_fs};
 use crate::error::{Error, Result};
 use crate::format::{InternalKeyComparator, WriteBatch};
 use crate::memtable::MemTable;
@@ -216,6 +216,9 @@ impl DB {
                 }
                 versions.create_column_family(&d.name)?;
             }
+        }
+        if opts.paranoid_checks {
+            check_consistency(fs.as_ref(), &dbname, &versions)?;
         }
         // Background pools and the default block cache: the shared Env's,
         // or this DB's own (an 8 MiB cache, RocksDB's default).
@@ -420,6 +423,39 @@ impl DB {
         inner.delete_obsolete_files(&mut st);
         let _ = inner.write_options_file(&mut st);
         Ok(())
+    }
+}
+
+/// RocksDB's `DBImpl::CheckConsistency`, run at open under
+/// `paranoid_checks`: every table file the MANIFEST names exists with the
+/// size it recorded. A missing or cut table is reported at open, naming the
+/// file, not at the first read that reaches it.
+fn check_consistency(fs: &dyn FileSystem, dbname: &Path, versions: &VersionSet) -> Result<()> {
+    // (path of the first bad file, every problem)
+    let mut first: Option<PathBuf> = None;
+    let mut problems = Vec::new();
+    for (id, _) in versions.column_families() {
+        let Some(v) = versions.current(id) else {
+            continue;
+        };
+        for (_, f) in v.all_files() {
+            let name = crate::cache::table_cache::table_file_name(f.number);
+            let path = dbname.join(&name);
+            let problem = match fs.file_size(&path) {
+                Ok(size) if size == f.file_size => continue,
+                Ok(size) => format!(
+                    "Sst file size mismatch: {name}. Size recorded in manifest {}, actual size {size}",
+                    f.file_size
+                ),
+                Err(e) => format!("Can't access {name}: {e}"),
+            };
+            first.get_or_insert(path);
+            problems.push(problem);
+        }
+    }
+    match first {
+        None => Ok(()),
+        Some(path) => Err(Error::corruption(path.display(), 0, problems.join("; "))),
     }
 }
 

@@ -113,9 +113,15 @@ struct Inner {
 }
 
 /// An in-memory, crashable file system; clones share the same state.
+///
+/// A clone made by [`MemFileSystem::process`] stands for one process: once
+/// a crash happens, every operation through it fails, as the process died
+/// with the machine. Plain clones keep working across crashes.
 #[derive(Debug, Clone)]
 pub struct MemFileSystem {
     inner: Arc<Inner>,
+    /// The crash generation of the process this view belongs to, if any.
+    bound: Option<u64>,
 }
 
 impl Default for MemFileSystem {
@@ -214,6 +220,17 @@ impl MemFileSystem {
                 }),
                 generation: AtomicU64::new(0),
             }),
+            bound: None,
+        }
+    }
+
+    /// A view of this file system for one process: after the next crash
+    /// every operation through it (and every handle it opened) fails, so a
+    /// dead database's background threads cannot touch the recovered state.
+    pub fn process(&self) -> MemFileSystem {
+        MemFileSystem {
+            inner: self.inner.clone(),
+            bound: Some(self.generation()),
         }
     }
 
@@ -221,8 +238,23 @@ impl MemFileSystem {
         lock(&self.inner.state)
     }
 
+    /// The state, for an operation of this view's process. The check runs
+    /// under the state lock, which a crash also holds while it bumps the
+    /// generation, so no operation of a dead process lands after a crash.
+    fn live_state(&self, what: &str, path: &Path) -> Result<MutexGuard<'_, State>> {
+        let st = self.state();
+        match self.bound {
+            Some(g) if g != self.inner.generation.load(Ordering::SeqCst) => {
+                Err(io_err(what, path, "process died in a simulated crash"))
+            }
+            _ => Ok(st),
+        }
+    }
+
+    /// The generation handles opened through this view belong to.
     fn generation(&self) -> u64 {
-        self.inner.generation.load(Ordering::SeqCst)
+        self.bound
+            .unwrap_or_else(|| self.inner.generation.load(Ordering::SeqCst))
     }
 
     /// Simulated power loss, deterministic for `seed`: synced bytes and
@@ -479,7 +511,7 @@ impl Drop for MemFileLock {
 
 impl FileSystem for MemFileSystem {
     fn new_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        let file = self.state().create_file(path)?;
+        let file = self.live_state("create", path)?.create_file(path)?;
         Ok(Box::new(MemWritableFile {
             h: Handle::new(self, path, file),
             size: 0,
@@ -488,7 +520,7 @@ impl FileSystem for MemFileSystem {
     }
 
     fn reopen_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        let mut st = self.state();
+        let mut st = self.live_state("open for append", path)?;
         let file = match st.lookup_file(path, "open for append") {
             Ok(f) => f,
             Err(Error::NotFound(_)) => st.create_file(path)?,
@@ -504,12 +536,12 @@ impl FileSystem for MemFileSystem {
     }
 
     fn new_random_access_file(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        let file = self.state().lookup_file(path, "open")?;
+        let file = self.live_state("open", path)?.lookup_file(path, "open")?;
         Ok(Arc::new(MemRandomAccessFile(Handle::new(self, path, file))))
     }
 
     fn new_sequential_file(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
-        let file = self.state().lookup_file(path, "open")?;
+        let file = self.live_state("open", path)?.lookup_file(path, "open")?;
         Ok(Box::new(MemSequentialFile {
             h: Handle::new(self, path, file),
             pos: 0,
@@ -517,7 +549,9 @@ impl FileSystem for MemFileSystem {
     }
 
     fn file_exists(&self, path: &Path) -> bool {
-        let st = self.state();
+        let Ok(st) = self.live_state("stat", path) else {
+            return false;
+        };
         let p = normalize(path);
         st.dirs.contains_key(&p)
             || split(&p).is_ok_and(|(dir, name)| {
@@ -528,7 +562,7 @@ impl FileSystem for MemFileSystem {
     }
 
     fn children(&self, dir: &Path) -> Result<Vec<String>> {
-        let st = self.state();
+        let st = self.live_state("list", dir)?;
         match st.dirs.get(&normalize(dir)) {
             Some(d) => Ok(d.current.keys().cloned().collect()),
             None => Err(not_found("list", dir)),
@@ -536,13 +570,13 @@ impl FileSystem for MemFileSystem {
     }
 
     fn file_size(&self, path: &Path) -> Result<u64> {
-        let f = self.state().lookup_file(path, "stat")?;
+        let f = self.live_state("stat", path)?.lookup_file(path, "stat")?;
         let len = lock(&f).data.len() as u64;
         Ok(len)
     }
 
     fn delete_file(&self, path: &Path) -> Result<()> {
-        let mut st = self.state();
+        let mut st = self.live_state("delete", path)?;
         st.lookup_file(path, "delete")?;
         let (dir, name) = split(path)?;
         st.dir_mut(&dir, "delete")?.current.remove(&name);
@@ -554,7 +588,7 @@ impl FileSystem for MemFileSystem {
     }
 
     fn rename_file(&self, from: &Path, to: &Path) -> Result<()> {
-        let mut st = self.state();
+        let mut st = self.live_state("rename", from)?;
         let file = st.lookup_file(from, "rename")?;
         let (from_dir, from_name) = split(from)?;
         let (to_dir, to_name) = split(to)?;
@@ -577,7 +611,7 @@ impl FileSystem for MemFileSystem {
     }
 
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
-        let mut st = self.state();
+        let mut st = self.live_state("create dir", dir)?;
         let target = normalize(dir);
         let mut cur = PathBuf::from("/");
         for c in target.components().skip(1) {
@@ -599,7 +633,7 @@ impl FileSystem for MemFileSystem {
     }
 
     fn delete_dir(&self, dir: &Path) -> Result<()> {
-        let mut st = self.state();
+        let mut st = self.live_state("delete dir", dir)?;
         let (parent, name) = split(dir)?;
         let d = normalize(dir);
         match st.dirs.get(&d) {
@@ -618,7 +652,7 @@ impl FileSystem for MemFileSystem {
     }
 
     fn sync_dir(&self, dir: &Path) -> Result<()> {
-        let mut st = self.state();
+        let mut st = self.live_state("sync dir", dir)?;
         let d = normalize(dir);
         if !st.dirs.contains_key(&d) {
             return Err(not_found("sync dir", dir));
@@ -634,7 +668,7 @@ impl FileSystem for MemFileSystem {
     }
 
     fn lock_file(&self, path: &Path) -> Result<Box<dyn FileLock>> {
-        let mut st = self.state();
+        let mut st = self.live_state("lock", path)?;
         let p = normalize(path);
         if st.locks.contains(&p) {
             return Err(Error::Busy(format!(
@@ -890,5 +924,29 @@ mod tests {
         fs.crash_drop_unsynced();
         assert_eq!(fs2.read_file(&p("/db/f")).unwrap(), b"old");
         assert!(r.size().is_err());
+    }
+
+    #[test]
+    fn a_process_view_dies_with_the_crash() {
+        let fs = db();
+        let proc1 = fs.process();
+        proc1.write_file(&p("/db/a"), b"1", true).unwrap();
+        proc1.sync_dir(&p("/db")).unwrap();
+        let _lock = proc1.lock_file(&p("/db/LOCK")).unwrap();
+        fs.crash(7);
+        // Every operation of the dead process fails, and none lands.
+        assert!(proc1.new_writable_file(&p("/db/b")).is_err());
+        assert!(proc1.rename_file(&p("/db/a"), &p("/db/c")).is_err());
+        assert!(proc1.delete_file(&p("/db/a")).is_err());
+        assert!(proc1.sync_dir(&p("/db")).is_err());
+        assert!(proc1.children(&p("/db")).is_err());
+        assert!(!proc1.file_exists(&p("/db/a")));
+        assert_eq!(fs.children(&p("/db")).unwrap(), vec!["LOCK", "a"]);
+        // The next process works, and can take the lock the dead one held.
+        let proc2 = fs.process();
+        assert_eq!(proc2.read_file(&p("/db/a")).unwrap(), b"1");
+        let _lock2 = proc2.lock_file(&p("/db/LOCK")).unwrap();
+        proc2.write_file(&p("/db/b"), b"2", false).unwrap();
+        assert!(fs.file_exists(&p("/db/b")));
     }
 }

@@ -1,0 +1,5 @@
+//! Helpers shared by the integration tests (each test binary includes the
+//! parts it uses with `mod common;`).
+#![allow(dead_code)]
+
+pub mod figures;
