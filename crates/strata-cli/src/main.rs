@@ -10,6 +10,7 @@ mod flags;
 mod ldb;
 mod sst_dump;
 mod sst_write;
+mod stress;
 
 use std::process::ExitCode;
 
@@ -48,7 +49,15 @@ const USAGE: &str = "usage: strata COMMAND [--flag=value ...]\n\
      \x20           [--max_background_flushes=-1] [--subcompactions=1] [--delayed_write_rate=B]\n\
      \x20           [--universal_size_ratio=N] [--universal_min_merge_width=N]\n\
      \x20           [--universal_max_merge_width=N] [--universal_max_size_amplification_percent=N]\n\
-     \x20           [--fifo_compaction_max_table_files_size_mb=N] (db_bench's flags and defaults)\n";
+     \x20           [--fifo_compaction_max_table_files_size_mb=N] (db_bench's flags and defaults)\n\
+     \x20 stress    --db=DIR [--expected_state=DIR.expected] [--threads=4] [--max_key=10000]\n\
+     \x20           [--ops_per_thread=100000] [--duration=SECS] [--seed=N] [--sync_one_in=0]\n\
+     \x20           [--disable_wal] [--value_size_extra=60] [--flush_one_in=2000]\n\
+     \x20           [--compact_one_in=20000] [--verify_only], and bench's option flags:\n\
+     \x20           verifies against the expected state, runs, verifies (exit 2: wrong data)\n\
+     \x20 crash_test --db=DIR [--cycles=100] [--kill_min_ms=200] [--kill_max_ms=1500]\n\
+     \x20           [--fresh_every=25] [--wal_off_one_in=5] [--threads=4] [--max_key=5000]\n\
+     \x20           [--seed=N]: runs stress, SIGKILLs it at random times, verifies each restart\n";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -70,6 +79,25 @@ fn main() -> ExitCode {
             Err(e) => {
                 eprintln!("{e}");
                 ExitCode::from(1)
+            }
+        };
+    }
+    if cmd == "stress" || cmd == "crash_test" {
+        let r = if cmd == "stress" {
+            stress::run(&f)
+        } else {
+            stress::crash_test::run(&f)
+        };
+        return match r {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("{e}");
+                // 2: the data was wrong, not the run.
+                ExitCode::from(if e.contains(stress::VERIFICATION_FAILED) {
+                    2
+                } else {
+                    1
+                })
             }
         };
     }

@@ -33,7 +33,7 @@
 
 mod random;
 mod stats;
-mod workloads;
+pub mod workloads;
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

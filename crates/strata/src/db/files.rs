@@ -3,8 +3,9 @@
 //! `enable_file_deletions`, and what is live (`live_files`,
 //! `live_files_metadata`, `sorted_wal_files`).
 //!
-//! Invariants: a manual compaction runs alone (automatic compactions wait
-//! until it ends, and it waits for running ones to finish first), so the
+//! Invariants: a manual compaction runs alone (automatic compactions and
+//! other manual ones wait until it ends, and it waits for running ones to
+//! finish first), so the
 //! inputs it picks cannot change under it; while file deletions are
 //! disabled no table or WAL file is deleted, so a copy of the live files
 //! stays consistent.
@@ -71,22 +72,35 @@ pub struct WalFile {
 }
 
 impl DbInner {
-    /// Waits until no automatic compaction runs and registers a manual
-    /// one; automatic ones stay paused until `end_manual`.
-    fn begin_manual(&self) -> std::sync::MutexGuard<'_, super::DbState> {
+    /// Waits until no automatic compaction and no other manual one runs,
+    /// and registers this manual one; automatic ones stay paused until
+    /// `end_manual`. Manual compactions run one at a time: two picking the
+    /// same version would both rewrite (and delete) the same inputs.
+    /// Fails (as RocksDB's `Incomplete: manual compaction paused`) if the
+    /// database shuts down meanwhile.
+    fn begin_manual(&self) -> Result<std::sync::MutexGuard<'_, super::DbState>> {
         let mut st = self.lock_state();
         st.manual_compactions += 1;
-        while st.bg_compaction_scheduled > 0
-            && !self
+        while st.bg_compaction_scheduled > 0 || st.manual_running {
+            if self
                 .shutting_down
                 .load(std::sync::atomic::Ordering::Acquire)
-        {
+            {
+                st.manual_compactions -= 1;
+                self.bg_cv.notify_all();
+                return Err(Error::Incomplete(
+                    "manual compaction: the database is shutting down".into(),
+                ));
+            }
             st = self.bg_cv.wait(st).unwrap_or_else(PoisonError::into_inner);
         }
-        st
+        st.manual_running = true;
+        Ok(st)
     }
 
     fn end_manual(&self, mut st: std::sync::MutexGuard<'_, super::DbState>) {
+        debug_assert!(st.manual_running);
+        st.manual_running = false;
         st.manual_compactions -= 1;
         // The compactions' versions are gone: their inputs may go too.
         self.delete_obsolete_files(&mut st);
@@ -126,7 +140,7 @@ impl DbInner {
             ));
         }
         self.flush(cf_id)?;
-        let st = self.begin_manual();
+        let st = self.begin_manual()?;
         let (st, result) = self.compact_range_locked(st, cf_id, begin, end, o);
         self.end_manual(st);
         result
@@ -265,7 +279,7 @@ impl DbInner {
                 "compaction on a read-only database".into(),
             ));
         }
-        let st = self.begin_manual();
+        let st = self.begin_manual()?;
         let (st, result) = self.compact_files_locked(st, cf_id, numbers, output_level);
         self.end_manual(st);
         result

@@ -141,6 +141,8 @@ pub(crate) struct DbState {
     pub(crate) running_ranges: Vec<(u32, usize, Vec<u8>, Vec<u8>)>,
     /// Manual compactions waiting or running: automatic ones pause.
     pub(crate) manual_compactions: usize,
+    /// A manual compaction is running (they run one at a time).
+    pub(crate) manual_running: bool,
     /// `disable_file_deletions` calls not yet matched by an enable.
     pub(crate) file_deletions_disabled: usize,
     pub(crate) stats: BTreeMap<u32, stats::CfStats>,

@@ -281,6 +281,7 @@ impl DB {
                 being_compacted: Default::default(),
                 running_ranges: Vec::new(),
                 manual_compactions: 0,
+                manual_running: false,
                 file_deletions_disabled: 0,
                 stats: BTreeMap::new(),
                 stall_stats: Default::default(),
