@@ -27,7 +27,7 @@ cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test (library, CLI, interop with RocksDB $(dpkg-query -W -f='${Version}' rocksdb-tools 2>/dev/null || echo '?'))"
 # Each reliability suite leaves its figures as a row under target/tmp/reliability.
 rm -rf target/tmp/reliability
-cargo test --workspace --features strata/invariants
+cargo test --workspace --features strata/invariants,strata/crash-points
 # `--cfg loom` swaps the memtable's atomics for loom's (memtable/sync.rs) and
 # changes every crate's build, hence its own target dir; the `loom` profile
 # (root Cargo.toml) keeps that cold build short. About 2 minutes cold on 2

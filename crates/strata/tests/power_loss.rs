@@ -17,51 +17,22 @@
 //! showed. The prefix is found by replaying the history once while counting
 //! the keys on which the replayed state and the recovered one differ.
 //!
-//! Sizes: `STRATA_POWER_LOSS_SEEDS` seeds per option set (default 180, so
-//! 4 x 180 x 3 = 2,160 crashes); `STRATA_SEED=<seed>` replays one seed.
+//! Sizes: `STRATA_POWER_LOSS_SEEDS` seeds per option set (default 500, so
+//! 4 x 500 x 3 = 6,000 crashes); `STRATA_SEED=<seed>` replays one seed.
 
 mod common;
 
-use std::collections::BTreeMap;
+use common::history::{Op, Rng, matching_prefixes, random_batch, scan, to_write_batch};
+
 use std::sync::Arc;
 
+use strata::DB;
 use strata::env::mem::MemFileSystem;
 use strata::merge_operator::StringAppendOperator;
-use strata::options::{CompactionStyle, Options, ReadOptions, WriteOptions};
+use strata::options::{CompactionStyle, Options, WriteOptions};
 use strata::table::CompressionType;
-use strata::{DB, WriteBatch};
 
-type State = BTreeMap<Vec<u8>, Vec<u8>>;
-
-const KEYS: u64 = 48;
 const EPOCHS: usize = 3;
-
-#[derive(Clone, Debug)]
-enum Op {
-    Put(Vec<u8>, Vec<u8>),
-    Delete(Vec<u8>),
-    DeleteRange(Vec<u8>, Vec<u8>),
-    Merge(Vec<u8>, Vec<u8>),
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // splitmix64
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn one_in(&mut self, n: u64) -> bool {
-        n > 0 && self.below(n) == 0
-    }
-}
 
 #[derive(Clone, Copy, Debug)]
 struct Config {
@@ -138,123 +109,6 @@ fn options(fs: &MemFileSystem, c: &Config) -> Options {
     o.cf.max_bytes_for_level_base = 16384;
     o.cf.merge_operator = Some(Arc::new(StringAppendOperator::default()));
     o
-}
-
-fn key(i: u64) -> Vec<u8> {
-    format!("k{i:03}").into_bytes()
-}
-
-/// A random batch; every value names its batch and position, so values are
-/// unique across the history.
-fn random_batch(rng: &mut Rng, index: usize) -> Vec<Op> {
-    let n = 1 + rng.below(4) as usize;
-    (0..n)
-        .map(|j| {
-            let k = key(rng.below(KEYS));
-            let pad = "x".repeat(rng.below(60) as usize);
-            let v = format!("b{index}.{j}{pad}").into_bytes();
-            match rng.below(20) {
-                0..=10 => Op::Put(k, v),
-                11..=13 => Op::Delete(k),
-                14 => {
-                    let a = rng.below(KEYS);
-                    let b = a + 1 + rng.below(8);
-                    Op::DeleteRange(key(a), key(b))
-                }
-                _ => Op::Merge(k, v),
-            }
-        })
-        .collect()
-}
-
-fn to_write_batch(ops: &[Op]) -> WriteBatch {
-    let mut wb = WriteBatch::new();
-    for op in ops {
-        match op {
-            Op::Put(k, v) => wb.put(k, v),
-            Op::Delete(k) => wb.delete(k),
-            Op::DeleteRange(a, b) => wb.delete_range(a, b),
-            Op::Merge(k, v) => wb.merge(k, v),
-        }
-    }
-    wb
-}
-
-/// Replays the history while tracking how many keys differ from
-/// `recovered`; returns every prefix length at which none does.
-fn matching_prefixes(history: &[Vec<Op>], recovered: &State) -> Vec<usize> {
-    let mut model = State::new();
-    let mut differ = recovered.len();
-    let mut out = Vec::new();
-    if differ == 0 {
-        out.push(0);
-    }
-    // Sets `k` to `new` in the model, keeping `differ` exact.
-    let set = |model: &mut State, k: &[u8], new: Option<Vec<u8>>, differ: &mut usize| {
-        let want = recovered.get(k);
-        let was = model.get(k) == want;
-        match new {
-            Some(v) => model.insert(k.to_vec(), v),
-            None => model.remove(k),
-        };
-        let is = model.get(k) == want;
-        match (was, is) {
-            (true, false) => *differ += 1,
-            (false, true) => *differ -= 1,
-            _ => {}
-        }
-    };
-    for (i, batch) in history.iter().enumerate() {
-        for op in batch {
-            match op {
-                Op::Put(k, v) => set(&mut model, k, Some(v.clone()), &mut differ),
-                Op::Delete(k) => set(&mut model, k, None, &mut differ),
-                Op::DeleteRange(a, b) => {
-                    let doomed: Vec<Vec<u8>> = model
-                        .range(a.clone()..b.clone())
-                        .map(|(k, _)| k.clone())
-                        .collect();
-                    for k in doomed {
-                        set(&mut model, &k, None, &mut differ);
-                    }
-                }
-                Op::Merge(k, v) => {
-                    let new = match model.get(k) {
-                        Some(old) => [old.as_slice(), b",", v].concat(),
-                        None => v.clone(),
-                    };
-                    set(&mut model, k, Some(new), &mut differ);
-                }
-            }
-        }
-        if differ == 0 {
-            out.push(i + 1);
-        }
-    }
-    out
-}
-
-fn scan(db: &DB) -> Result<State, String> {
-    let ro = ReadOptions::default();
-    let mut it = db.iter(&ro).map_err(|e| format!("iterator: {e}"))?;
-    let mut out = State::new();
-    while it.valid() {
-        out.insert(it.key().to_vec(), it.value().to_vec());
-        it.next();
-    }
-    it.status().map_err(|e| format!("scan: {e}"))?;
-    for i in 0..KEYS {
-        let k = key(i);
-        let got = db.get(&ro, &k).map_err(|e| format!("get: {e}"))?;
-        if got.as_ref() != out.get(&k) {
-            return Err(format!(
-                "get({}) = {got:?} but the scan has {:?}",
-                String::from_utf8_lossy(&k),
-                out.get(&k)
-            ));
-        }
-    }
-    Ok(out)
 }
 
 #[derive(Default, Debug, Clone, Copy)]

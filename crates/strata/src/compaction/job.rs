@@ -177,6 +177,7 @@ pub fn run(c: &Compaction, ctx: &JobContext<'_>) -> std::result::Result<JobOutpu
     if let Some(error) = first_err {
         return Err(JobError { error, created });
     }
+    crate::crash_point!("compaction::after_outputs_sync");
     out.bytes_written = out.files.iter().map(|f| f.file_size).sum();
     out.micros = start.elapsed().as_micros() as u64;
     Ok(out)

@@ -295,6 +295,7 @@ impl DbInner {
             st.bg_error.get_or_insert(e.duplicate());
             return (st, Err(e));
         }
+        crate::crash_point!("compaction::after_install");
         let stats = st.stats.entry(c.cf_id).or_default();
         stats.level_mut(c.output_level).add(&level_stats);
         if let Some(s) = &self.options.statistics {

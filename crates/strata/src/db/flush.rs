@@ -131,6 +131,7 @@ impl DbInner {
             st.bg_error.get_or_insert(e.duplicate());
             return Err(e);
         }
+        crate::crash_point!("flush::after_install");
         if let Some(cf) = st.cfs.get_mut(&cf_id) {
             cf.imms.drain(..n);
         }
@@ -203,7 +204,9 @@ impl DbInner {
             builder.add_range_tombstone(p.user_key, end, p.sequence)?;
         }
         let info = builder.finish(true)?;
+        crate::crash_point!("flush::after_table_sync");
         self.fs.sync_dir(&self.dbname)?;
+        crate::crash_point!("flush::after_dir_sync");
         let now = crate::compaction_filter::unix_now_seconds();
         let mut meta = FileMetaData::from_table(number, &info);
         meta.file_creation_time = now;
@@ -234,6 +237,7 @@ impl DbInner {
         let (old, keep): (Vec<u64>, Vec<u64>) = st.alive_wals.iter().partition(|&&w| w < min_wal);
         st.alive_wals = keep;
         for w in old {
+            crate::crash_point!("obsolete::before_delete_wal");
             let _ = self
                 .fs
                 .delete_file(&self.wal_dir.join(crate::wal::log_file_name(w)));
@@ -262,6 +266,7 @@ impl DbInner {
                 && !live.contains(&num)
             {
                 self.table_cache.evict(num);
+                crate::crash_point!("obsolete::before_delete_table");
                 let _ = self.fs.delete_file(&self.dbname.join(&name));
             }
         }

@@ -597,6 +597,7 @@ impl DbInner {
                     edit.new_files.push((0, meta));
                 }
             }
+            crate::crash_point!("open::after_wal_replay");
             st.versions.log_and_apply(id, edit)?;
             if let Some(cf) = st.cfs.get_mut(&id) {
                 cf.mem = super::new_memtable(&cf.icmp, &cf.options);

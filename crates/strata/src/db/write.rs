@@ -253,6 +253,7 @@ impl DbInner {
             let stats = &self.options.statistics;
             record(stats, Ticker::WalFileBytes, group_batch.data().len() as u64);
             let r = wal.add_record(group_batch.data()).and_then(|()| {
+                crate::crash_point!("wal::after_append");
                 if opts.sync {
                     record(stats, Ticker::WalFileSynced, 1);
                     let _t = StopWatch::new(stats, HistogramKind::WalFileSyncMicros);
@@ -264,6 +265,9 @@ impl DbInner {
             if let Err(e) = r {
                 st.bg_error = Some(e.duplicate());
                 return Err(e);
+            }
+            if opts.sync {
+                crate::crash_point!("wal::after_sync");
             }
         }
         let mems = st.memtables();
@@ -421,6 +425,7 @@ impl DbInner {
         let new_wal = st.versions.new_file_number();
         let path = self.wal_dir.join(crate::wal::log_file_name(new_wal));
         let file = self.fs.new_writable_file(&path)?;
+        crate::crash_point!("wal::switch_after_create");
         // The new WAL's directory entry must be durable before a synced
         // write relies on it, and the old WAL must be durable before any
         // write lands in the new one: otherwise a power loss could keep a
@@ -428,6 +433,9 @@ impl DbInner {
         let synced = self
             .fs
             .sync_dir(&self.wal_dir)
+            .map(|()| {
+                crate::crash_point!("wal::switch_after_dir_sync");
+            })
             .and_then(|()| match st.wal.as_mut() {
                 Some(old) => old.sync().and_then(|()| old.close()),
                 None => Ok(()),

@@ -4,6 +4,7 @@
 pub mod checksum;
 pub mod coding;
 pub mod comparator;
+pub mod crash_point;
 pub mod hash;
 pub mod histogram;
 pub mod slice_transform;

@@ -199,12 +199,14 @@ pub fn replace_file_atomically(
         f.append(contents)?;
         f.sync()?;
         f.close()?;
+        crate::crash_point!("replace::after_tmp_sync");
         fs.rename_file(tmp, dst)
     })();
     if let Err(e) = written {
         let _ = fs.delete_file(tmp);
         return Err(e);
     }
+    crate::crash_point!("replace::after_rename");
     fs.sync_dir(dir)
 }
 

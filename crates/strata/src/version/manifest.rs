@@ -65,6 +65,7 @@ impl VersionSet {
             for r in records {
                 m.add_record(r)?;
             }
+            crate::crash_point!("manifest::after_append");
             return m.sync();
         };
         let mut all = self.snapshot_records();
@@ -145,6 +146,7 @@ pub(crate) fn write_manifest(
         }
         w.sync()?;
         fs.sync_dir(dbname)?;
+        crate::crash_point!("manifest::new_after_sync");
         Ok(w)
     })();
     if written.is_err() {

@@ -1,0 +1,182 @@
+//! G3 (RELIABILITY.md): a power loss at every named crash point of the file
+//! lifecycle (`strata::util::crash_point::POINTS`), then recovery and the
+//! prefix check of the power-loss suite.
+//!
+//! For each point and seed, a database on the crashable in-memory file
+//! system runs up to three sessions (open, random batches with flushes and
+//! compactions, close) with the point armed to crash the file system at its
+//! n-th hit (n in 1..=3). Once the point fires, the dead database is dropped
+//! and a new process opens: the open must succeed and the contents must be
+//! a prefix of the acknowledged batches holding every synced or flushed
+//! one. Each point must fire at least `STRATA_CRASH_POINT_FIRES` times
+//! (default 20) within 200 seeds per fire. Needs `--features crash-points`.
+#![cfg(feature = "crash-points")]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use common::history::{Op, Rng, matching_prefixes, random_batch, scan, to_write_batch};
+use strata::DB;
+use strata::env::mem::MemFileSystem;
+use strata::merge_operator::StringAppendOperator;
+use strata::options::{Options, WriteOptions};
+use strata::util::crash_point;
+
+fn options(fs: &MemFileSystem) -> Options {
+    let mut o = Options {
+        create_if_missing: true,
+        fs: Some(Arc::new(fs.process())),
+        ..Options::default()
+    };
+    o.cf.write_buffer_size = 4096;
+    o.cf.max_write_buffer_number = 3;
+    o.cf.block_size = 512;
+    o.cf.level0_file_num_compaction_trigger = 2;
+    o.cf.target_file_size_base = 4096;
+    o.cf.max_bytes_for_level_base = 16384;
+    o.cf.merge_operator = Some(Arc::new(StringAppendOperator::default()));
+    o
+}
+
+/// One seed with `point` armed; returns whether the point fired.
+fn run(point: &'static str, seed: u64) -> Result<bool, String> {
+    let fs = MemFileSystem::new();
+    let mut rng = Rng(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0xC0FFEE);
+    let crashed = Arc::new(AtomicBool::new(false));
+    {
+        let (fs, crashed, crash_seed) = (fs.clone(), Arc::clone(&crashed), rng.next());
+        crash_point::arm(point, 1 + rng.below(3), move || {
+            fs.crash(crash_seed);
+            crashed.store(true, Ordering::SeqCst);
+        });
+    }
+    let dead = || crashed.load(Ordering::SeqCst);
+    // An error is expected once the power is gone, and a failure before.
+    let check = |r: strata::Result<()>, what: &str| -> Result<bool, String> {
+        match r {
+            Ok(()) => Ok(true),
+            Err(_) if dead() => Ok(false),
+            Err(e) => Err(format!("{what} failed before the crash: {e}")),
+        }
+    };
+    let mut history: Vec<Vec<Op>> = Vec::new();
+    let mut floor = 0usize;
+    'sessions: for _ in 0..3 {
+        let db = match DB::open(options(&fs), "/db") {
+            Ok(db) => db,
+            Err(_) if dead() => break,
+            Err(e) => return Err(format!("open before the crash: {e}")),
+        };
+        for _ in 0..1 + rng.below(80) {
+            let batch = random_batch(&mut rng, history.len());
+            let sync = rng.one_in(5);
+            let wo = WriteOptions {
+                sync,
+                ..WriteOptions::default()
+            };
+            let acked = check(db.write(&wo, to_write_batch(&batch)), "write")?;
+            // A write cut by the crash may or may not survive: it is the
+            // history's optional last batch (above the floor).
+            history.push(batch);
+            if !acked {
+                break 'sessions;
+            }
+            if sync {
+                floor = history.len();
+            }
+            if rng.one_in(25) {
+                if !check(db.flush(), "flush")? {
+                    break 'sessions;
+                }
+                floor = history.len();
+            }
+            if rng.one_in(60) && !check(db.compact_range(None, None), "compact_range")? {
+                break 'sessions;
+            }
+        }
+        if !check(db.close(), "close")? {
+            break;
+        }
+    }
+    let fired = crash_point::disarm() && dead();
+    if !fired {
+        return Ok(false);
+    }
+    let db = DB::open(options(&fs), "/db").map_err(|e| format!("reopen after the crash: {e}"))?;
+    let recovered = scan(&db)?;
+    let prefixes = matching_prefixes(&history, &recovered);
+    if !prefixes.iter().any(|&p| p >= floor) {
+        return Err(format!(
+            "the recovered state is not the state after any prefix of at least {floor} of \
+             the {} batches; it matches prefixes {prefixes:?}",
+            history.len()
+        ));
+    }
+    db.verify_checksums()
+        .map_err(|e| format!("verify_checksums after recovery: {e}"))?;
+    db.close()
+        .map_err(|e| format!("close after recovery: {e}"))?;
+    Ok(true)
+}
+
+#[test]
+fn every_crash_point_recovers_a_prefix() {
+    let want: u64 = std::env::var("STRATA_CRASH_POINT_FIRES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let only: Option<u64> = std::env::var("STRATA_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let started = std::time::Instant::now();
+    let mut fires: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut failures = Vec::new();
+    for &point in crash_point::POINTS {
+        let seeds: Vec<u64> = match only {
+            Some(s) => vec![s],
+            None => (0..200 * want).collect(),
+        };
+        let mut n = 0;
+        for seed in seeds {
+            if only.is_none() && n >= want {
+                break;
+            }
+            match run(point, seed) {
+                Ok(fired) => n += u64::from(fired),
+                Err(e) => failures.push(format!("{point} STRATA_SEED={seed}: {e}")),
+            }
+        }
+        fires.insert(point, n);
+    }
+    crash_point::disarm();
+    let never: Vec<&&str> = fires
+        .iter()
+        .filter(|(_, n)| **n == 0)
+        .map(|(p, _)| p)
+        .collect();
+    let total: u64 = fires.values().sum();
+    common::figures::record(
+        "G3",
+        "power loss at every named crash point",
+        &format!(
+            "{} of {} points fired ({total} crashes, at least {} each), {} failures, {:.1} s",
+            fires.len() - never.len(),
+            crash_point::POINTS.len(),
+            fires.values().min().copied().unwrap_or(0),
+            failures.len(),
+            started.elapsed().as_secs_f64()
+        ),
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures[..failures.len().min(10)].join("\n")
+    );
+    if only.is_none() {
+        assert!(never.is_empty(), "crash points never reached: {never:?}");
+    }
+}
