@@ -37,6 +37,12 @@ loom_start=$SECONDS
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
   cargo test -p strata --profile loom --lib memtable::loom
 echo "== loom model tests took $((SECONDS - loom_start))s"
+# Coverage-guided fuzzing of every decoder, 10 s a target (skipped, and
+# said so, where nightly Rust or cargo-fuzz cannot be installed).
+echo "== cargo-fuzz (nightly)"
+fuzz_start=$SECONDS
+./scripts/fuzz-ci.sh
+echo "== cargo-fuzz took $((SECONDS - fuzz_start))s"
 echo "== reliability figures of this run (RELIABILITY.md G1-G9)"
 echo "| # | suite | figures |"
 echo "|---|---|---|"

@@ -128,13 +128,13 @@ fn db_options(db: &str, f: &Flags) -> Result<(Options, Vec<ColumnFamilyDescripto
         None
     };
     if let Some(file) = &file {
-        file.apply_db(&mut opts)?;
+        file.apply_db(&mut opts).map_err(db_options::failed)?;
     }
     let mut descs = Vec::with_capacity(names.len());
     for name in &names {
         let mut o = cf_options();
         if let Some(file) = &file {
-            file.apply_cf(name, &mut o)?;
+            file.apply_cf(name, &mut o).map_err(db_options::failed)?;
         }
         db_options::apply_overrides(f, &mut o)?;
         db_options::sanitize(&mut o);

@@ -123,6 +123,53 @@ pub fn version_edit(data: &[u8]) {
     }
 }
 
+/// Parses `data` as an OPTIONS file and applies it; for every column
+/// family whose options apply and validate, the OPTIONS text Strata writes
+/// for them must read back to the same options (render . parse . apply is
+/// a fixed point).
+// A fuzz oracle: a violated property panics.
+#[allow(clippy::panic)]
+pub fn options_file(data: &[u8]) {
+    use crate::db::options_file::render;
+    use crate::db::options_parser::{parse, sanitize};
+    use crate::options::{ColumnFamilyOptions, Options};
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(file) = parse("OPTIONS-000001", text) else {
+        return;
+    };
+    let mut opts = Options::default();
+    if file.apply_db(&mut opts).is_err() || opts.validate().is_err() {
+        return;
+    }
+    let reload = |text: &str, name: &str| -> (Options, ColumnFamilyOptions) {
+        let f = parse("OPTIONS-000002", text)
+            .unwrap_or_else(|e| panic!("our own OPTIONS text does not parse: {e}\n{text}"));
+        let mut o = Options::default();
+        let mut c = ColumnFamilyOptions::default();
+        if let Err(e) = f.apply_db(&mut o).and_then(|()| f.apply_cf(name, &mut c)) {
+            panic!("our own OPTIONS text does not apply: {e}\n{text}");
+        }
+        sanitize(&mut c);
+        (o, c)
+    };
+    for name in file.column_families() {
+        let mut c = ColumnFamilyOptions::default();
+        if file.apply_cf(name, &mut c).is_err() {
+            continue;
+        }
+        sanitize(&mut c);
+        if c.validate(name).is_err() {
+            continue;
+        }
+        let once = render(&opts, &[(0, name, &c)]);
+        let (o2, c2) = reload(&once, name);
+        let twice = render(&o2, &[(0, name, &c2)]);
+        assert_eq!(once, twice, "options changed through their OPTIONS text");
+    }
+}
+
 /// Writes `path` with `data` on `fs`.
 fn put_file(fs: &crate::env::mem::MemFileSystem, path: &str, data: &[u8]) {
     use crate::env::FileSystem;
@@ -269,4 +316,5 @@ pub const TARGETS: &[(&str, FuzzTarget)] = &[
     ("version_edit", version_edit),
     ("manifest", manifest),
     ("db_ops", db_ops),
+    ("options_file", options_file),
 ];

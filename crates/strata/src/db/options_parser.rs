@@ -1,0 +1,481 @@
+//! Reading RocksDB OPTIONS files (`OPTIONS-NNNNNN`, as RocksDB 7.8.3
+//! writes them and as [`super::options_file`] writes ours): [`parse`] splits
+//! the text into its sections, and [`OptionsFile::apply_db`] /
+//! [`OptionsFile::apply_cf`] apply the settings that shape files and
+//! compaction (RocksDB's `LoadLatestOptions` for what Strata supports).
+//! Unknown sections and options are ignored, as RocksDB does with
+//! `ignore_unknown_options`; malformed lines and values are
+//! `InvalidArgument` errors naming the file and line or option.
+//!
+//! Also [`sanitize`]: the adjustments RocksDB's `SanitizeOptions` makes to
+//! compaction settings (FIFO has one level and no L0 write stalls; the L0
+//! triggers are made ordered).
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+use crate::options::{ColumnFamilyOptions, CompactionStyle, Options};
+use crate::table::CompressionType;
+
+fn bad(msg: String) -> Error {
+    Error::InvalidArgument(msg)
+}
+
+/// RocksDB's `kDefaultTtl` (0xfffffffffffffffe): "not set".
+const DEFAULT_TTL: u64 = u64::MAX - 1;
+
+/// The sections of an OPTIONS file.
+#[derive(Debug, Default)]
+pub struct OptionsFile {
+    /// File name (for messages).
+    pub name: String,
+    db: BTreeMap<String, String>,
+    cfs: BTreeMap<String, BTreeMap<String, String>>,
+    tables: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// Undoes RocksDB's option-file escaping (`\\`, `\:`, `\#`, `\n`, `\r`).
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars();
+    while let Some(c) = it.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match it.next() {
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some(o) => out.push(o),
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+/// Parses the text of an OPTIONS file.
+pub fn parse(name: &str, text: &str) -> Result<OptionsFile> {
+    let mut f = OptionsFile {
+        name: name.to_string(),
+        ..OptionsFile::default()
+    };
+    // Which map the `key=value` lines go to.
+    enum Sec {
+        Other,
+        Db,
+        Cf(String),
+        Table(String),
+    }
+    let mut sec = Sec::Other;
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(h) = line.strip_prefix('[') {
+            let h = h
+                .strip_suffix(']')
+                .ok_or_else(|| bad(format!("{name}:{}: bad section header: {line}", i + 1)))?;
+            let (kind, arg) = match h.split_once(' ') {
+                Some((k, a)) => (k, Some(unescape(a.trim().trim_matches('"')))),
+                None => (h, None),
+            };
+            sec = match (kind, arg) {
+                ("DBOptions", _) => Sec::Db,
+                ("CFOptions", Some(cf)) => Sec::Cf(cf),
+                (t, Some(cf)) if t.starts_with("TableOptions/") => Sec::Table(cf),
+                _ => Sec::Other,
+            };
+            continue;
+        }
+        let Some((k, v)) = line.split_once('=') else {
+            return Err(bad(format!(
+                "{name}:{}: not a key=value line: {line}",
+                i + 1
+            )));
+        };
+        let (k, v) = (k.trim().to_string(), v.trim().to_string());
+        match &sec {
+            Sec::Other => {}
+            Sec::Db => {
+                f.db.insert(k, v);
+            }
+            Sec::Cf(cf) => {
+                f.cfs.entry(cf.clone()).or_default().insert(k, v);
+            }
+            Sec::Table(cf) => {
+                f.tables.entry(cf.clone()).or_default().insert(k, v);
+            }
+        }
+    }
+    Ok(f)
+}
+
+/// The `{k=v;k=v;}` value of a struct option (`compaction_options_*`).
+fn struct_fields(v: &str) -> BTreeMap<String, String> {
+    v.trim()
+        .trim_start_matches('{')
+        .trim_end_matches('}')
+        .split(';')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
+fn num<T: std::str::FromStr>(file: &str, key: &str, v: &str) -> Result<T> {
+    v.parse()
+        .map_err(|_| bad(format!("{file}: invalid value for {key}: {v}")))
+}
+
+fn boolean(file: &str, key: &str, v: &str) -> Result<bool> {
+    match v {
+        "true" | "1" => Ok(true),
+        "false" | "0" => Ok(false),
+        _ => Err(bad(format!("{file}: invalid value for {key}: {v}"))),
+    }
+}
+
+/// RocksDB's name of a compaction style (`kCompactionStyleLevel`, ...).
+pub fn parse_style(v: &str) -> Option<CompactionStyle> {
+    Some(match v {
+        "kCompactionStyleLevel" => CompactionStyle::Level,
+        "kCompactionStyleUniversal" => CompactionStyle::Universal,
+        "kCompactionStyleFIFO" => CompactionStyle::Fifo,
+        "kCompactionStyleNone" => CompactionStyle::None,
+        _ => return None,
+    })
+}
+
+/// db_bench's `--compaction_style` number (0 level, 1 universal, 2 fifo,
+/// 3 none).
+pub fn style_from_code(c: i64) -> Option<CompactionStyle> {
+    Some(match c {
+        0 => CompactionStyle::Level,
+        1 => CompactionStyle::Universal,
+        2 => CompactionStyle::Fifo,
+        3 => CompactionStyle::None,
+        _ => return None,
+    })
+}
+
+/// A non-negative count from an `int` option (RocksDB's are signed).
+fn count(file: &str, key: &str, v: &str) -> Result<Option<usize>> {
+    let n: i64 = num(file, key, v)?;
+    Ok(usize::try_from(n).ok())
+}
+
+impl OptionsFile {
+    /// The column families the file has `[CFOptions "name"]` sections for.
+    pub fn column_families(&self) -> impl Iterator<Item = &str> {
+        self.cfs.keys().map(|s| s.as_str())
+    }
+
+    /// Applies the `[DBOptions]` settings that matter to compaction.
+    pub fn apply_db(&self, o: &mut Options) -> Result<()> {
+        let file = self.name.as_str();
+        for (k, v) in &self.db {
+            match k.as_str() {
+                "max_background_jobs" => {
+                    if let Some(n) = count(file, k, v)?.filter(|&n| n > 0) {
+                        o.max_background_jobs = n;
+                    }
+                }
+                "max_subcompactions" => {
+                    let n: u64 = num(file, k, v)?;
+                    o.max_subcompactions = (n as usize).max(1);
+                }
+                "delayed_write_rate" => {
+                    let n: u64 = num(file, k, v)?;
+                    if n > 0 {
+                        o.delayed_write_rate = n;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies the `[CFOptions "name"]` and `[TableOptions/... "name"]`
+    /// settings of column family `name` (none if the file does not have
+    /// it) that shape its files and their compaction.
+    pub fn apply_cf(&self, name: &str, c: &mut ColumnFamilyOptions) -> Result<()> {
+        let file = self.name.as_str();
+        let empty = BTreeMap::new();
+        let cf = self.cfs.get(name).unwrap_or(&empty);
+        for (k, v) in cf {
+            match k.as_str() {
+                "compaction_style" => {
+                    c.compaction_style = parse_style(v)
+                        .ok_or_else(|| bad(format!("{file}: unknown compaction_style {v}")))?;
+                }
+                "num_levels" => {
+                    if let Some(n) = count(file, k, v)?.filter(|&n| n > 0) {
+                        c.num_levels = n;
+                    }
+                }
+                "disable_auto_compactions" => c.disable_auto_compactions = boolean(file, k, v)?,
+                "level0_file_num_compaction_trigger" => {
+                    if let Some(n) = count(file, k, v)?.filter(|&n| n > 0) {
+                        c.level0_file_num_compaction_trigger = n;
+                    }
+                }
+                "level0_slowdown_writes_trigger" => {
+                    if let Some(n) = count(file, k, v)? {
+                        c.level0_slowdown_writes_trigger = n;
+                    }
+                }
+                "level0_stop_writes_trigger" => {
+                    if let Some(n) = count(file, k, v)? {
+                        c.level0_stop_writes_trigger = n;
+                    }
+                }
+                "target_file_size_base" => {
+                    let n: u64 = num(file, k, v)?;
+                    if n > 0 {
+                        c.target_file_size_base = n;
+                    }
+                }
+                "target_file_size_multiplier" => {
+                    let n: i64 = num(file, k, v)?;
+                    c.target_file_size_multiplier = n.max(1) as u64;
+                }
+                "max_bytes_for_level_base" => {
+                    let n: u64 = num(file, k, v)?;
+                    if n > 0 {
+                        c.max_bytes_for_level_base = n;
+                    }
+                }
+                "max_bytes_for_level_multiplier" => {
+                    c.max_bytes_for_level_multiplier = num(file, k, v)?;
+                }
+                "level_compaction_dynamic_level_bytes" => {
+                    c.level_compaction_dynamic_level_bytes = boolean(file, k, v)?;
+                }
+                "max_compaction_bytes" => c.max_compaction_bytes = num(file, k, v)?,
+                "soft_pending_compaction_bytes_limit" => {
+                    c.soft_pending_compaction_bytes_limit = num(file, k, v)?;
+                }
+                "hard_pending_compaction_bytes_limit" => {
+                    c.hard_pending_compaction_bytes_limit = num(file, k, v)?;
+                }
+                "write_buffer_size" => {
+                    let n: usize = num(file, k, v)?;
+                    if n > 0 {
+                        c.write_buffer_size = n;
+                    }
+                }
+                "max_write_buffer_number" => {
+                    if let Some(n) = count(file, k, v)?.filter(|&n| n > 0) {
+                        c.max_write_buffer_number = n;
+                    }
+                }
+                "compression" => {
+                    // A codec this build cannot write keeps the default.
+                    if let Some(t) = CompressionType::parse(v).filter(|t| t.can_compress()) {
+                        c.compression = t;
+                    }
+                }
+                "compaction_options_universal" => {
+                    let u = struct_fields(v);
+                    if let Some(x) = u.get("size_ratio") {
+                        c.universal.size_ratio = num(file, "size_ratio", x)?;
+                    }
+                    if let Some(x) = u.get("min_merge_width") {
+                        c.universal.min_merge_width = num(file, "min_merge_width", x)?;
+                    }
+                    if let Some(x) = u.get("max_merge_width") {
+                        let n: u64 = num(file, "max_merge_width", x)?;
+                        // RocksDB's UINT_MAX means "no limit".
+                        c.universal.max_merge_width = if n >= u64::from(u32::MAX) {
+                            usize::MAX
+                        } else {
+                            n as usize
+                        };
+                    }
+                    if let Some(x) = u.get("max_size_amplification_percent") {
+                        c.universal.max_size_amplification_percent =
+                            num(file, "max_size_amplification_percent", x)?;
+                    }
+                }
+                "compaction_options_fifo" => {
+                    if let Some(x) = struct_fields(v).get("max_table_files_size") {
+                        c.fifo.max_table_files_size = num(file, "max_table_files_size", x)?;
+                    }
+                }
+                _ => {}
+            }
+        }
+        // RocksDB's `ttl` is FIFO's age limit only under FIFO (under level
+        // compaction it means periodic recompaction, which Strata lacks).
+        if c.compaction_style == CompactionStyle::Fifo
+            && let Some(v) = cf.get("ttl")
+        {
+            let n: u64 = num(file, "ttl", v)?;
+            c.fifo.ttl_seconds = if n == DEFAULT_TTL { 0 } else { n };
+        }
+        if let Some(t) = self.tables.get(name) {
+            for (k, v) in t {
+                match k.as_str() {
+                    "block_size" => {
+                        let n: usize = num(file, k, v)?;
+                        if n > 0 {
+                            c.block_size = n;
+                        }
+                    }
+                    "block_restart_interval" => {
+                        if let Some(n) = count(file, k, v)?.filter(|&n| n > 0) {
+                            c.block_restart_interval = n;
+                        }
+                    }
+                    "filter_policy" => {
+                        c.bloom_bits_per_key = match v.as_str() {
+                            "nullptr" | "" => None,
+                            p => {
+                                // `bloomfilter:BITS:USE_BLOCK_BASED` (other
+                                // policies keep the default).
+                                let mut parts = p.split(':');
+                                match (parts.next(), parts.next().map(str::parse::<f64>)) {
+                                    (Some("bloomfilter"), Some(Ok(b))) => Some(b),
+                                    _ => c.bloom_bits_per_key,
+                                }
+                            }
+                        };
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// RocksDB's `SanitizeOptions` for the compaction settings: FIFO keeps
+/// one level and never stalls writes on L0 files; the slowdown trigger is
+/// at least the compaction trigger and the stop trigger at least the
+/// slowdown trigger.
+pub fn sanitize(c: &mut ColumnFamilyOptions) {
+    if c.compaction_style == CompactionStyle::Fifo {
+        c.num_levels = 1;
+        c.level0_slowdown_writes_trigger = i32::MAX as usize;
+        c.level0_stop_writes_trigger = i32::MAX as usize;
+    }
+    if c.level0_slowdown_writes_trigger < c.level0_file_num_compaction_trigger {
+        c.level0_slowdown_writes_trigger = c.level0_file_num_compaction_trigger;
+    }
+    if c.level0_stop_writes_trigger < c.level0_slowdown_writes_trigger {
+        c.level0_stop_writes_trigger = c.level0_slowdown_writes_trigger;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROCKSDB_STYLE: &str = "\
+# comment
+[Version]
+  rocksdb_version=7.8.3
+
+[DBOptions]
+  max_background_jobs=4
+  max_subcompactions=2
+  delayed_write_rate=0
+
+[CFOptions \"default\"]
+  compaction_style=kCompactionStyleUniversal
+  num_levels=5
+  level0_file_num_compaction_trigger=8
+  level0_slowdown_writes_trigger=20
+  level0_stop_writes_trigger=36
+  target_file_size_base=1048576
+  level_compaction_dynamic_level_bytes=false
+  compaction_options_universal={incremental=false;max_size_amplification_percent=150;max_merge_width=4294967295;min_merge_width=3;size_ratio=5;}
+  compaction_options_fifo={allow_compaction=true;age_for_warm=0;max_table_files_size=0;}
+  ttl=2592000
+  compression=kNoCompression
+
+[TableOptions/BlockBasedTable \"default\"]
+  block_size=8192
+  filter_policy=nullptr
+
+[CFOptions \"f\\:ifo\"]
+  compaction_style=kCompactionStyleFIFO
+  num_levels=1
+  compaction_options_fifo={allow_compaction=false;max_table_files_size=12345;}
+  ttl=60
+
+[TableOptions/BlockBasedTable \"f\\:ifo\"]
+  filter_policy=bloomfilter:7:false
+";
+
+    #[test]
+    fn applies_rocksdb_options_files() {
+        let f = parse("OPTIONS-000007", ROCKSDB_STYLE).unwrap();
+        let mut o = Options::default();
+        f.apply_db(&mut o).unwrap();
+        assert_eq!(o.max_background_jobs, 4);
+        assert_eq!(o.max_subcompactions, 2);
+        assert_eq!(o.delayed_write_rate, Options::default().delayed_write_rate);
+        let mut c = ColumnFamilyOptions::default();
+        f.apply_cf("default", &mut c).unwrap();
+        assert_eq!(c.compaction_style, CompactionStyle::Universal);
+        assert_eq!(c.num_levels, 5);
+        assert_eq!(c.level0_file_num_compaction_trigger, 8);
+        assert_eq!(c.target_file_size_base, 1 << 20);
+        assert!(!c.level_compaction_dynamic_level_bytes);
+        assert_eq!(c.universal.size_ratio, 5);
+        assert_eq!(c.universal.min_merge_width, 3);
+        assert_eq!(c.universal.max_merge_width, usize::MAX);
+        assert_eq!(c.universal.max_size_amplification_percent, 150);
+        assert_eq!(c.fifo.ttl_seconds, 0, "ttl is FIFO's only under FIFO");
+        assert_eq!(c.compression, CompressionType::None);
+        assert_eq!(c.block_size, 8192);
+        assert_eq!(c.bloom_bits_per_key, None);
+        let mut c = ColumnFamilyOptions::default();
+        f.apply_cf("f:ifo", &mut c).unwrap();
+        assert_eq!(c.compaction_style, CompactionStyle::Fifo);
+        assert_eq!(c.fifo.max_table_files_size, 12345);
+        assert_eq!(c.fifo.ttl_seconds, 60);
+        assert_eq!(c.bloom_bits_per_key, Some(7.0));
+        // A column family the file does not know keeps its options.
+        let mut c = ColumnFamilyOptions::default();
+        f.apply_cf("other", &mut c).unwrap();
+        assert_eq!(c.compaction_style, CompactionStyle::Level);
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        let f = parse("O", "[CFOptions \"default\"]\n num_levels=seven\n").unwrap();
+        assert!(
+            f.apply_cf("default", &mut ColumnFamilyOptions::default())
+                .is_err()
+        );
+        assert!(parse("O", "[CFOptions \"default\"\n").is_err());
+    }
+
+    #[test]
+    fn sanitizes_like_rocksdb() {
+        let mut c = ColumnFamilyOptions {
+            compaction_style: CompactionStyle::Fifo,
+            ..ColumnFamilyOptions::default()
+        };
+        sanitize(&mut c);
+        assert_eq!(c.num_levels, 1);
+        assert!(c.validate("default").is_ok());
+        let mut c = ColumnFamilyOptions {
+            level0_file_num_compaction_trigger: 30,
+            level0_slowdown_writes_trigger: 20,
+            level0_stop_writes_trigger: 10,
+            ..ColumnFamilyOptions::default()
+        };
+        sanitize(&mut c);
+        assert_eq!(
+            (
+                c.level0_slowdown_writes_trigger,
+                c.level0_stop_writes_trigger
+            ),
+            (30, 30)
+        );
+    }
+}
