@@ -49,8 +49,9 @@ fn run(point: &'static str, seed: u64) -> Result<bool, String> {
     {
         let (fs, crashed, crash_seed) = (fs.clone(), Arc::clone(&crashed), rng.next());
         crash_point::arm(point, 1 + rng.below(3), move || {
-            fs.crash(crash_seed);
+            // First the flag: an error seen after the crash must find it.
             crashed.store(true, Ordering::SeqCst);
+            fs.crash(crash_seed);
         });
     }
     let dead = || crashed.load(Ordering::SeqCst);
@@ -84,8 +85,14 @@ fn run(point: &'static str, seed: u64) -> Result<bool, String> {
             if !acked {
                 break 'sessions;
             }
+            // A synced write acknowledged is durable, even if the power
+            // failed right after; then the run stops (what follows a crash
+            // is a new history).
             if sync {
                 floor = history.len();
+            }
+            if dead() {
+                break 'sessions;
             }
             if rng.one_in(25) {
                 if !check(db.flush(), "flush")? {
@@ -96,8 +103,13 @@ fn run(point: &'static str, seed: u64) -> Result<bool, String> {
             if rng.one_in(60) && !check(db.compact_range(None, None), "compact_range")? {
                 break 'sessions;
             }
+            if dead() {
+                break 'sessions;
+            }
         }
-        if !check(db.close(), "close")? {
+        // A crash during a close that still returned Ok (a background job
+        // hit the point) ends the run too.
+        if !check(db.close(), "close")? || dead() {
             break;
         }
     }
@@ -105,13 +117,34 @@ fn run(point: &'static str, seed: u64) -> Result<bool, String> {
     if !fired {
         return Ok(false);
     }
-    let db = DB::open(options(&fs), "/db").map_err(|e| format!("reopen after the crash: {e}"))?;
-    let recovered = scan(&db)?;
+    // STRATA_CRASH_DIAG=1: failures carry the files, MANIFEST and LOG the
+    // crash left.
+    let diag = if std::env::var("STRATA_CRASH_DIAG").is_ok() {
+        use strata::env::FileSystem;
+        let mut d = format!("\nfiles after the crash: {:?}\n", fs.file_names());
+        d.push_str(
+            &strata::tools::manifest_dump_with(&fs, std::path::Path::new("/db"), None)
+                .unwrap_or_else(|e| format!("manifest_dump: {e}")),
+        );
+        for p in fs.file_names() {
+            if p.to_string_lossy().contains("LOG") {
+                d.push_str(&String::from_utf8_lossy(
+                    &fs.read_file(&p).unwrap_or_default(),
+                ));
+            }
+        }
+        d
+    } else {
+        String::new()
+    };
+    let db =
+        DB::open(options(&fs), "/db").map_err(|e| format!("reopen after the crash: {e}{diag}"))?;
+    let recovered = scan(&db).map_err(|e| format!("{e}{diag}"))?;
     let prefixes = matching_prefixes(&history, &recovered);
     if !prefixes.iter().any(|&p| p >= floor) {
         return Err(format!(
             "the recovered state is not the state after any prefix of at least {floor} of \
-             the {} batches; it matches prefixes {prefixes:?}",
+             the {} batches; it matches prefixes {prefixes:?}{diag}",
             history.len()
         ));
     }
@@ -134,7 +167,11 @@ fn every_crash_point_recovers_a_prefix() {
     let started = std::time::Instant::now();
     let mut fires: BTreeMap<&str, u64> = BTreeMap::new();
     let mut failures = Vec::new();
+    let only_point = std::env::var("STRATA_CRASH_POINT").ok();
     for &point in crash_point::POINTS {
+        if only_point.as_deref().is_some_and(|p| p != point) {
+            continue;
+        }
         let seeds: Vec<u64> = match only {
             Some(s) => vec![s],
             None => (0..200 * want).collect(),
@@ -176,7 +213,7 @@ fn every_crash_point_recovers_a_prefix() {
         failures.len(),
         failures[..failures.len().min(10)].join("\n")
     );
-    if only.is_none() {
+    if only.is_none() && only_point.is_none() {
         assert!(never.is_empty(), "crash points never reached: {never:?}");
     }
 }

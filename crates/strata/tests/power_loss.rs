@@ -18,7 +18,10 @@
 //! the keys on which the replayed state and the recovered one differ.
 //!
 //! Sizes: `STRATA_POWER_LOSS_SEEDS` seeds per option set (default 500, so
-//! 4 x 500 x 3 = 6,000 crashes); `STRATA_SEED=<seed>` replays one seed.
+//! 5 x 500 x 3 = 7,500 crashes); `STRATA_SEED=<seed>` replays one seed.
+//! The fifth option set also fails file-system operations at random before
+//! each crash: a failed write may survive or not, and no write may be
+//! acknowledged after it.
 
 mod common;
 
@@ -27,6 +30,8 @@ use common::history::{Op, Rng, matching_prefixes, random_batch, scan, to_write_b
 use std::sync::Arc;
 
 use strata::DB;
+use strata::env::FileSystemRef;
+use strata::env::fault::{FaultInjectionFileSystem, OpKind};
 use strata::env::mem::MemFileSystem;
 use strata::merge_operator::StringAppendOperator;
 use strata::options::{CompactionStyle, Options, WriteOptions};
@@ -44,9 +49,12 @@ struct Config {
     sync_one_in: u64,
     flush_one_in: u64,
     compact_one_in: u64,
+    /// Before the crash, each file-system write, sync, rename, directory
+    /// sync or read fails with probability 1/this (0: never).
+    fault_one_in: u64,
 }
 
-const CONFIGS: [Config; 4] = [
+const CONFIGS: [Config; 5] = [
     Config {
         name: "leveled",
         write_buffer_size: 4096,
@@ -56,6 +64,7 @@ const CONFIGS: [Config; 4] = [
         sync_one_in: 6,
         flush_one_in: 40,
         compact_one_in: 120,
+        fault_one_in: 0,
     },
     Config {
         name: "universal",
@@ -66,6 +75,7 @@ const CONFIGS: [Config; 4] = [
         sync_one_in: 8,
         flush_one_in: 60,
         compact_one_in: 150,
+        fault_one_in: 0,
     },
     // Nothing flushes: recovery is WAL replay, across several epochs of
     // WALs (old logs must not be misread as new data).
@@ -78,6 +88,7 @@ const CONFIGS: [Config; 4] = [
         sync_one_in: 4,
         flush_one_in: 0,
         compact_one_in: 0,
+        fault_one_in: 0,
     },
     // No WAL: only flushed data survives, still as a prefix.
     Config {
@@ -89,14 +100,46 @@ const CONFIGS: [Config; 4] = [
         sync_one_in: 0,
         flush_one_in: 15,
         compact_one_in: 100,
+        fault_one_in: 0,
+    },
+    // I/O errors at random before the power fails (RELIABILITY G4's long
+    // run): a failed write may or may not survive, nothing after it may be
+    // acknowledged, and every write acknowledged before it obeys the
+    // contract as usual.
+    Config {
+        name: "random-io-errors",
+        write_buffer_size: 4096,
+        style: CompactionStyle::Level,
+        compression: CompressionType::Snappy,
+        disable_wal: false,
+        sync_one_in: 5,
+        flush_one_in: 40,
+        compact_one_in: 120,
+        fault_one_in: 150,
     },
 ];
 
-fn options(fs: &MemFileSystem, c: &Config) -> Options {
+const FAULT_KINDS: [OpKind; 8] = [
+    OpKind::NewWritable,
+    OpKind::Append,
+    OpKind::Flush,
+    OpKind::Sync,
+    OpKind::Close,
+    OpKind::Rename,
+    OpKind::SyncDir,
+    OpKind::Read,
+];
+
+/// Options for a new process on `fs` (it dies with the next crash),
+/// through `faults` when given.
+fn options(fs: &MemFileSystem, c: &Config, faults: Option<&FaultInjectionFileSystem>) -> Options {
+    let process: FileSystemRef = match faults {
+        Some(f) => Arc::new(f.clone()),
+        None => Arc::new(fs.process()),
+    };
     let mut o = Options {
         create_if_missing: true,
-        // A new process: it dies with the next crash.
-        fs: Some(Arc::new(fs.process())),
+        fs: Some(process),
         ..Options::default()
     };
     o.cf.write_buffer_size = c.write_buffer_size;
@@ -119,6 +162,8 @@ struct Figures {
     synced: u64,
     /// Batches acknowledged but lost in a crash (allowed: never synced).
     lost_unsynced: u64,
+    /// Writes failed by an injected I/O error.
+    failed_writes: u64,
 }
 
 fn run_seed(c: &Config, seed: u64, f: &mut Figures) -> Result<(), String> {
@@ -127,7 +172,18 @@ fn run_seed(c: &Config, seed: u64, f: &mut Figures) -> Result<(), String> {
     let mut history: Vec<Vec<Op>> = Vec::new();
     // Every prefix shorter than this must not be the recovered state.
     let mut floor = 0usize;
-    let mut db = DB::open(options(&fs, c), "/db").map_err(|e| format!("first open: {e}"))?;
+    // The process of each epoch: faults (if any) armed once it is open.
+    let new_process = |rng: &mut Rng| -> Result<(DB, Option<FaultInjectionFileSystem>), String> {
+        let faults =
+            (c.fault_one_in > 0).then(|| FaultInjectionFileSystem::new(Arc::new(fs.process())));
+        let db =
+            DB::open(options(&fs, c, faults.as_ref()), "/db").map_err(|e| format!("open: {e}"))?;
+        if let Some(f) = &faults {
+            f.fail_randomly(&FAULT_KINDS, c.fault_one_in, rng.next());
+        }
+        Ok((db, faults))
+    };
+    let (mut db, mut faults) = new_process(&mut rng)?;
     for epoch in 0..EPOCHS {
         let steps = 1 + rng.below(120);
         for _ in 0..steps {
@@ -137,22 +193,44 @@ fn run_seed(c: &Config, seed: u64, f: &mut Figures) -> Result<(), String> {
                 sync,
                 disable_wal: c.disable_wal,
             };
-            db.write(&wo, to_write_batch(&batch))
-                .map_err(|e| format!("epoch {epoch}: write before the crash: {e}"))?;
+            let written = db.write(&wo, to_write_batch(&batch));
+            // A failed write may or may not survive: the history's optional
+            // last batch.
             history.push(batch);
             f.batches += 1;
+            if let Err(e) = written {
+                if faults.is_none() {
+                    return Err(format!("epoch {epoch}: write before the crash: {e}"));
+                }
+                f.failed_writes += 1;
+                // Contract 5: the database takes no write after a failed one.
+                let probe = db.put(&wo, b"probe", b"after a failed write");
+                if probe.is_ok() {
+                    return Err(format!(
+                        "epoch {epoch}: a write was acknowledged after a failed write ({e})"
+                    ));
+                }
+                break;
+            }
             if sync {
                 f.synced += 1;
                 floor = history.len();
             }
             if rng.one_in(c.flush_one_in) {
-                db.flush()
-                    .map_err(|e| format!("epoch {epoch}: flush: {e}"))?;
-                floor = history.len();
+                match db.flush() {
+                    Ok(()) => floor = history.len(),
+                    Err(e) if faults.is_none() => {
+                        return Err(format!("epoch {epoch}: flush: {e}"));
+                    }
+                    Err(_) => {}
+                }
             }
             if rng.one_in(c.compact_one_in) {
-                db.compact_range(None, None)
-                    .map_err(|e| format!("epoch {epoch}: compact_range: {e}"))?;
+                if let Err(e) = db.compact_range(None, None) {
+                    if faults.is_none() {
+                        return Err(format!("epoch {epoch}: compact_range: {e}"));
+                    }
+                }
             }
         }
         // Power fails with the database open, background work maybe
@@ -160,9 +238,10 @@ fn run_seed(c: &Config, seed: u64, f: &mut Figures) -> Result<(), String> {
         fs.crash(rng.next());
         f.crashes += 1;
         drop(db);
-        db = DB::open(options(&fs, c), "/db")
+        // Recovery itself runs without faults: what it finds is checked.
+        let clean = DB::open(options(&fs, c, None), "/db")
             .map_err(|e| format!("epoch {epoch}: reopen after the crash: {e}"))?;
-        let recovered = scan(&db).map_err(|e| format!("epoch {epoch}: {e}"))?;
+        let recovered = scan(&clean).map_err(|e| format!("epoch {epoch}: {e}"))?;
         let prefixes = matching_prefixes(&history, &recovered);
         let Some(&p) = prefixes.iter().rev().find(|&&p| p >= floor) else {
             return Err(format!(
@@ -176,7 +255,17 @@ fn run_seed(c: &Config, seed: u64, f: &mut Figures) -> Result<(), String> {
         history.truncate(p);
         // What a recovery showed must survive the next crash too.
         floor = p;
+        db = clean;
+        if c.fault_one_in > 0 && epoch + 1 < EPOCHS {
+            // The next epoch is a new process with faults again.
+            db.close()
+                .map_err(|e| format!("epoch {epoch}: close after recovery: {e}"))?;
+            (db, faults) = new_process(&mut rng)?;
+        } else {
+            faults = None;
+        }
     }
+    let _ = faults;
     db.verify_checksums()
         .map_err(|e| format!("verify_checksums at the end: {e}"))?;
     db.close().map_err(|e| format!("close at the end: {e}"))?;
@@ -229,19 +318,21 @@ fn power_loss_recovers_a_prefix_with_every_synced_write() {
         total.batches += f.batches;
         total.synced += f.synced;
         total.lost_unsynced += f.lost_unsynced;
+        total.failed_writes += f.failed_writes;
         failures.extend(fails);
     }
     common::figures::record(
         "G2",
         "simulated power loss, prefix check by trace replay",
         &format!(
-            "{} crashes over {} option sets ({} batches, {} synced; {} unsynced lost as allowed), \
-             {} failures, {:.1} s",
+            "{} crashes over {} option sets ({} batches, {} synced; {} unsynced lost as allowed; \
+             {} writes failed by random I/O errors, none acknowledged after), {} failures, {:.1} s",
             total.crashes,
             CONFIGS.len(),
             total.batches,
             total.synced,
             total.lost_unsynced,
+            total.failed_writes,
             failures.len(),
             started.elapsed().as_secs_f64()
         ),

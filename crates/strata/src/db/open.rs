@@ -53,6 +53,7 @@ fn version_set_options(opts: &Options, descs: &[ColumnFamilyDescriptor]) -> Vers
     }
     v.num_levels = opts.cf.num_levels;
     v.max_manifest_file_size = opts.max_manifest_file_size;
+    v.wal_dir = opts.wal_dir.clone();
     v
 }
 

@@ -251,6 +251,19 @@ impl MemFileSystem {
         }
     }
 
+    /// Runs `f` on the live state; returns its result with the generation
+    /// read under the same lock.
+    fn with_live<T>(
+        &self,
+        what: &str,
+        path: &Path,
+        f: impl FnOnce(&mut State) -> Result<T>,
+    ) -> Result<(T, u64)> {
+        let mut st = self.live_state(what, path)?;
+        let t = f(&mut st)?;
+        Ok((t, self.generation()))
+    }
+
     /// The generation handles opened through this view belong to.
     fn generation(&self) -> u64 {
         self.bound
@@ -274,6 +287,12 @@ impl MemFileSystem {
 
     fn crash_with(&self, mut rng: Option<&mut SplitMix64>) {
         let mut st = self.state();
+        // The power fails now: handles check the generation while holding
+        // their file's lock, and the copies below take each file's lock, so
+        // a write or sync either completed before its file is copied (and
+        // is judged by the crash like any other) or fails. No sync reports
+        // success for bytes the crash already dropped.
+        self.inner.generation.fetch_add(1, Ordering::SeqCst);
         let pending = std::mem::take(&mut st.pending);
         for op in &pending {
             if let Some(r) = rng.as_deref_mut() {
@@ -310,7 +329,6 @@ impl MemFileSystem {
             d.current = d.durable.clone();
         }
         st.locks.clear();
-        self.inner.generation.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Paths of all files (not directories) currently present, sorted.
@@ -384,10 +402,12 @@ struct Handle {
 }
 
 impl Handle {
-    fn new(fs: &MemFileSystem, path: &Path, file: FileRef) -> Handle {
+    /// A handle of generation `generation`, read under the state lock
+    /// that found `file` (so a crash cannot fall in between).
+    fn new(fs: &MemFileSystem, path: &Path, (file, generation): (FileRef, u64)) -> Handle {
         Handle {
             fs: fs.inner.clone(),
-            generation: fs.generation(),
+            generation,
             path: path.to_path_buf(),
             file,
         }
@@ -402,9 +422,11 @@ impl Handle {
     }
 
     /// The file's bytes, or an error if a crash happened since the open.
+    /// The check runs under the file's lock (see `crash_with`).
     fn data(&self, what: &str) -> Result<MutexGuard<'_, FileData>> {
+        let f = lock(&self.file);
         self.check(what)?;
-        Ok(lock(&self.file))
+        Ok(f)
     }
 }
 
@@ -424,8 +446,10 @@ impl MemWritableFile {
     }
 
     fn data(&self, what: &str) -> Result<MutexGuard<'_, FileData>> {
-        self.check(what)?;
-        Ok(lock(&self.h.file))
+        if self.closed {
+            return Err(io_err(what, &self.h.path, "file already closed"));
+        }
+        self.h.data(what)
     }
 }
 
@@ -511,7 +535,7 @@ impl Drop for MemFileLock {
 
 impl FileSystem for MemFileSystem {
     fn new_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        let file = self.live_state("create", path)?.create_file(path)?;
+        let file = self.with_live("create", path, |st| st.create_file(path))?;
         Ok(Box::new(MemWritableFile {
             h: Handle::new(self, path, file),
             size: 0,
@@ -520,14 +544,14 @@ impl FileSystem for MemFileSystem {
     }
 
     fn reopen_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        let mut st = self.live_state("open for append", path)?;
-        let file = match st.lookup_file(path, "open for append") {
-            Ok(f) => f,
-            Err(Error::NotFound(_)) => st.create_file(path)?,
-            Err(e) => return Err(e),
-        };
-        drop(st);
-        let size = lock(&file).data.len() as u64;
+        let file = self.with_live("open for append", path, |st| {
+            match st.lookup_file(path, "open for append") {
+                Ok(f) => Ok(f),
+                Err(Error::NotFound(_)) => st.create_file(path),
+                Err(e) => Err(e),
+            }
+        })?;
+        let size = lock(&file.0).data.len() as u64;
         Ok(Box::new(MemWritableFile {
             h: Handle::new(self, path, file),
             size,
@@ -536,12 +560,12 @@ impl FileSystem for MemFileSystem {
     }
 
     fn new_random_access_file(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        let file = self.live_state("open", path)?.lookup_file(path, "open")?;
+        let file = self.with_live("open", path, |st| st.lookup_file(path, "open"))?;
         Ok(Arc::new(MemRandomAccessFile(Handle::new(self, path, file))))
     }
 
     fn new_sequential_file(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
-        let file = self.live_state("open", path)?.lookup_file(path, "open")?;
+        let file = self.with_live("open", path, |st| st.lookup_file(path, "open"))?;
         Ok(Box::new(MemSequentialFile {
             h: Handle::new(self, path, file),
             pos: 0,

@@ -231,6 +231,28 @@ impl VersionSet {
         for n in used {
             next_file = next_file.max(n.saturating_add(1));
         }
+        // Files the MANIFEST does not know can still hold numbers past its
+        // next_file_number: a WAL started after the last edit (a memtable
+        // switch writes no edit), or a table of a job a crash cut short.
+        // New files must not take their numbers (RocksDB marks the WALs it
+        // finds as used): a new WAL named like an old one made a crash
+        // right after recovery replay the old one's data a second time.
+        // (A read-only open creates nothing: it reports the MANIFEST's
+        // number, as RocksDB's does.)
+        let dirs: Vec<&Path> = std::iter::once(dbname)
+            .chain(opts.wal_dir.as_deref().filter(|w| *w != dbname))
+            .filter(|_| !read_only)
+            .collect();
+        for dir in dirs {
+            for child in fs.children(dir).unwrap_or_default() {
+                // (An info log's number is a timestamp, not a file number.)
+                if let Some((n, t)) = parse_file_name(&child)
+                    && t != FileType::InfoLog
+                {
+                    next_file = next_file.max(n.saturating_add(1));
+                }
+            }
+        }
         let cfs = finished
             .cfs
             .into_iter()

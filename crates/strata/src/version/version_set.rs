@@ -57,6 +57,9 @@ pub struct VersionSetOptions {
     pub cf_num_levels: HashMap<String, usize>,
     /// MANIFEST size past which the next edit starts a new MANIFEST.
     pub max_manifest_file_size: u64,
+    /// Where the WALs are, if not in the database directory: recovery
+    /// counts their numbers as used.
+    pub wal_dir: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for VersionSetOptions {
@@ -87,6 +90,7 @@ impl VersionSetOptions {
             num_levels: DEFAULT_NUM_LEVELS,
             cf_num_levels: HashMap::new(),
             max_manifest_file_size: 1 << 30,
+            wal_dir: None,
         }
     }
 

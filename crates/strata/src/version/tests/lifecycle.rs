@@ -457,3 +457,36 @@ fn replay_errors_name_manifest_and_offset() {
         5
     );
 }
+
+#[test]
+fn recovery_counts_numbers_of_files_the_manifest_does_not_know() {
+    // Found by the crash-point suite: a WAL started by a memtable switch
+    // (no MANIFEST edit) kept a number past next_file_number; the next
+    // open gave its new WAL the same number, and a crash before that WAL
+    // was created made the old one's data count as new.
+    let (_m, fs) = mem();
+    let vs = VersionSet::create_new(fs.clone(), &db_path(), bytewise()).unwrap();
+    let next = vs.next_file_number();
+    drop(vs);
+    fs.write_file(&db_path().join("000009.log"), b"", true)
+        .unwrap();
+    fs.write_file(&db_path().join("000012.sst"), b"", true)
+        .unwrap();
+    // An info log's number is a timestamp, not a file number.
+    fs.write_file(&db_path().join("LOG.old.1795463713262181"), b"", true)
+        .unwrap();
+    assert!(next < 9);
+    let wal_dir = PathBuf::from("/wal");
+    fs.create_dir_all(&wal_dir).unwrap();
+    fs.write_file(&wal_dir.join("000015.log"), b"", true)
+        .unwrap();
+    let vs = VersionSet::recover(fs.clone(), &db_path(), bytewise(), false).unwrap();
+    assert_eq!(vs.manifest_file_number(), 13);
+    assert_eq!(vs.next_file_number(), 14);
+    drop(vs);
+    let mut opts = VersionSetOptions::new(bytewise());
+    opts.wal_dir = Some(wal_dir);
+    let vs = VersionSet::recover_with(fs.clone(), &db_path(), opts, false).unwrap();
+    assert_eq!(vs.manifest_file_number(), 16);
+    assert_eq!(vs.next_file_number(), 17);
+}
