@@ -17,25 +17,12 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use super::VERIFICATION_FAILED;
+use super::{Rng, VERIFICATION_FAILED};
 use crate::flags::Flags;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len() as u64) as usize]
-    }
+/// Picks one of `xs`.
+fn pick<'a>(rng: &mut Rng, xs: &[&'a str]) -> &'a str {
+    xs[rng.below(xs.len() as u64) as usize]
 }
 
 /// Totals of a crash test.
@@ -55,19 +42,19 @@ fn cycle_flags(rng: &mut Rng, base: &[String], style: u64, wal_off: bool) -> Vec
     set("compaction_style", style.to_string());
     set(
         "write_buffer_size",
-        rng.pick(&["65536", "262144", "1048576"]).into(),
+        pick(rng, &["65536", "262144", "1048576"]).into(),
     );
     set(
         "compression_type",
-        rng.pick(&["none", "snappy", "lz4", "zstd"]).into(),
+        pick(rng, &["none", "snappy", "lz4", "zstd"]).into(),
     );
     set(
         "target_file_size_base",
-        rng.pick(&["65536", "262144"]).into(),
+        pick(rng, &["65536", "262144"]).into(),
     );
     set(
         "max_bytes_for_level_base",
-        rng.pick(&["524288", "1048576"]).into(),
+        pick(rng, &["524288", "1048576"]).into(),
     );
     set(
         "level0_file_num_compaction_trigger",
@@ -77,7 +64,7 @@ fn cycle_flags(rng: &mut Rng, base: &[String], style: u64, wal_off: bool) -> Vec
     if wal_off {
         set("disable_wal", "true".into());
     } else {
-        set("sync_one_in", rng.pick(&["0", "20", "200"]).into());
+        set("sync_one_in", pick(rng, &["0", "20", "200"]).into());
     }
     a
 }

@@ -16,30 +16,12 @@ use super::expected::{
     value_bytes, write_base,
 };
 use super::verify::{agrees, decode};
-use super::{Config, VERIFICATION_FAILED};
+use super::{Config, Rng, VERIFICATION_FAILED};
 
 /// What a run did.
 pub struct Ran {
     pub ops: u64,
     pub writes: u64,
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn one_in(&mut self, n: u64) -> bool {
-        n > 0 && self.below(n) == 0
-    }
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -392,6 +374,27 @@ fn scan(sh: &Shared, rng: &mut Rng, k: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// Reads `k` at `snap` and checks it against state `want`.
+fn check_at(sh: &Shared, snap: &Snapshot, k: u64, want: u32, what: &str) -> Result<(), String> {
+    let ro = ReadOptions {
+        snapshot: Some(snap.sequence()),
+        ..ReadOptions::default()
+    };
+    let got = sh
+        .db
+        .get(&ro, &key_bytes(k))
+        .map_err(|e| format!("get at snapshot: {e}"))?;
+    let got = decode(k, got.as_deref(), sh.cfg)?;
+    if agrees(want, got) {
+        return Ok(());
+    }
+    Err(fail(format!(
+        "get key {k} at {what}: expected {}, found {}",
+        describe(Some(want)),
+        describe(got)
+    )))
+}
+
 /// Reads `k` at a new snapshot (checked under the key's lock), keeps the
 /// snapshot a while, and re-reads an older one: it must not have changed.
 fn snapshot_read(
@@ -403,42 +406,12 @@ fn snapshot_read(
         let _g = sh.exp.lock(k);
         let snap = sh.db.snapshot();
         let want = sh.exp.get(k).0;
-        let ro = ReadOptions {
-            snapshot: Some(snap.sequence()),
-            ..ReadOptions::default()
-        };
-        let got = sh
-            .db
-            .get(&ro, &key_bytes(k))
-            .map_err(|e| format!("get at snapshot: {e}"))?;
-        let got = decode(k, got.as_deref(), sh.cfg)?;
-        if !agrees(want, got) {
-            return Err(fail(format!(
-                "get key {k} at a new snapshot: expected {}, found {}",
-                describe(Some(want)),
-                describe(got)
-            )));
-        }
+        check_at(sh, &snap, k, want, "a new snapshot")?;
         snaps.push_back((snap, k, want));
     }
     if snaps.len() > 4 {
         if let Some((snap, k, want)) = snaps.pop_front() {
-            let ro = ReadOptions {
-                snapshot: Some(snap.sequence()),
-                ..ReadOptions::default()
-            };
-            let got = sh
-                .db
-                .get(&ro, &key_bytes(k))
-                .map_err(|e| format!("get at snapshot: {e}"))?;
-            let got = decode(k, got.as_deref(), sh.cfg)?;
-            if !agrees(want, got) {
-                return Err(fail(format!(
-                    "key {k} at an old snapshot changed: was {}, now {}",
-                    describe(Some(want)),
-                    describe(got)
-                )));
-            }
+            check_at(sh, &snap, k, want, "an old snapshot (it changed)")?;
         }
     }
     Ok(())
