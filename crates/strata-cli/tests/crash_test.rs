@@ -144,4 +144,18 @@ fn wal_off_run_killed_then_settled_by_its_trace() {
     );
     assert!(stdout.contains("WAL-off trace:"), "{stdout}");
     assert!(!trace.exists(), "a settled trace is removed");
+    // A WAL-off run that ends normally must hold its whole trace (its end
+    // flush writes a marker after the last write).
+    let out = strata()
+        .args(&args)
+        .arg("--ops_per_thread=2000")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("stress: done, verified"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!trace.exists());
 }

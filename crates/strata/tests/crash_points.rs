@@ -215,5 +215,10 @@ fn every_crash_point_recovers_a_prefix() {
     );
     if only.is_none() && only_point.is_none() {
         assert!(never.is_empty(), "crash points never reached: {never:?}");
+        let short: Vec<_> = fires.iter().filter(|(_, n)| **n < want).collect();
+        assert!(
+            short.is_empty(),
+            "crash points fired fewer than {want} times: {short:?}"
+        );
     }
 }

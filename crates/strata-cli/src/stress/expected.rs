@@ -260,6 +260,18 @@ impl TraceWriter {
         })
     }
 
+    /// Opens an existing trace to add records at its end.
+    pub fn open_append(path: &Path) -> Result<TraceWriter, String> {
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|e| io("open trace", path, e))?;
+        Ok(TraceWriter {
+            file,
+            path: path.to_path_buf(),
+        })
+    }
+
     pub fn append(&mut self, r: &TraceRecord) -> Result<(), String> {
         let line = match r {
             TraceRecord::Flush => "f\n".to_string(),

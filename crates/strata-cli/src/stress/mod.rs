@@ -165,6 +165,10 @@ pub fn run(f: &Flags) -> Result<(), String> {
     // WAL off, after a flush, as the writes are in the memtable only).
     if cfg.disable_wal {
         db.flush().map_err(|e| format!("flush: {e}"))?;
+        // Every traced write is now in a table: the marker makes the
+        // verification demand the whole trace.
+        expected::TraceWriter::open_append(&exp.trace_path())?
+            .append(&expected::TraceRecord::Flush)?;
     }
     verify::verify_all(&db, &exp, &cfg)?;
     db.close().map_err(|e| format!("close: {e}"))?;
