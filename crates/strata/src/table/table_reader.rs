@@ -13,7 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::block::{Block, BlockIter, KeyOrder};
 use super::filter::FilterReader;
 use super::format::{
-    BlockContents, BlockHandle, BlockReadOptions, Footer, read_block, read_footer,
+    BLOCK_TRAILER_SIZE, BlockContents, BlockHandle, BlockReadOptions, Footer, read_block,
+    read_footer,
 };
 use super::iterator::InternalIterator;
 use super::options::TableOptions;
@@ -72,6 +73,37 @@ impl Table {
         opts: &TableOptions,
     ) -> Result<Table> {
         let footer = read_footer(&*file, name, file_size)?;
+        // The footer's handles carry no checksum: one that points outside
+        // the blocks is damage in the footer, reported there (not at the
+        // offset the damaged handle names).
+        // The last block before the footer is the metaindex (RocksDB) or
+        // the index (LevelDB): if neither handle ends there, the footer is
+        // what is damaged.
+        let bad_footer = |msg: String| Error::corruption(name, footer.offset, msg);
+        for (what, h) in [
+            ("metaindex", footer.metaindex_handle),
+            ("index", footer.index_handle),
+        ] {
+            if !h.fits_in(footer.offset) {
+                return Err(bad_footer(format!(
+                    "bad footer: {what} block handle ({}, {}) runs past the blocks, which end at {}",
+                    h.offset, h.size, footer.offset
+                )));
+            }
+        }
+        let ends_at_footer =
+            |h: BlockHandle| h.offset + h.size + BLOCK_TRAILER_SIZE as u64 == footer.offset;
+        if !ends_at_footer(footer.metaindex_handle) && !ends_at_footer(footer.index_handle) {
+            return Err(bad_footer(format!(
+                "bad footer: neither the metaindex ({}, {}) nor the index ({}, {}) is the \
+                 last block, which ends at {}",
+                footer.metaindex_handle.offset,
+                footer.metaindex_handle.size,
+                footer.index_handle.offset,
+                footer.index_handle.size,
+                footer.offset
+            )));
+        }
         let name: Arc<str> = Arc::from(name);
         let read_opts = BlockReadOptions {
             checksum_type: footer.checksum_type,
