@@ -177,17 +177,7 @@ impl DB {
                     let path = inner
                         .dbname
                         .join(crate::cache::table_cache::table_file_name(f.number));
-                    let size = inner.fs.file_size(&path)?;
-                    if size != f.file_size {
-                        return Err(crate::Error::corruption(
-                            path.to_string_lossy(),
-                            0,
-                            format!(
-                                "Sst file size mismatch: MANIFEST says {} bytes, file has {size}",
-                                f.file_size
-                            ),
-                        ));
-                    }
+                    let size = super::open::check_table_size(inner.fs.as_ref(), &inner.dbname, f)?;
                     let file = inner.fs.new_random_access_file(&path)?;
                     let t = std::sync::Arc::new(crate::table::Table::open(
                         file,

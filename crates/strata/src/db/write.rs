@@ -430,16 +430,14 @@ impl DbInner {
         // write relies on it, and the old WAL must be durable before any
         // write lands in the new one: otherwise a power loss could keep a
         // later synced write and lose earlier unsynced ones (a hole).
-        let synced = self
-            .fs
-            .sync_dir(&self.wal_dir)
-            .map(|()| {
-                crate::crash_point!("wal::switch_after_dir_sync");
-            })
-            .and_then(|()| match st.wal.as_mut() {
+        let synced = (|| {
+            self.fs.sync_dir(&self.wal_dir)?;
+            crate::crash_point!("wal::switch_after_dir_sync");
+            match st.wal.as_mut() {
                 Some(old) => old.sync().and_then(|()| old.close()),
                 None => Ok(()),
-            });
+            }
+        })();
         if let Err(e) = synced {
             st.bg_error = Some(e.duplicate());
             return Err(e);

@@ -267,8 +267,8 @@ fn range_tombstones_roundtrip() {
     assert_eq!(t.properties().num_range_deletions, 1);
 }
 
-#[test]
-fn block_cache_serves_repeated_reads() {
+/// The small model's table (256-byte blocks) behind a 1 MiB block cache.
+fn cached_small_table() -> (Arc<crate::cache::BlockCache>, Model, Arc<Table>) {
     let cache = crate::cache::BlockCache::new(1 << 20);
     let opts = TableOptions {
         block_cache: Some(cache.clone()),
@@ -277,6 +277,12 @@ fn block_cache_serves_repeated_reads() {
     };
     let model = small_model();
     let t = open(build(&model, &opts), &opts).unwrap();
+    (cache, model, t)
+}
+
+#[test]
+fn block_cache_serves_repeated_reads() {
+    let (cache, model, t) = cached_small_table();
     assert_eq!(cache.usage(), 0);
     assert_eq!(scan(&t).unwrap(), expected(&model));
     let after_first = cache.usage();
@@ -376,14 +382,7 @@ fn forward_scans_read_ahead_and_stay_exact() {
 
 #[test]
 fn compaction_iterators_bypass_the_block_cache() {
-    let cache = crate::cache::BlockCache::new(1 << 20);
-    let opts = TableOptions {
-        block_cache: Some(cache.clone()),
-        block_size: 256,
-        ..TableOptions::default()
-    };
-    let model = small_model();
-    let t = open(build(&model, &opts), &opts).unwrap();
+    let (cache, model, t) = cached_small_table();
     // A compaction scan sees everything and leaves the cache alone.
     let mut it = t.compaction_iter();
     it.seek_to_first();
