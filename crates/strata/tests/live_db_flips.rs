@@ -156,12 +156,17 @@ fn flips_in_a_live_database_are_detected_or_harmless() {
             let db = match DB::open(options(&fs), "/db") {
                 Ok(db) => db,
                 Err(e) => {
-                    // Refused: for a table or MANIFEST, a Corruption naming it.
+                    // Refused: for the MANIFEST, a Corruption naming it, or
+                    // (a flip in the last record's length reads as a torn
+                    // tail, so recovery stops before the last edit) the
+                    // open-time table check naming a table that edit had
+                    // already deleted.
                     if kind == "MANIFEST" {
                         match &e {
-                            Error::Corruption { file, .. } => {
-                                assert!(file.ends_with(&name), "{what}: names {file}: {e}")
-                            }
+                            Error::Corruption { file, msg, .. } => assert!(
+                                file.ends_with(&name) || msg.starts_with("Can't access"),
+                                "{what}: names {file}: {e}"
+                            ),
                             _ => panic!("{what}: refused without a Corruption: {e}"),
                         }
                     }
