@@ -377,6 +377,24 @@ pub struct Options {
     /// Tickers and histograms (RocksDB's `Options::statistics`); off when
     /// `None`. Share one `Arc` between DBs to pool their counts.
     pub statistics: Option<Arc<crate::util::statistics::Statistics>>,
+    /// Writers of a group insert their own batches into the memtables in
+    /// parallel (RocksDB's default); false: the group's leader inserts
+    /// them all.
+    pub allow_concurrent_memtable_write: bool,
+    /// Separate WAL and memtable stages: the next group writes its WAL
+    /// record while this one inserts (RocksDB's `enable_pipelined_write`).
+    pub enable_pipelined_write: bool,
+    /// A writer returns once its own batch is in the memtable, without
+    /// waiting for earlier groups' inserts (seed 003's `unordered_write`).
+    /// Unlike RocksDB, Strata keeps snapshots immutable and never shows
+    /// part of a batch; a read that starts just after such an
+    /// acknowledgement may wait for earlier inserts still in flight.
+    /// Requires `allow_concurrent_memtable_write`; excludes pipelining.
+    pub unordered_write: bool,
+    /// Group WAL records stay in the WAL file's buffer until
+    /// `DB::flush_wal` (or the buffer fills, or a synced write): a process
+    /// crash may lose unflushed writes (RocksDB's `manual_wal_flush`).
+    pub manual_wal_flush: bool,
     /// Options of the default column family.
     pub cf: ColumnFamilyOptions,
 }
@@ -392,6 +410,16 @@ impl Options {
         if self.delayed_write_rate == 0 {
             return Err(crate::error::Error::InvalidArgument(
                 "delayed_write_rate must be positive".into(),
+            ));
+        }
+        if self.unordered_write && !self.allow_concurrent_memtable_write {
+            return Err(crate::error::Error::InvalidArgument(
+                "unordered_write is incompatible with !allow_concurrent_memtable_write".into(),
+            ));
+        }
+        if self.unordered_write && self.enable_pipelined_write {
+            return Err(crate::error::Error::InvalidArgument(
+                "unordered_write is incompatible with enable_pipelined_write".into(),
             ));
         }
         if self.max_manifest_file_size == 0 {
@@ -423,6 +451,10 @@ impl Default for Options {
             log_file_time_to_roll: 0,
             keep_log_file_num: 1000,
             statistics: None,
+            allow_concurrent_memtable_write: true,
+            enable_pipelined_write: false,
+            unordered_write: false,
+            manual_wal_flush: false,
             cf: ColumnFamilyOptions::default(),
         }
     }

@@ -160,6 +160,19 @@ impl DB {
     pub fn flush_cf(&self, cf: &ColumnFamilyHandle) -> Result<()> {
         self.inner.flush(cf.id)
     }
+
+    /// Hands the WAL's buffered records to the OS (they then survive a
+    /// process crash) and, with `sync`, makes every WAL durable (they then
+    /// survive a power loss): RocksDB's `FlushWAL`. Needed with
+    /// `Options::manual_wal_flush`; harmless without it.
+    pub fn flush_wal(&self, sync: bool) -> Result<()> {
+        self.inner.flush_wal(sync)
+    }
+
+    /// `flush_wal(true)`: RocksDB's `SyncWAL`.
+    pub fn sync_wal(&self) -> Result<()> {
+        self.inner.flush_wal(true)
+    }
 }
 
 impl DB {

@@ -84,6 +84,8 @@ impl DbInner {
         };
         let mems: Vec<Arc<MemTable>> = cf.imms.iter().map(|(m, _)| Arc::clone(m)).collect();
         let n = mems.len();
+        // The WAL the first memtable left after the flushed ones came from.
+        let next_log = cf.imms.get(n).map(|(_, w)| *w).unwrap_or(cf.mem_wal);
         let opts = cf.options.clone();
         let name = cf.name.clone();
         let snapshots: Vec<SequenceNumber> = st.snapshots.keys().copied().collect();
@@ -93,13 +95,30 @@ impl DbInner {
         let started = std::time::Instant::now();
         let meta = self.write_level0_table(&mems, cf_id, &name, &opts, number, &snapshots);
         let micros = started.elapsed().as_micros() as u64;
+        // RocksDB's SyncClosedLogs: the WALs this flush makes obsolete for
+        // this column family may still hold other column families' data,
+        // and must be durable before the edit says this one is flushed.
+        let synced = if meta.is_ok() {
+            super::wal_set::sync_closed_below(&self.wal, next_log, &self.fs, &self.wal_dir)
+        } else {
+            Ok(())
+        };
         let mut st = self.lock_state();
         st.pending_outputs.remove(&number);
         let meta = meta?;
-        let Some(cf) = st.cfs.get(&cf_id) else {
+        if let Err(e) = synced {
+            st.bg_error.get_or_insert(e.duplicate());
+            return Err(e);
+        }
+        if st.cfs.get(&cf_id).is_none() {
             return Ok(());
-        };
-        let next_log = cf.imms.get(n).map(|(_, w)| *w).unwrap_or(cf.mem_wal);
+        }
+        // The MANIFEST's last sequence covers every entry of the new table.
+        st.versions.set_last_sequence(
+            self.write_path
+                .last_allocated
+                .load(std::sync::atomic::Ordering::Acquire),
+        );
         let mut edit = VersionEdit {
             log_number: Some(next_log),
             ..Default::default()
@@ -236,6 +255,7 @@ impl DbInner {
             .unwrap_or(current);
         let (old, keep): (Vec<u64>, Vec<u64>) = st.alive_wals.iter().partition(|&&w| w < min_wal);
         st.alive_wals = keep;
+        super::write_thread::lock(&self.wal).forget_below(min_wal);
         for w in old {
             crate::crash_point!("obsolete::before_delete_wal");
             let _ = self
@@ -281,6 +301,7 @@ impl DbInner {
             .write_mutex
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        self.wait_for_pending_writes();
         let mut st = self.lock_state();
         let Some(cf) = st.cfs.get(&cf_id) else {
             return Err(Error::InvalidArgument(format!(
@@ -343,13 +364,11 @@ impl DbInner {
         }
         self.info_log.log("DB closed");
         self.info_log.close();
-        let mut st = self.lock_state();
-        if let Some(w) = st.wal.as_mut() {
+        if let Some(w) = super::write_thread::lock(&self.wal).current.as_mut() {
             if let Err(e) = w.flush() {
                 result = result.and(Err(e));
             }
         }
-        drop(st);
         self.lock
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -4,9 +4,10 @@
 //! against lock-free SuperVersions.
 //!
 //! Locking: `state` (one mutex) guards the version set, the column
-//! families' memtable lists, the WAL writer and the snapshot list. Only the
-//! write-group leader appends to the WAL and inserts into memtables; reads
-//! take no lock (they load the column family's SuperVersion).
+//! families' memtable lists and the snapshot list; `wal` guards the WAL
+//! writers. Only the write-group leader appends to the WAL (without
+//! `state`); writers insert into memtables without locks; reads take no
+//! lock (they load the column family's SuperVersion).
 //!
 //! Invariants: `last_sequence` is published only after every entry up to it
 //! is in a memtable; a memtable leaves the immutable list only after its
@@ -25,10 +26,13 @@ mod open;
 pub(crate) mod options_file;
 pub mod options_parser;
 mod properties;
+mod publisher;
 mod read;
 mod stats;
 mod super_version;
+mod wal_set;
 mod write;
+mod write_thread;
 
 use std::collections::BTreeMap;
 use std::collections::HashMap;
@@ -45,7 +49,6 @@ use crate::format::{InternalKeyComparator, SequenceNumber};
 use crate::memtable::MemTable;
 use crate::options::{ColumnFamilyOptions, Options};
 use crate::version::VersionSet;
-use crate::wal::LogWriter;
 
 pub use env::{Env, ThreadPool};
 pub use files::{BottommostLevelCompaction, CompactRangeOptions, LiveFileMetaData, WalFile};
@@ -116,7 +119,7 @@ impl CfData {
 pub(crate) struct DbState {
     pub(crate) versions: VersionSet,
     pub(crate) cfs: BTreeMap<u32, CfData>,
-    pub(crate) wal: Option<LogWriter>,
+    /// Number of the current WAL.
     pub(crate) wal_number: u64,
     /// WAL files that may still be needed, oldest first.
     pub(crate) alive_wals: Vec<u64>,
@@ -191,10 +194,19 @@ pub(crate) struct DbInner {
     /// Bytes of write batches users wrote (for write amplification).
     pub(crate) user_bytes_written: AtomicU64,
     pub(crate) table_cache: Arc<TableCache>,
-    pub(crate) writers: write::WriteQueue,
-    /// Held by the write leader while it writes, and by manual flushes
-    /// while they switch memtables.
+    /// The writer queue (group commit).
+    pub(crate) write_thread: write_thread::WriteThread,
+    /// Sequence allocation and publication of the write path.
+    pub(crate) write_path: write::WritePath,
+    pub(crate) write_mode: write::WriteMode,
+    /// The WAL stage: held by a group's leader while it makes room,
+    /// allocates sequence numbers and writes the WAL, and by manual
+    /// flushes and column-family changes (which then wait for inserts in
+    /// flight, `wait_for_pending_writes`).
     pub(crate) write_mutex: Mutex<()>,
+    /// The current WAL and closed WALs not yet synced. Lock order: `state`,
+    /// then `wal`; the WAL stage locks it without `state`.
+    pub(crate) wal: Mutex<wal_set::WalSet>,
     pub(crate) lock: Mutex<Option<Box<dyn FileLock>>>,
     /// Thread pools (and the default block cache).
     pub(crate) env: Arc<Env>,

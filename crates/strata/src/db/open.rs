@@ -269,7 +269,6 @@ impl DB {
             state: Mutex::new(DbState {
                 versions,
                 cfs,
-                wal: None,
                 wal_number: 0,
                 alive_wals: Vec::new(),
                 snapshots: BTreeMap::new(),
@@ -298,8 +297,17 @@ impl DB {
             has_unpersisted_data: AtomicBool::new(false),
             user_bytes_written: AtomicU64::new(0),
             table_cache,
-            writers: Default::default(),
+            write_thread: Default::default(),
+            write_path: Default::default(),
+            write_mode: if opts.unordered_write {
+                super::write::WriteMode::Unordered
+            } else if opts.enable_pipelined_write {
+                super::write::WriteMode::Pipelined
+            } else {
+                super::write::WriteMode::Ordered
+            },
             write_mutex: Mutex::new(()),
+            wal: Mutex::new(Default::default()),
             lock: Mutex::new(lock),
             info_log: if read_only {
                 super::info_log::InfoLog::disabled(Arc::clone(&fs), &dbname)
@@ -351,6 +359,7 @@ impl DB {
             .write_mutex
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        inner.wait_for_pending_writes();
         let mut st = inner.lock_state();
         if st.cfs.values().any(|c| c.name == name && !c.dropped) {
             return Err(Error::InvalidArgument(format!(
@@ -411,6 +420,7 @@ impl DB {
             .write_mutex
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        inner.wait_for_pending_writes();
         let mut st = inner.lock_state();
         if st.cfs.get(&cf.id).is_none_or(|c| c.dropped) {
             return Err(Error::InvalidArgument(format!(
@@ -545,6 +555,8 @@ impl DbInner {
             })
             .collect();
         let mut stop = false;
+        // WAL number -> its length, for WALs read to a clean end.
+        let mut complete: HashMap<u64, u64> = HashMap::new();
         for &w in &wals {
             if stop {
                 break;
@@ -553,10 +565,14 @@ impl DbInner {
             let name = path.to_string_lossy().into_owned();
             let mut reader = LogReader::new(self.fs.new_sequential_file(&path)?, w);
             let skip = |cf: u32| log_numbers.get(&cf).is_some_and(|&l| w < l);
+            let mut first = true;
             loop {
                 let rec = match reader.read_record() {
                     Ok(Some(r)) => r,
-                    Ok(None) => break,
+                    Ok(None) => {
+                        complete.insert(w, reader.end_offset());
+                        break;
+                    }
                     Err(ReadError::Other(e)) => return Err(e),
                     Err(e @ ReadError::TruncatedTail { .. }) => match mode {
                         WalRecoveryMode::AbsoluteConsistency => return Err(e.into_error(&name)),
@@ -588,13 +604,43 @@ impl DbInner {
                         _ => return Err(e.relocate(&name, offset)),
                     },
                 };
-                let first = batch.sequence();
-                let end = insert_batch(&batch, first, &mems, Some(&skip))?;
+                if std::mem::take(&mut first)
+                    && let Some((pred, size)) = super::wal_set::parse_predecessor(&batch)
+                    && pred >= min_log
+                    && complete.get(&pred).is_none_or(|&len| len < size)
+                {
+                    // The WAL before this one lost bytes it had when this
+                    // one started (a power loss kept this WAL's writes but
+                    // not all of the older one's): replaying this WAL
+                    // would leave a hole.
+                    match mode {
+                        WalRecoveryMode::PointInTime => {
+                            stop = true;
+                            break;
+                        }
+                        WalRecoveryMode::SkipAnyCorruptedRecords => {}
+                        _ => {
+                            return Err(Error::corruption(
+                                &name,
+                                offset,
+                                format!(
+                                    "WAL #{pred} is shorter than the {size} bytes it had when \
+                                     WAL #{w} started"
+                                ),
+                            ));
+                        }
+                    }
+                }
+                let first_seq = batch.sequence();
+                let end = insert_batch(&batch, first_seq, &mems, Some(&skip))?;
                 max_seq = max_seq.max(end.saturating_sub(1));
             }
         }
         st.versions.set_last_sequence(max_seq);
         self.last_sequence
+            .store(max_seq, std::sync::atomic::Ordering::Release);
+        self.write_path
+            .last_allocated
             .store(max_seq, std::sync::atomic::Ordering::Release);
         if self.read_only {
             for cf in st.cfs.values_mut() {
@@ -632,10 +678,14 @@ impl DbInner {
         }
         let path = self.wal_dir.join(crate::wal::log_file_name(new_wal));
         let file = self.fs.new_writable_file(&path)?;
-        st.wal = Some(LogWriter::new(file, new_wal, false));
         st.wal_number = new_wal;
         st.alive_wals = vec![new_wal];
         self.fs.sync_dir(&self.wal_dir)?;
+        {
+            let mut wal = super::write_thread::lock(&self.wal);
+            wal.current = Some(LogWriter::new(file, new_wal, false));
+            wal.dir_synced = true;
+        }
         // Every older WAL is now covered by the MANIFEST (or was cut off by
         // point-in-time recovery): delete them all.
         for name in self.fs.children(&self.wal_dir)? {

@@ -98,6 +98,18 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
     kv(&mut s, "max_background_jobs", &opts.max_background_jobs);
     kv(&mut s, "max_subcompactions", &opts.max_subcompactions);
     kv(&mut s, "delayed_write_rate", &opts.delayed_write_rate);
+    kv(
+        &mut s,
+        "allow_concurrent_memtable_write",
+        &opts.allow_concurrent_memtable_write,
+    );
+    kv(
+        &mut s,
+        "enable_pipelined_write",
+        &opts.enable_pipelined_write,
+    );
+    kv(&mut s, "unordered_write", &opts.unordered_write);
+    kv(&mut s, "manual_wal_flush", &opts.manual_wal_flush);
     kv(&mut s, "max_log_file_size", &opts.max_log_file_size);
     kv(&mut s, "log_file_time_to_roll", &opts.log_file_time_to_roll);
     kv(&mut s, "keep_log_file_num", &opts.keep_log_file_num);

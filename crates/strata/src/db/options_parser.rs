@@ -170,7 +170,8 @@ impl OptionsFile {
         self.cfs.keys().map(|s| s.as_str())
     }
 
-    /// Applies the `[DBOptions]` settings that matter to compaction.
+    /// Applies the `[DBOptions]` settings that matter to compaction and to
+    /// the write path.
     pub fn apply_db(&self, o: &mut Options) -> Result<()> {
         let file = self.name.as_str();
         for (k, v) in &self.db {
@@ -190,6 +191,12 @@ impl OptionsFile {
                         o.delayed_write_rate = n;
                     }
                 }
+                "allow_concurrent_memtable_write" => {
+                    o.allow_concurrent_memtable_write = boolean(file, k, v)?;
+                }
+                "enable_pipelined_write" => o.enable_pipelined_write = boolean(file, k, v)?,
+                "unordered_write" => o.unordered_write = boolean(file, k, v)?,
+                "manual_wal_flush" => o.manual_wal_flush = boolean(file, k, v)?,
                 _ => {}
             }
         }

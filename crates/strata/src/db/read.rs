@@ -164,8 +164,7 @@ impl DbInner {
     }
 
     fn snapshot_seq(&self, ro: &ReadOptions) -> SequenceNumber {
-        ro.snapshot
-            .unwrap_or_else(|| self.last_sequence.load(Ordering::Acquire))
+        ro.snapshot.unwrap_or_else(|| self.visible_sequence())
     }
 
     /// Range tombstones visible at `seq` from every source of `sv`. Those
@@ -403,6 +402,11 @@ impl DbInner {
     }
 
     pub(crate) fn snapshot(self: &Arc<Self>) -> Snapshot {
+        // Unordered writes: wait (without the state lock, which a failing
+        // insert takes) until every acknowledged write is visible; then
+        // read the sequence under the lock, as a compaction reads the
+        // snapshot list under it.
+        let _ = self.visible_sequence();
         let mut st = self.lock_state();
         let seq = self.last_sequence.load(Ordering::Acquire);
         *st.snapshots.entry(seq).or_insert(0) += 1;

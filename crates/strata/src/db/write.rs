@@ -1,25 +1,45 @@
-//! The write path: group commit. Writers queue up; the writer at the front
-//! becomes the leader, takes a group of compatible writers behind it, makes
-//! room (switching full memtables), assigns sequence numbers, appends the
-//! whole group to the WAL as one record (syncing if any writer asked),
-//! then every writer of the group inserts its own batch into the memtables
-//! in parallel (the skiplist takes concurrent inserts); the leader waits
-//! for all, publishes the last sequence and wakes the group.
+//! The write path: group commit through the writer queue
+//! (`write_thread.rs`). The writer at the queue's front leads a group of
+//! compatible writers behind it: under `write_mutex` it makes room
+//! (switching full memtables, stalling while compaction is behind),
+//! assigns sequence numbers and appends the whole group to the WAL as one
+//! record (syncing if any writer asked), without holding the DB state
+//! mutex. Then the group's batches go into the memtables: each writer
+//! inserts its own, in parallel (`allow_concurrent_memtable_write`, the
+//! default), or the leader inserts them all. The last inserter to finish
+//! publishes the group's sequence numbers and wakes the group.
 //!
-//! Invariants: only the leader appends to the WAL or switches memtables,
-//! and memtable inserts happen only inside a group whose leader holds
-//! `write_mutex`; sequence numbers are assigned in queue order and
-//! published only after every entry of the group is in its memtable; a
-//! failed WAL write or sync is never acknowledged and stops all later
-//! writes (the DB becomes read-only until reopened).
+//! Three modes (`Options`):
+//! - default: the next group starts once this one is published, as in
+//!   RocksDB;
+//! - `enable_pipelined_write`: the next group writes its WAL record while
+//!   this one inserts; groups publish in sequence order
+//!   (`publisher.rs`), and a writer returns once its group is visible;
+//! - `unordered_write`: as pipelined, but a writer returns as soon as its
+//!   own batch is in the memtable, without waiting for earlier groups. The
+//!   visible sequence still only covers whole groups, so a reader never
+//!   sees part of a batch nor a later write without every earlier one, and
+//!   snapshots stay immutable; a read that starts after an acknowledged
+//!   write that earlier groups still hide waits until they finish
+//!   inserting (`DbInner::visible_sequence`), so every acknowledged write
+//!   is visible to reads that start after its acknowledgement.
+//!
+//! Invariants: only the WAL stage (under `write_mutex`) appends to the WAL,
+//! switches memtables or allocates sequence numbers; a memtable is
+//! switched only when every allocated sequence is published (no insert in
+//! flight); `last_sequence` (visible) never passes a sequence whose batch
+//! is not wholly in its memtable; a failed WAL write or sync is never
+//! acknowledged and stops all later writes (the DB becomes read-only until
+//! reopened).
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
-
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::flow_control::StallCondition;
+use super::wal_set::{ClosedWal, predecessor_record};
+use super::write_thread::{STATE_COMPLETED, STATE_LEADER, STATE_MEMTABLE_WRITER, Writer, lock};
 use super::{DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::format::write_batch::BatchRecord;
@@ -29,63 +49,53 @@ use crate::options::WriteOptions;
 use crate::util::statistics::{HistogramKind, StopWatch, Ticker, record};
 use crate::wal::LogWriter;
 
-/// Largest group a leader assembles (bytes of batches).
-const MAX_GROUP_BYTES: usize = 1 << 20;
-
-struct Writer {
-    batch: WriteBatch,
-    opts: WriteOptions,
-    result: Option<Result<()>>,
-    /// Set by the leader once the group is in the WAL: this follower
-    /// inserts its own batch into the memtables, in parallel with the rest
-    /// of the group.
-    insert: Option<InsertTask>,
+/// How groups move through the write path (from `Options`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WriteMode {
+    /// WAL and memtable stages of one group before the next group starts.
+    Ordered,
+    /// `enable_pipelined_write`.
+    Pipelined,
+    /// `unordered_write`.
+    Unordered,
 }
 
-/// A follower's share of a group's memtable inserts.
-struct InsertTask {
-    mems: Arc<HashMap<u32, Arc<MemTable>>>,
-    group: Arc<GroupInsert>,
-}
-
-/// Completion of a group's parallel inserts: the leader publishes the
-/// group's sequence numbers only once `pending` reaches zero.
-#[derive(Default)]
-struct GroupInsert {
-    pending: Mutex<usize>,
-    cv: Condvar,
+/// A group after its WAL stage: what its members insert and how it ends.
+pub(crate) struct Group {
+    pub(crate) writers: Vec<Arc<Writer>>,
+    pub(crate) mems: Arc<HashMap<u32, Arc<MemTable>>>,
+    pub(crate) last_seq: SequenceNumber,
+    /// Inserters that have not finished.
+    pending: AtomicUsize,
+    /// The publisher's ticket (pipelined and unordered modes).
+    ticket: AtomicU64,
     error: Mutex<Option<Error>>,
 }
 
-impl InsertTask {
-    /// Inserts `w`'s batch and reports completion to the leader.
-    fn run(self, w: &Mutex<Writer>) {
-        let r = {
-            let g = lock(w);
-            insert_batch(&g.batch, g.batch.sequence(), &self.mems, None)
-        };
-        if let Err(e) = r {
-            lock(&self.group.error).get_or_insert(e);
-        }
-        let mut pending = lock(&self.group.pending);
-        *pending -= 1;
-        if *pending == 0 {
-            self.group.cv.notify_all();
+impl Group {
+    fn result(&self) -> Result<()> {
+        match &*lock(&self.error) {
+            None => Ok(()),
+            Some(e) => Err(e.duplicate()),
         }
     }
 }
 
-/// The queue of waiting writers.
+/// Per-DB state of the write path besides the queue.
 #[derive(Default)]
-pub(crate) struct WriteQueue {
-    queue: Mutex<VecDeque<Arc<Mutex<Writer>>>>,
-    cv: Condvar,
+pub(crate) struct WritePath {
+    /// Last sequence number handed out by the WAL stage (>= the visible
+    /// `DbInner::last_sequence`; equal when no insert is in flight).
+    pub(crate) last_allocated: AtomicU64,
+    /// Unordered mode: the largest sequence acknowledged to a writer.
+    pub(crate) acked: AtomicU64,
+    pub(crate) publisher: super::publisher::Publisher,
     /// Size of the last group that synced the WAL.
-    last_sync_group: std::sync::atomic::AtomicUsize,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
+    last_sync_group: AtomicUsize,
+    /// Serializes the inserts of concurrent groups when memtables must
+    /// not take concurrent inserts (pipelined mode without
+    /// `allow_concurrent_memtable_write`).
+    insert_lock: Mutex<()>,
 }
 
 impl DbInner {
@@ -113,99 +123,209 @@ impl DbInner {
                 s.record(Ticker::WriteWithWal, 1);
             }
         }
-        let me = Arc::new(Mutex::new(Writer {
-            batch,
-            opts: *opts,
-            result: None,
-            insert: None,
-        }));
-        let mut q = lock(&self.writers.queue);
-        q.push_back(Arc::clone(&me));
-        loop {
-            if let Some(r) = lock(&me).result.take() {
+        let w = Writer::new(batch, *opts);
+        let state = if self.write_thread.join(&w) {
+            STATE_LEADER
+        } else {
+            w.await_state(STATE_LEADER | STATE_MEMTABLE_WRITER | STATE_COMPLETED)
+        };
+        match state {
+            STATE_COMPLETED => {
                 record(stats, Ticker::WriteDoneByOther, 1);
-                return r;
+                w.take_result()
             }
-            let task = lock(&me).insert.take();
-            if let Some(task) = task {
-                // Never hold the queue while inserting.
-                drop(q);
-                task.run(&me);
-                q = lock(&self.writers.queue);
-                continue;
+            STATE_MEMTABLE_WRITER => {
+                record(stats, Ticker::WriteDoneByOther, 1);
+                let group = lock(&w.data).group.clone();
+                match group {
+                    Some(g) => {
+                        let mine = self.insert_own(&w, &g);
+                        self.finish_insert(&g);
+                        self.after_insert(&w, &g, mine)
+                    }
+                    None => Err(Error::InvalidArgument(
+                        "write path: memtable writer without a group".into(),
+                    )),
+                }
             }
-            if q.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
-                break;
+            _ => {
+                record(stats, Ticker::WriteDoneBySelf, 1);
+                self.lead(&w)
             }
-            q = self
-                .writers
-                .cv
-                .wait(q)
-                .unwrap_or_else(PoisonError::into_inner);
         }
-        record(stats, Ticker::WriteDoneBySelf, 1);
-        let lead_opts = lock(&me).opts;
+    }
+
+    /// Leads the group at the front of the queue through the WAL stage and
+    /// the memtable stage.
+    fn lead(&self, w: &Arc<Writer>) -> Result<()> {
         // A synced group costs an fsync whatever its size. When fewer
         // writers wait than the last synced group had, those writers are
         // most likely just waking up from it: let them queue first, so
         // groups stay large instead of alternating one and many.
-        if lead_opts.sync && q.len() < self.writers.last_sync_group.load(Ordering::Relaxed) {
-            drop(q);
+        let last_sync_group = self.write_path.last_sync_group.load(Ordering::Relaxed);
+        if w.opts.sync && last_sync_group > 1 && self.write_thread.len() < last_sync_group {
             std::thread::yield_now();
-            q = lock(&self.writers.queue);
         }
-        // Leader: take a group of compatible writers.
-        let mut group: Vec<Arc<Mutex<Writer>>> = Vec::new();
-        let mut bytes = 0;
-        for w in q.iter() {
-            let g = lock(w);
-            if !group.is_empty()
-                && (g.opts.disable_wal != lead_opts.disable_wal
-                    || (g.opts.sync && !lead_opts.sync)
-                    || bytes + g.batch.byte_size() > MAX_GROUP_BYTES)
-            {
-                break;
-            }
-            bytes += g.batch.byte_size();
-            drop(g);
-            group.push(Arc::clone(w));
-        }
-        drop(q);
-        if lead_opts.sync {
-            self.writers
+        let group = self.write_thread.build_group(w);
+        if w.opts.sync {
+            self.write_path
                 .last_sync_group
                 .store(group.len(), Ordering::Relaxed);
         }
-        let leader = lock(&self.write_mutex);
-        let result = self.write_group(&group, lead_opts, bytes as u64);
-        drop(leader);
-        let mut q = lock(&self.writers.queue);
-        for w in &group {
-            let popped = q.pop_front();
-            debug_assert!(popped.is_some_and(|p| Arc::ptr_eq(&p, w)));
-            let mut g = lock(w);
-            g.result = Some(match &result {
-                Ok(()) => Ok(()),
-                Err(e) => Err(e.duplicate()),
-            });
+        let staged = {
+            let _wal_stage = lock(&self.write_mutex);
+            self.wal_stage(&group)
+        };
+        let g = match staged {
+            Ok(g) => g,
+            Err(e) => {
+                // Nothing of the group was inserted nor published.
+                self.write_thread.exit_group(&group);
+                for f in &group[1..] {
+                    lock(&f.data).result = Some(Err(e.duplicate()));
+                    f.set_state(STATE_COMPLETED);
+                }
+                return Err(e);
+            }
+        };
+        if self.write_mode != WriteMode::Ordered {
+            // The next group may write the WAL while this one inserts.
+            self.write_thread.exit_group(&group);
         }
-        // Everyone waiting on the condvar is a follower of this group or
-        // still queued: with neither, skip the wake-up (a syscall).
-        if group.len() > 1 || !q.is_empty() {
-            self.writers.cv.notify_all();
-        }
-        drop(q);
-        let r = lock(&me).result.take();
-        r.unwrap_or(Ok(()))
+        let mine = if self.options.allow_concurrent_memtable_write && group.len() > 1 {
+            for f in &group[1..] {
+                f.set_state(STATE_MEMTABLE_WRITER);
+            }
+            self.insert_own(w, &g)
+        } else {
+            // The leader inserts for the whole group (one inserter).
+            let _serial = (!self.options.allow_concurrent_memtable_write
+                && self.write_mode == WriteMode::Pipelined)
+                .then(|| lock(&self.write_path.insert_lock));
+            let mut r = Ok(());
+            for f in &group {
+                if let Err(e) = self.insert_own(f, &g) {
+                    r = Err(e);
+                    break;
+                }
+            }
+            r
+        };
+        self.finish_insert(&g);
+        self.after_insert(w, &g, mine)
     }
 
-    /// `bytes`: the group's batch bytes (what a delayed write is paced by).
-    fn write_group(
-        &self,
-        group: &[Arc<Mutex<Writer>>],
-        opts: WriteOptions,
-        bytes: u64,
-    ) -> Result<()> {
+    /// Inserts `w`'s batch (sequence numbers already set) into the group's
+    /// memtables. An error here is unreachable for a validated batch; if it
+    /// happens the batch may be partly inserted, so writes stop.
+    fn insert_own(&self, w: &Writer, g: &Group) -> Result<()> {
+        let r = {
+            let d = lock(&w.data);
+            insert_batch(&d.batch, d.batch.sequence(), &g.mems, None).map(|_| ())
+        };
+        if let Err(e) = &r {
+            lock(&g.error).get_or_insert(e.duplicate());
+            self.lock_state().bg_error.get_or_insert(e.duplicate());
+        }
+        r
+    }
+
+    /// One inserter of `g` is done; the last one publishes the group (and
+    /// in the default mode lets the next group start).
+    fn finish_insert(&self, g: &Group) {
+        if g.pending.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        match self.write_mode {
+            WriteMode::Ordered => {
+                debug_assert!(self.last_sequence.load(Ordering::Relaxed) < g.last_seq);
+                self.last_sequence.store(g.last_seq, Ordering::Release);
+                self.write_thread.exit_group(&g.writers);
+                for m in &g.writers {
+                    m.set_state(STATE_COMPLETED);
+                }
+            }
+            WriteMode::Pipelined => {
+                let ticket = g.ticket.load(Ordering::Acquire);
+                for done in self
+                    .write_path
+                    .publisher
+                    .complete(ticket, &self.last_sequence)
+                {
+                    for m in &done.writers {
+                        m.set_state(STATE_COMPLETED);
+                    }
+                }
+            }
+            WriteMode::Unordered => {
+                let ticket = g.ticket.load(Ordering::Acquire);
+                self.write_path
+                    .publisher
+                    .complete(ticket, &self.last_sequence);
+            }
+        }
+    }
+
+    /// What a member of `g` returns once its own insert (`mine`) is done.
+    fn after_insert(&self, w: &Writer, g: &Group, mine: Result<()>) -> Result<()> {
+        if self.write_mode == WriteMode::Unordered {
+            mine?;
+            let last = {
+                let d = lock(&w.data);
+                d.batch.sequence() + u64::from(d.batch.count()) - 1
+            };
+            self.write_path.acked.fetch_max(last, Ordering::AcqRel);
+            return Ok(());
+        }
+        w.await_state(STATE_COMPLETED);
+        mine.and_then(|()| g.result())
+    }
+
+    /// The sequence number a read that starts now reads at: the visible
+    /// sequence, after waiting (unordered writes only) until it covers
+    /// every write already acknowledged.
+    pub(crate) fn visible_sequence(&self) -> SequenceNumber {
+        let seq = self.last_sequence.load(Ordering::Acquire);
+        if self.write_mode != WriteMode::Unordered {
+            return seq;
+        }
+        let acked = self.write_path.acked.load(Ordering::Acquire);
+        if seq >= acked {
+            return seq;
+        }
+        self.wait_until_visible(acked)
+    }
+
+    /// Waits until the visible sequence reaches `seq` (inserts of
+    /// allocated sequences are in flight and take no lock, so this ends).
+    fn wait_until_visible(&self, seq: SequenceNumber) -> SequenceNumber {
+        let start = Instant::now();
+        loop {
+            let v = self.last_sequence.load(Ordering::Acquire);
+            if v >= seq {
+                return v;
+            }
+            if start.elapsed() < Duration::from_micros(50) {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(20));
+            }
+        }
+    }
+
+    /// Waits until no memtable insert is in flight. REQUIRES: the caller
+    /// holds `write_mutex` (no new sequence can be allocated).
+    pub(crate) fn wait_for_pending_writes(&self) {
+        let allocated = self.write_path.last_allocated.load(Ordering::Acquire);
+        self.wait_until_visible(allocated);
+    }
+
+    /// The WAL stage of `group`: validates, makes room, assigns sequence
+    /// numbers, writes (and syncs) the WAL. REQUIRES: the caller holds
+    /// `write_mutex` and leads `group`.
+    fn wal_stage(&self, group: &[Arc<Writer>]) -> Result<Arc<Group>> {
+        let lead_opts = group[0].opts;
+        let bytes: usize = group.iter().map(|w| w.size).sum();
         let st = self.lock_state();
         if let Some(e) = &st.bg_error {
             return Err(Error::InvalidArgument(format!(
@@ -214,127 +334,119 @@ impl DbInner {
         }
         // Validate column families before anything is written.
         for w in group {
-            let g = lock(w);
-            check_batch(&st, &g.batch)?;
+            check_batch(&st, &lock(&w.data).batch)?;
         }
-        let mut st = self.make_room_for_write(st, bytes)?;
-        let first_seq = self.last_sequence.load(Ordering::Acquire) + 1;
-        // A group of one writes its own batch (no merged copy).
-        let mut single = (group.len() == 1).then(|| lock(&group[0]));
-        let mut merged = WriteBatch::new();
-        let last_seq = match single.as_mut() {
-            Some(g) => {
-                g.batch.set_sequence(first_seq);
-                first_seq + u64::from(g.batch.count()) - 1
-            }
-            None => {
-                let mut seq = first_seq;
-                for w in group {
-                    let mut g = lock(w);
-                    g.batch.set_sequence(seq);
-                    seq += u64::from(g.batch.count());
-                    merged.append(&g.batch);
-                }
-                merged.set_sequence(first_seq);
-                seq - 1
-            }
-        };
-        let group_batch: &WriteBatch = match single.as_ref() {
-            Some(g) => &g.batch,
-            None => &merged,
-        };
-        self.user_bytes_written
-            .fetch_add(group_batch.data().len() as u64, Ordering::Relaxed);
-        if !opts.disable_wal {
-            let wal = st
-                .wal
-                .as_mut()
-                .ok_or_else(|| Error::InvalidArgument("no WAL is open".into()))?;
-            let stats = &self.options.statistics;
-            record(stats, Ticker::WalFileBytes, group_batch.data().len() as u64);
-            let r = wal.add_record(group_batch.data()).and_then(|()| {
-                crate::crash_point!("wal::after_append");
-                if opts.sync {
-                    record(stats, Ticker::WalFileSynced, 1);
-                    let _t = StopWatch::new(stats, HistogramKind::WalFileSyncMicros);
-                    wal.sync()
-                } else {
-                    wal.flush()
-                }
-            });
-            if let Err(e) = r {
-                st.bg_error = Some(e.duplicate());
-                return Err(e);
-            }
-            if opts.sync {
-                crate::crash_point!("wal::after_sync");
-            }
-        }
+        let mut st = self.make_room_for_write(st, bytes as u64)?;
         let mems = st.memtables();
-        if opts.disable_wal {
-            self.has_unpersisted_data
-                .store(true, std::sync::atomic::Ordering::Release);
-        }
         drop(st);
-        if single.is_some() {
-            insert_batch(group_batch, first_seq, &mems, None)?;
-        } else if let Err(e) = self.insert_in_parallel(group, mems) {
-            // Unreachable for validated batches; if it happens the group's
-            // entries may be partly inserted, so no later write may publish
-            // them: stop writes.
-            self.lock_state().bg_error = Some(e.duplicate());
-            return Err(e);
+        let first_seq = self.write_path.last_allocated.load(Ordering::Acquire) + 1;
+        // A group of one writes its own batch (no merged copy).
+        let mut seq = first_seq;
+        let mut merged = WriteBatch::new();
+        for w in group {
+            let mut d = lock(&w.data);
+            d.batch.set_sequence(seq);
+            seq += u64::from(d.batch.count());
+            if group.len() > 1 && !lead_opts.disable_wal {
+                merged.append(&d.batch);
+            }
         }
-        drop(single);
-        self.last_sequence.store(last_seq, Ordering::Release);
-        let st = self.lock_state();
-        st.versions.set_last_sequence(last_seq);
-        Ok(())
+        let last_seq = seq - 1;
+        merged.set_sequence(first_seq);
+        if lead_opts.disable_wal {
+            self.has_unpersisted_data.store(true, Ordering::Release);
+            self.user_bytes_written
+                .fetch_add(bytes as u64, Ordering::Relaxed);
+        } else if group.len() == 1 {
+            let d = lock(&group[0].data);
+            self.write_wal(d.batch.data(), lead_opts.sync)?;
+        } else {
+            self.write_wal(merged.data(), lead_opts.sync)?;
+        }
+        self.write_path
+            .last_allocated
+            .store(last_seq, Ordering::Release);
+        let g = Arc::new(Group {
+            writers: group.to_vec(),
+            mems,
+            last_seq,
+            pending: AtomicUsize::new(if self.options.allow_concurrent_memtable_write {
+                group.len()
+            } else {
+                1
+            }),
+            ticket: AtomicU64::new(0),
+            error: Mutex::new(None),
+        });
+        if self.write_mode != WriteMode::Ordered {
+            let ticket = self.write_path.publisher.register(Arc::clone(&g));
+            g.ticket.store(ticket, Ordering::Release);
+        }
+        for w in &group[1..] {
+            lock(&w.data).group = Some(Arc::clone(&g));
+        }
+        Ok(g)
     }
 
-    /// Every writer of `group` (the leader first) inserts its own batch,
-    /// whose sequence numbers are already set, concurrently; returns once
-    /// all have. REQUIRES: the caller is the leader and the group is in the
-    /// WAL; the memtables in `mems` cannot be switched meanwhile (the
-    /// leader holds `write_mutex`).
-    fn insert_in_parallel(
-        &self,
-        group: &[Arc<Mutex<Writer>>],
-        mems: Arc<HashMap<u32, Arc<MemTable>>>,
-    ) -> Result<()> {
-        let done = Arc::new(GroupInsert {
-            pending: Mutex::new(group.len() - 1),
-            ..GroupInsert::default()
-        });
-        for w in &group[1..] {
-            lock(w).insert = Some(InsertTask {
-                mems: Arc::clone(&mems),
-                group: Arc::clone(&done),
-            });
+    /// Appends one group record to the current WAL, then syncs it (after
+    /// every closed WAL and the WAL directory: a durable write never
+    /// follows a non-durable one) or hands it to the OS (unless
+    /// `manual_wal_flush`). A failure stops all later writes.
+    fn write_wal(&self, data: &[u8], sync: bool) -> Result<()> {
+        let stats = &self.options.statistics;
+        self.user_bytes_written
+            .fetch_add(data.len() as u64, Ordering::Relaxed);
+        record(stats, Ticker::WalFileBytes, data.len() as u64);
+        let mut wal = lock(&self.wal);
+        let r: Result<()> = (|| {
+            if sync {
+                wal.sync_closed_and_dir(&self.fs, &self.wal_dir)?;
+            }
+            let writer = wal
+                .current
+                .as_mut()
+                .ok_or_else(|| Error::InvalidArgument("no WAL is open".into()))?;
+            writer.add_record(data)?;
+            crate::crash_point!("wal::after_append");
+            if sync {
+                record(stats, Ticker::WalFileSynced, 1);
+                let _t = StopWatch::new(stats, HistogramKind::WalFileSyncMicros);
+                writer.sync()?;
+                crate::crash_point!("wal::after_sync");
+            } else if !self.options.manual_wal_flush {
+                writer.flush()?;
+            }
+            Ok(())
+        })();
+        drop(wal);
+        if let Err(e) = &r {
+            self.lock_state().bg_error.get_or_insert(e.duplicate());
         }
-        {
-            // Under the queue lock so no follower misses the wake-up
-            // between checking for its task and waiting.
-            let _q = lock(&self.writers.queue);
-            self.writers.cv.notify_all();
+        r
+    }
+
+    /// `DB::flush_wal`: hands buffered WAL bytes to the OS and, with
+    /// `sync`, makes every WAL durable.
+    pub(crate) fn flush_wal(&self, sync: bool) -> Result<()> {
+        if self.read_only {
+            return Ok(());
         }
-        let mine = {
-            let g = lock(&group[0]);
-            insert_batch(&g.batch, g.batch.sequence(), &mems, None)
-        };
-        let mut pending = lock(&done.pending);
-        while *pending > 0 {
-            pending = done
-                .cv
-                .wait(pending)
-                .unwrap_or_else(PoisonError::into_inner);
+        let mut wal = lock(&self.wal);
+        let r: Result<()> = (|| {
+            if sync {
+                wal.sync_closed_and_dir(&self.fs, &self.wal_dir)?;
+            }
+            match wal.current.as_mut() {
+                Some(w) if sync => w.sync(),
+                Some(w) => w.flush(),
+                None => Ok(()),
+            }
+        })();
+        drop(wal);
+        if let Err(e) = &r {
+            self.lock_state().bg_error.get_or_insert(e.duplicate());
         }
-        drop(pending);
-        mine?;
-        match lock(&done.error).take() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        r
     }
 
     /// Switches every full memtable to the immutable list, waiting while
@@ -376,11 +488,22 @@ impl DbInner {
                 st = self
                     .bg_cv
                     .wait_timeout(st, Duration::from_millis(100))
-                    .unwrap_or_else(PoisonError::into_inner)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .0;
                 continue;
             }
             if !full.is_empty() {
+                // Inserts of earlier groups may still be going into the
+                // memtable about to become immutable (pipelined and
+                // unordered modes): let them finish first.
+                if self.write_path.last_allocated.load(Ordering::Acquire)
+                    > self.last_sequence.load(Ordering::Acquire)
+                {
+                    drop(st);
+                    self.wait_for_pending_writes();
+                    st = self.lock_state();
+                    continue;
+                }
                 if let Err(e) = self.switch_memtables(&mut st, &full) {
                     // As RocksDB (a memtable-switch background error): a
                     // WAL that cannot be created stops writes until the
@@ -420,30 +543,44 @@ impl DbInner {
     }
 
     /// Starts a new WAL and moves the memtables of `cfs` to their immutable
-    /// lists. REQUIRES: the caller is the write leader or the only writer.
+    /// lists. No fsync happens here: the old WAL's bytes go to the OS and
+    /// its handle waits in the WAL set for a later sync (`wal_set.rs`); the
+    /// new WAL starts with a record naming the old one and its length, so
+    /// recovery can tell a predecessor cut short by a power loss.
+    /// REQUIRES: the caller holds `write_mutex` and no insert is in flight.
     pub(crate) fn switch_memtables(&self, st: &mut DbState, cfs: &[u32]) -> Result<()> {
+        debug_assert_eq!(
+            self.write_path.last_allocated.load(Ordering::Acquire),
+            self.last_sequence.load(Ordering::Acquire)
+        );
         let new_wal = st.versions.new_file_number();
         let path = self.wal_dir.join(crate::wal::log_file_name(new_wal));
         let file = self.fs.new_writable_file(&path)?;
         crate::crash_point!("wal::switch_after_create");
-        // The new WAL's directory entry must be durable before a synced
-        // write relies on it, and the old WAL must be durable before any
-        // write lands in the new one: otherwise a power loss could keep a
-        // later synced write and lose earlier unsynced ones (a hole).
-        let synced = (|| {
-            self.fs.sync_dir(&self.wal_dir)?;
-            crate::crash_point!("wal::switch_after_dir_sync");
-            match st.wal.as_mut() {
-                Some(old) => old.sync().and_then(|()| old.close()),
-                None => Ok(()),
+        let mut writer = LogWriter::new(file, new_wal, false);
+        let mut wal = lock(&self.wal);
+        let switched: Result<()> = (|| {
+            if let Some(mut old) = wal.current.take() {
+                let r = old.flush();
+                let (number, size) = (old.log_number(), old.file_size());
+                wal.closed.push(ClosedWal {
+                    number,
+                    writer: Arc::new(Mutex::new(old)),
+                });
+                r?;
+                let next = self.write_path.last_allocated.load(Ordering::Acquire) + 1;
+                writer.add_record(predecessor_record(next, number, size).data())?;
+                writer.flush()?;
             }
+            Ok(())
         })();
-        if let Err(e) = synced {
+        wal.current = Some(writer);
+        wal.dir_synced = false;
+        drop(wal);
+        if let Err(e) = switched {
             st.bg_error = Some(e.duplicate());
             return Err(e);
         }
-        st.wal = None;
-        st.wal = Some(LogWriter::new(file, new_wal, false));
         st.wal_number = new_wal;
         st.alive_wals.push(new_wal);
         for id in cfs {

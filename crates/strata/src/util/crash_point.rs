@@ -15,7 +15,7 @@ pub const POINTS: &[&str] = &[
     "wal::after_append",
     "wal::after_sync",
     "wal::switch_after_create",
-    "wal::switch_after_dir_sync",
+    "wal::after_closed_wals_sync",
     "flush::after_table_sync",
     "flush::after_dir_sync",
     "flush::after_install",

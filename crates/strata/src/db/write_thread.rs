@@ -1,0 +1,192 @@
+//! The writer queue (RocksDB's `WriteThread`): writers join a FIFO queue;
+//! the writer at its front leads the next group. A waiting writer never
+//! sleeps on a shared condition variable: each has its own state word,
+//! which it watches by spinning briefly, then yielding, then parking its
+//! thread (RocksDB's `AwaitState`), and whoever changes the state unparks
+//! exactly that thread. One group costs one wake-up per member at most,
+//! and none for members still spinning.
+//!
+//! States: a writer starts `INIT`; becomes `LEADER` when it reaches the
+//! front of the queue; `MEMTABLE_WRITER` when its leader has put the group
+//! in the WAL and asks it to insert its own batch; `COMPLETED` when its
+//! result is set.
+//!
+//! Invariants: the queue's front is the only writer in state `LEADER`;
+//! a group is a prefix of the queue and leaves it as a whole
+//! (`exit_group`), which makes the next front the leader; a writer's data
+//! is touched by others only while it waits, and the state change that
+//! ends the wait publishes it (release/acquire).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+use crate::error::Result;
+use crate::format::WriteBatch;
+use crate::options::WriteOptions;
+
+pub(crate) const STATE_INIT: u8 = 1;
+pub(crate) const STATE_LEADER: u8 = 2;
+pub(crate) const STATE_MEMTABLE_WRITER: u8 = 4;
+pub(crate) const STATE_COMPLETED: u8 = 8;
+
+/// Largest group a leader assembles (bytes of batches), RocksDB's
+/// `max_write_batch_group_size_bytes`.
+pub(crate) const MAX_GROUP_BYTES: usize = 1 << 20;
+
+/// Spins before yielding (each a `spin_loop` hint; about a microsecond).
+const SPIN_ROUNDS: u32 = 200;
+/// Time a waiter yields its core before it parks.
+const YIELD_LIMIT: Duration = Duration::from_micros(100);
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What a writer brings and what it gets back.
+pub(crate) struct WriterData {
+    pub(crate) batch: WriteBatch,
+    /// Set by whoever completes the writer.
+    pub(crate) result: Option<Result<()>>,
+    /// The group this writer was put in, once its leader wrote the WAL.
+    pub(crate) group: Option<Arc<super::write::Group>>,
+}
+
+/// One `DB::write` call waiting in (or leading) the queue.
+pub(crate) struct Writer {
+    state: AtomicU8,
+    thread: Thread,
+    pub(crate) opts: WriteOptions,
+    /// `batch.byte_size()`, readable without locking `data`.
+    pub(crate) size: usize,
+    pub(crate) data: Mutex<WriterData>,
+}
+
+impl Writer {
+    pub(crate) fn new(batch: WriteBatch, opts: WriteOptions) -> Arc<Writer> {
+        Arc::new(Writer {
+            state: AtomicU8::new(STATE_INIT),
+            thread: std::thread::current(),
+            opts,
+            size: batch.byte_size(),
+            data: Mutex::new(WriterData {
+                batch,
+                result: None,
+                group: None,
+            }),
+        })
+    }
+
+    pub(crate) fn state(&self) -> u8 {
+        self.state.load(Ordering::Acquire)
+    }
+
+    /// Sets the state and wakes the writer's thread if it parked. Every
+    /// write to the writer's data made before happens-before the writer's
+    /// observing the new state.
+    pub(crate) fn set_state(&self, s: u8) {
+        self.state.store(s, Ordering::Release);
+        self.thread.unpark();
+    }
+
+    /// Waits until the state has a bit of `mask`; returns it. REQUIRES:
+    /// called by the writer's own thread.
+    pub(crate) fn await_state(&self, mask: u8) -> u8 {
+        debug_assert_eq!(std::thread::current().id(), self.thread.id());
+        for _ in 0..SPIN_ROUNDS {
+            let s = self.state();
+            if s & mask != 0 {
+                return s;
+            }
+            std::hint::spin_loop();
+        }
+        let start = Instant::now();
+        loop {
+            let s = self.state();
+            if s & mask != 0 {
+                return s;
+            }
+            if start.elapsed() > YIELD_LIMIT {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        loop {
+            let s = self.state();
+            if s & mask != 0 {
+                return s;
+            }
+            // A stale unpark (from a state this writer already saw) makes
+            // this return at once; the loop checks again.
+            std::thread::park();
+        }
+    }
+
+    /// Takes the result set by whoever completed this writer.
+    pub(crate) fn take_result(&self) -> Result<()> {
+        lock(&self.data).result.take().unwrap_or(Ok(()))
+    }
+}
+
+/// The FIFO queue of writers.
+#[derive(Default)]
+pub(crate) struct WriteThread {
+    queue: Mutex<VecDeque<Arc<Writer>>>,
+}
+
+impl WriteThread {
+    /// Queues `w`; returns true if it leads at once (the queue was empty).
+    pub(crate) fn join(&self, w: &Arc<Writer>) -> bool {
+        let mut q = lock(&self.queue);
+        q.push_back(Arc::clone(w));
+        let leads = q.len() == 1;
+        if leads {
+            w.state.store(STATE_LEADER, Ordering::Relaxed);
+        }
+        leads
+    }
+
+    /// The group `leader` leads: the longest prefix of the queue whose
+    /// writers are compatible with the leader's (same WAL choice, no sync
+    /// under a non-synced leader) and fit `MAX_GROUP_BYTES`. REQUIRES:
+    /// `leader` is the queue's front.
+    pub(crate) fn build_group(&self, leader: &Arc<Writer>) -> Vec<Arc<Writer>> {
+        let q = lock(&self.queue);
+        debug_assert!(q.front().is_some_and(|f| Arc::ptr_eq(f, leader)));
+        let lead = leader.opts;
+        let mut bytes = 0;
+        let mut group = Vec::new();
+        for w in q.iter() {
+            if !group.is_empty()
+                && (w.opts.disable_wal != lead.disable_wal
+                    || (w.opts.sync && !lead.sync)
+                    || bytes + w.size > MAX_GROUP_BYTES)
+            {
+                break;
+            }
+            bytes += w.size;
+            group.push(Arc::clone(w));
+        }
+        group
+    }
+
+    /// Writers queued (the current group included).
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.queue).len()
+    }
+
+    /// Removes the group (the queue's first `n` writers) and makes the
+    /// next writer the leader.
+    pub(crate) fn exit_group(&self, group: &[Arc<Writer>]) {
+        let mut q = lock(&self.queue);
+        for w in group {
+            let popped = q.pop_front();
+            debug_assert!(popped.is_some_and(|p| Arc::ptr_eq(&p, w)));
+        }
+        if let Some(next) = q.front() {
+            next.set_state(STATE_LEADER);
+        }
+    }
+}

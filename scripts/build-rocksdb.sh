@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Builds release (NDEBUG) db_bench binaries of RocksDB from registry
+# sources, once per machine, cached under target/rocksdb/<version>/:
+#
+#   7.8.3   Debian bookworm's source package (apt-get source rocksdb), the
+#           version whose files Strata shares
+#   10.4.2  the complete source bundled in the crates.io package
+#           librocksdb-sys 0.17.3+10.4.2 (cargo fetch)
+#
+#   ./scripts/build-rocksdb.sh 7.8.3        # prints the db_bench path
+#   ./scripts/build-rocksdb.sh 10.4.2
+#
+# Debian's own db_bench (rocksdb-tools) is built without NDEBUG and prints
+# "WARNING: Assertions are enabled"; it is fine for interop tests, not for
+# racing. The binaries built here are CMAKE_BUILD_TYPE=Release, PORTABLE,
+# with gflags and every codec. Progress goes to stderr, the binary's path
+# to stdout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+version="${1:-7.8.3}"
+dest="$root/target/rocksdb/$version"
+bin="$dest/db_bench"
+if [ -x "$bin" ]; then
+  echo "$bin"
+  exit 0
+fi
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+log() { echo "build-rocksdb: $*" >&2; }
+
+deps=(cmake ninja-build g++ libgflags-dev libsnappy-dev liblz4-dev libzstd-dev zlib1g-dev libbz2-dev dpkg-dev)
+missing=()
+for p in "${deps[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing ${missing[*]}"
+  as_root apt-get update >/dev/null
+  as_root apt-get install -y "${missing[@]}" >/dev/null
+fi
+
+src_root="$root/target/rocksdb/src"
+mkdir -p "$src_root" "$dest"
+case "$version" in
+  7.8.3)
+    src="$src_root/rocksdb-7.8.3"
+    if [ ! -f "$src/CMakeLists.txt" ]; then
+      if ! grep -rqs "^Types:.*deb-src" /etc/apt/sources.list.d/ /etc/apt/sources.list; then
+        log "adding a deb-src entry for bookworm"
+        as_root tee /etc/apt/sources.list.d/strata-deb-src.sources >/dev/null <<'EOF'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+        as_root apt-get update >/dev/null
+      fi
+      log "apt-get source rocksdb"
+      (cd "$src_root" && apt-get source --download-only rocksdb >/dev/null 2>&1 || apt-get source rocksdb >/dev/null)
+      (cd "$src_root" && rm -rf rocksdb-7.8.3 && dpkg-source -x --skip-patches rocksdb_7.8.3*.dsc rocksdb-7.8.3 >/dev/null)
+    fi
+    ;;
+  10.4.2)
+    crate_dir="$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/librocksdb-sys-0.17.3+10.4.2 2>/dev/null | head -1 || true)"
+    if [ -z "$crate_dir" ]; then
+      log "fetching librocksdb-sys 0.17.3+10.4.2 from crates.io"
+      tmp="$src_root/fetch-librocksdb-sys"
+      mkdir -p "$tmp/src"
+      cat >"$tmp/Cargo.toml" <<'EOF'
+[package]
+name = "fetch-librocksdb-sys"
+version = "0.0.0"
+edition = "2021"
+publish = false
+[workspace]
+[dependencies]
+librocksdb-sys = "=0.17.3"
+EOF
+      echo "" >"$tmp/src/lib.rs"
+      (cd "$tmp" && cargo fetch >/dev/null 2>&1)
+      crate_dir="$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/librocksdb-sys-0.17.3+10.4.2 | head -1)"
+    fi
+    src="$crate_dir/rocksdb"
+    ;;
+  *)
+    echo "build-rocksdb: unknown version $version (7.8.3 or 10.4.2)" >&2
+    exit 2
+    ;;
+esac
+
+build="$root/target/rocksdb/build-$version"
+mkdir -p "$build"
+log "configuring $src (Release, PORTABLE) in $build"
+cmake -S "$src" -B "$build" -G Ninja \
+  -DCMAKE_BUILD_TYPE=Release -DPORTABLE=ON -DWITH_GFLAGS=ON \
+  -DWITH_SNAPPY=ON -DWITH_LZ4=ON -DWITH_ZSTD=ON -DWITH_ZLIB=ON -DWITH_BZ2=ON \
+  -DROCKSDB_BUILD_SHARED=OFF -DWITH_TESTS=OFF -DWITH_BENCHMARK_TOOLS=ON \
+  -DWITH_TOOLS=OFF -DWITH_CORE_TOOLS=OFF -DFAIL_ON_WARNINGS=OFF \
+  -DCMAKE_CXX_FLAGS="-Wno-error" >"$build/cmake.log" 2>&1 || {
+  tail -30 "$build/cmake.log" >&2
+  exit 1
+}
+log "building db_bench (about 15 minutes on 2 cores)"
+nice -n 10 cmake --build "$build" --target db_bench -j "$(nproc)" >"$build/build.log" 2>&1 || {
+  tail -40 "$build/build.log" >&2
+  exit 1
+}
+cp "$build/db_bench" "$bin.tmp"
+mv "$bin.tmp" "$bin"
+"$bin" --version >&2 2>/dev/null || true
+echo "$bin"
