@@ -53,6 +53,13 @@ impl Flags {
         }
     }
 
+    /// A gflags boolean with a default other than false.
+    pub fn bool_or(&self, name: &str, default: bool) -> Result<bool, String> {
+        let given =
+            self.values.contains_key(name) || self.values.contains_key(&format!("no{name}"));
+        if given { self.bool(name) } else { Ok(default) }
+    }
+
     pub fn num<T: std::str::FromStr>(&self, name: &str, default: T) -> Result<T, String> {
         match self.get(name) {
             None => Ok(default),

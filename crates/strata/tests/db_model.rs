@@ -59,6 +59,10 @@ struct OptionSet {
     level_base: u64,
     dynamic_levels: bool,
     subcompactions: usize,
+    /// Write path mode: 0 ordered, 1 ordered with the leader inserting
+    /// for its group, 2 pipelined, 3 unordered, 4 ordered with
+    /// `manual_wal_flush` (and `flush_wal` before each reopen).
+    write_mode: u8,
     /// Operations per seed.
     steps: usize,
 }
@@ -75,6 +79,7 @@ const LEVELED: OptionSet = OptionSet {
     level_base: 256 << 20,
     dynamic_levels: true,
     subcompactions: 1,
+    write_mode: 0,
     steps: 300,
 };
 
@@ -88,19 +93,21 @@ const OPTION_SETS: [OptionSet; 8] = [
         ..LEVELED
     },
     OptionSet {
-        name: "tiny-memtable",
+        name: "tiny-memtable-pipelined",
         write_buffer_size: 2048,
         block_size: 256,
         compression: CompressionType::None,
         disable_wal: false,
+        write_mode: 2,
         ..LEVELED
     },
     OptionSet {
-        name: "tiny-blocks-zstd",
+        name: "tiny-blocks-zstd-manual-wal-flush",
         write_buffer_size: 8192,
         block_size: 64,
         compression: CompressionType::Zstd,
         disable_wal: false,
+        write_mode: 4,
         ..LEVELED
     },
     OptionSet {
@@ -112,7 +119,8 @@ const OPTION_SETS: [OptionSet; 8] = [
         ..LEVELED
     },
     OptionSet {
-        name: "leveled-tiny-files",
+        name: "leveled-tiny-files-serial-inserts",
+        write_mode: 1,
         block_size: 256,
         compression: CompressionType::None,
         write_buffer_size: 1024,
@@ -136,7 +144,8 @@ const OPTION_SETS: [OptionSet; 8] = [
         ..LEVELED
     },
     OptionSet {
-        name: "universal",
+        name: "universal-unordered",
+        write_mode: 3,
         write_buffer_size: 2048,
         block_size: 256,
         style: CompactionStyle::Universal,
@@ -173,6 +182,10 @@ fn options(fs: &MemFileSystem, set: &OptionSet) -> Options {
     o.cf.level_compaction_dynamic_level_bytes = set.dynamic_levels;
     o.max_subcompactions = set.subcompactions;
     o.cf.merge_operator = Some(Arc::new(StringAppendOperator::default()));
+    o.allow_concurrent_memtable_write = set.write_mode != 1;
+    o.enable_pipelined_write = set.write_mode == 2;
+    o.unordered_write = set.write_mode == 3;
+    o.manual_wal_flush = set.write_mode == 4;
     o
 }
 
@@ -434,10 +447,19 @@ fn run_seed(seed: u64, set: &OptionSet) {
             }
             _ => {
                 snapshots.clear();
+                // flush_wal(true) makes every acknowledged write durable
+                // (with or without manual_wal_flush).
+                let synced_all = !set.disable_wal && set.write_mode == 4 && step % 2 == 0;
+                if synced_all {
+                    db.as_ref().unwrap().flush_wal(true).unwrap();
+                }
                 drop(db.take());
                 fs.crash_drop_unsynced();
                 let d2 = DB::open(options(&fs, set), path).unwrap();
                 let got = scan(&d2, &ReadOptions::default());
+                if synced_all {
+                    assert_eq!(got, model, "{ctx}: crash after flush_wal(true)");
+                }
                 assert!(
                     history.contains(&got),
                     "{ctx}: after a crash the state is not a prefix of the acknowledged history since the last durable point\n got {got:?}"

@@ -52,9 +52,12 @@ struct Config {
     /// Before the crash, each file-system write, sync, rename, directory
     /// sync or read fails with probability 1/this (0: never).
     fault_one_in: u64,
+    /// Write path: 0 ordered, 1 pipelined, 2 unordered, 3 ordered with the
+    /// leader inserting for its group and `manual_wal_flush`.
+    write_mode: u8,
 }
 
-const CONFIGS: [Config; 5] = [
+const CONFIGS: [Config; 8] = [
     Config {
         name: "leveled",
         write_buffer_size: 4096,
@@ -65,6 +68,7 @@ const CONFIGS: [Config; 5] = [
         flush_one_in: 40,
         compact_one_in: 120,
         fault_one_in: 0,
+        write_mode: 0,
     },
     Config {
         name: "universal",
@@ -76,6 +80,7 @@ const CONFIGS: [Config; 5] = [
         flush_one_in: 60,
         compact_one_in: 150,
         fault_one_in: 0,
+        write_mode: 0,
     },
     // Nothing flushes: recovery is WAL replay, across several epochs of
     // WALs (old logs must not be misread as new data).
@@ -89,6 +94,7 @@ const CONFIGS: [Config; 5] = [
         flush_one_in: 0,
         compact_one_in: 0,
         fault_one_in: 0,
+        write_mode: 0,
     },
     // No WAL: only flushed data survives, still as a prefix.
     Config {
@@ -101,6 +107,7 @@ const CONFIGS: [Config; 5] = [
         flush_one_in: 15,
         compact_one_in: 100,
         fault_one_in: 0,
+        write_mode: 0,
     },
     // I/O errors at random before the power fails (RELIABILITY G4's long
     // run): a failed write may or may not survive, nothing after it may be
@@ -116,6 +123,45 @@ const CONFIGS: [Config; 5] = [
         flush_one_in: 40,
         compact_one_in: 120,
         fault_one_in: 150,
+        write_mode: 0,
+    },
+    // The write path's other modes, each with synced writes and frequent
+    // WAL switches (tiny memtables).
+    Config {
+        name: "pipelined",
+        write_buffer_size: 4096,
+        style: CompactionStyle::Level,
+        compression: CompressionType::Snappy,
+        disable_wal: false,
+        sync_one_in: 6,
+        flush_one_in: 40,
+        compact_one_in: 120,
+        fault_one_in: 0,
+        write_mode: 1,
+    },
+    Config {
+        name: "unordered",
+        write_buffer_size: 2048,
+        style: CompactionStyle::Universal,
+        compression: CompressionType::None,
+        disable_wal: false,
+        sync_one_in: 8,
+        flush_one_in: 0,
+        compact_one_in: 200,
+        fault_one_in: 0,
+        write_mode: 2,
+    },
+    Config {
+        name: "serial-inserts-manual-wal-flush",
+        write_buffer_size: 4096,
+        style: CompactionStyle::Level,
+        compression: CompressionType::Lz4,
+        disable_wal: false,
+        sync_one_in: 10,
+        flush_one_in: 60,
+        compact_one_in: 0,
+        fault_one_in: 0,
+        write_mode: 3,
     },
 ];
 
@@ -151,6 +197,10 @@ fn options(fs: &MemFileSystem, c: &Config, faults: Option<&FaultInjectionFileSys
     o.cf.target_file_size_base = 4096;
     o.cf.max_bytes_for_level_base = 16384;
     o.cf.merge_operator = Some(Arc::new(StringAppendOperator::default()));
+    o.enable_pipelined_write = c.write_mode == 1;
+    o.unordered_write = c.write_mode == 2;
+    o.allow_concurrent_memtable_write = c.write_mode != 3;
+    o.manual_wal_flush = c.write_mode == 3;
     o
 }
 

@@ -346,8 +346,14 @@ pub fn run(f: &Flags) -> Result<(), String> {
     let disable_wal = f.bool("disable_wal")?;
     let mut opts = Options {
         create_if_missing: true,
+        // db_bench's defaults (its enable_pipelined_write is true).
+        allow_concurrent_memtable_write: f.bool_or("allow_concurrent_memtable_write", true)?,
+        enable_pipelined_write: f.bool_or("enable_pipelined_write", true)?,
+        unordered_write: f.bool("unordered_write")?,
+        manual_wal_flush: f.bool("manual_wal_flush")?,
         ..Options::default()
     };
+    opts.validate().map_err(|e| e.to_string())?;
     let merge_name = f.get("merge_operator").unwrap_or("").to_string();
     if !merge_name.is_empty() {
         opts.cf.merge_operator = Some(merge_operator(&merge_name)?);

@@ -61,6 +61,17 @@ fn cycle_flags(rng: &mut Rng, base: &[String], style: u64, wal_off: bool) -> Vec
         (2 + rng.below(3)).to_string(),
     );
     set("seed", rng.next().to_string());
+    // The write path's modes: ordered (RocksDB's default), pipelined,
+    // unordered; the leader inserts for its group one cycle in four.
+    match rng.below(3) {
+        1 => set("enable_pipelined_write", "true".into()),
+        2 => set("unordered_write", "true".into()),
+        _ => {}
+    }
+    if !a.iter().any(|x| x.starts_with("--unordered_write")) && rng.below(4) == 0 {
+        a.push("--allow_concurrent_memtable_write=false".into());
+    }
+    let mut set = |k: &str, v: String| a.push(format!("--{k}={v}"));
     if wal_off {
         set("disable_wal", "true".into());
     } else {

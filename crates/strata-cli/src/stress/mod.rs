@@ -114,6 +114,10 @@ fn config(f: &Flags) -> Result<Config, String> {
 fn options(f: &Flags) -> Result<Options, String> {
     let mut o = Options {
         create_if_missing: true,
+        // db_stress's defaults.
+        allow_concurrent_memtable_write: f.bool_or("allow_concurrent_memtable_write", true)?,
+        enable_pipelined_write: f.bool("enable_pipelined_write")?,
+        unordered_write: f.bool("unordered_write")?,
         ..Options::default()
     };
     crate::bench::apply_compaction_flags(f, &mut o)?;
