@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The race: RocksDB 7.8.3's db_bench against `strata bench`, same flags,
+# The race: a release build of RocksDB's db_bench against `strata bench`, same flags,
 # same seed (so both draw the same keys), fresh directories, alternating
 # which engine goes first, ROUNDS rounds. Prints one table (median ops/sec
 # per benchmark and the ratio Strata / RocksDB, plus write amplification,
@@ -8,6 +8,14 @@
 #   ./scripts/compare-rocksdb.sh                      # Core suite, 1M keys, 3 rounds
 #   NUM=10000000 ROUNDS=1 READS=1000000 ./scripts/compare-rocksdb.sh
 #   ./scripts/compare-rocksdb.sh --bloom_bits=10      # extra flags go to both engines
+#   SUITE=threads|seed003|sync|flash|latency|all ./scripts/compare-rocksdb.sh
+#                                                     # the named suites (scripts/race-suites.sh)
+#
+# RocksDB: release (NDEBUG) builds made once per machine by
+# scripts/build-rocksdb.sh and cached under target/rocksdb/ (about 15
+# minutes on 2 cores the first time). ROCKSDB=7.8.3 (default), 10.4.2, both,
+# or debian (Debian's db_bench, built with assertions: the figures are then
+# not comparable, and the table says so).
 #
 # Environment:
 #   NUM      keys (--num), default 1000000
@@ -30,6 +38,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+if [ -n "${SUITE:-}" ] && [ "$SUITE" != core ]; then
+  exec ./scripts/race-suites.sh "$@"
+fi
+ROCKSDB="${ROCKSDB:-7.8.3}"
+if [ "$ROCKSDB" = both ]; then
+  base_out="${OUT:-target/race/$(date +%Y%m%d-%H%M%S)}"
+  for v in 7.8.3 10.4.2; do
+    ROCKSDB=$v OUT="$base_out/$v" "$0" "$@"
+  done
+  exit 0
+fi
+
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 if ! command -v cargo >/dev/null 2>&1; then
@@ -37,12 +57,20 @@ if ! command -v cargo >/dev/null 2>&1; then
   # shellcheck disable=SC1091
   . "$HOME/.cargo/env"
 fi
-if ! command -v db_bench >/dev/null 2>&1; then
-  as_root apt-get install -y rocksdb-tools >/dev/null 2>&1 || {
-    as_root apt-get update >/dev/null
-    as_root apt-get install -y rocksdb-tools >/dev/null
-  }
+if [ "$ROCKSDB" = debian ]; then
+  if ! command -v db_bench >/dev/null 2>&1; then
+    as_root apt-get install -y rocksdb-tools >/dev/null 2>&1 || {
+      as_root apt-get update >/dev/null
+      as_root apt-get install -y rocksdb-tools >/dev/null
+    }
+  fi
+  DB_BENCH="$(command -v db_bench)"
+  BUILD_NOTE="Debian's db_bench, built WITH assertions: figures not comparable"
+else
+  DB_BENCH="$(./scripts/build-rocksdb.sh "$ROCKSDB")"
+  BUILD_NOTE="release build (NDEBUG) of RocksDB $ROCKSDB"
 fi
+echo "RocksDB: $DB_BENCH ($BUILD_NOTE)" >&2
 if [ ! -x /usr/bin/time ]; then
   as_root apt-get install -y time >/dev/null
 fi
@@ -66,7 +94,7 @@ FLAGS=(--num="$NUM" --key_size=16 --value_size=100 --compression_type=snappy
 engine_cmd() {
   case "$1" in
     strata) echo "$STRATA bench" ;;
-    rocksdb) echo "db_bench" ;;
+    rocksdb) echo "$DB_BENCH" ;;
   esac
 }
 
@@ -104,6 +132,10 @@ for e in strata rocksdb; do
   rm -rf "$work/$e"
 done
 
-python3 scripts/race_report.py "$OUT" "$ROUNDS" "$NUM" 116 "${FLAGS[*]}" | tee "$OUT/summary.md"
+{
+  echo "RocksDB binary: $DB_BENCH ($BUILD_NOTE)"
+  echo
+  python3 scripts/race_report.py "$OUT" "$ROUNDS" "$NUM" 116 "${FLAGS[*]}"
+} | tee "$OUT/summary.md"
 echo
 echo "results, logs and chart: $OUT (race.svg)"

@@ -72,7 +72,7 @@ def main():
                 pass
 
     rows = []
-    print(f"Strata vs RocksDB 7.8.3 db_bench, median of {rounds} round(s), --num={num}")
+    print(f"Strata vs RocksDB db_bench (binary above), median of {rounds} round(s), --num={num}")
     print(f"flags: {flags}")
     print()
     print("| benchmark | RocksDB ops/sec | Strata ops/sec | ratio |")

@@ -110,7 +110,7 @@ impl DbInner {
             st.bg_error.get_or_insert(e.duplicate());
             return Err(e);
         }
-        if st.cfs.get(&cf_id).is_none() {
+        if !st.cfs.contains_key(&cf_id) {
             return Ok(());
         }
         // The MANIFEST's last sequence covers every entry of the new table.

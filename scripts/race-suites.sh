@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Named race suites: `strata bench` against release (NDEBUG) builds of
+# RocksDB's db_bench (scripts/build-rocksdb.sh), same flags and seed, fresh
+# directories, alternating which engine goes first, ROUNDS rounds; prints
+# the median ops/sec of each case for each engine and the ratio.
+#
+#   SUITE=threads ./scripts/race-suites.sh   # fillrandom, overwrite at 1/2/4/8 threads; readwhilewriting at 4
+#   SUITE=seed003 ./scripts/race-suites.sh   # 8 threads, batch 8, no auto compactions: vanilla, pipelined, unordered
+#   SUITE=sync    ./scripts/race-suites.sh   # fillrandom --sync=1 at 1 and 8 threads
+#   SUITE=flash   ./scripts/race-suites.sh   # seed 001's shapes: 10-byte keys, 800-byte values, no compression
+#   SUITE=latency ./scripts/race-suites.sh   # 10M fillrandom --histogram: P99.99 and max write latency
+#   SUITE=all     ./scripts/race-suites.sh   # all of the above
+#
+# Environment:
+#   ROCKSDB  7.8.3 (default), 10.4.2, both, or debian (Debian's db_bench,
+#            built with assertions: figures not comparable, and said so)
+#   ROUNDS   rounds (default 3)
+#   SCALE    multiplies every suite's key count (default 1)
+#   OUT      results directory (default target/race/suites-<time>)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUITE="${SUITE:-all}"
+ROUNDS="${ROUNDS:-3}"
+SCALE="${SCALE:-1}"
+ROCKSDB="${ROCKSDB:-7.8.3}"
+OUT="${OUT:-target/race/suites-$(date +%Y%m%d-%H%M%S)}"
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+if ! command -v cargo >/dev/null 2>&1; then
+  curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
+  # shellcheck disable=SC1091
+  . "$HOME/.cargo/env"
+fi
+cargo build --release -p strata-cli >&2
+STRATA="$PWD/target/release/strata"
+
+versions=()
+case "$ROCKSDB" in
+  both) versions=(7.8.3 10.4.2) ;;
+  *) versions=("$ROCKSDB") ;;
+esac
+declare -A BIN
+for v in "${versions[@]}"; do
+  if [ "$v" = debian ]; then
+    command -v db_bench >/dev/null || apt-get install -y rocksdb-tools >/dev/null
+    BIN[$v]="$(command -v db_bench)"
+    echo "WARNING: racing Debian's db_bench, built with assertions on: figures are not comparable" >&2
+  else
+    BIN[$v]="$(./scripts/build-rocksdb.sh "$v")"
+  fi
+done
+
+n() { echo $(($1 * SCALE)); }
+
+# A case: name | prep benchmarks and flags (run first on the fresh DB, or -) |
+# measured benchmarks and flags (the last result line is the figure).
+cases=()
+add() { cases+=("$1|$2|$3"); }
+suite_threads() {
+  local num; num=$(n 200000)
+  for t in 1 2 4 8; do
+    add "fillrandom threads=$t" - "--benchmarks=fillrandom --num=$num --threads=$t"
+  done
+  for t in 1 2 4 8; do
+    add "overwrite threads=$t" "--benchmarks=fillseq --num=$num" \
+      "--use_existing_db=1 --benchmarks=overwrite --num=$num --threads=$t"
+  done
+  add "readwhilewriting threads=4" "--benchmarks=fillseq --num=$num" \
+    "--use_existing_db=1 --benchmarks=readwhilewriting --num=$num --threads=4"
+}
+suite_seed003() {
+  local f; f="--benchmarks=fillrandom --num=$(n 200000) --threads=8 --batch_size=8 --disable_auto_compactions=1"
+  add "vanilla (8 threads, batch 8)" - "$f --enable_pipelined_write=false"
+  add "pipelined (8 threads, batch 8)" - "$f --enable_pipelined_write=true"
+  add "unordered (8 threads, batch 8)" - "$f --enable_pipelined_write=false --unordered_write=1"
+}
+suite_sync() {
+  add "fillrandom --sync=1 threads=1" - "--benchmarks=fillrandom --sync=1 --num=$(n 5000) --threads=1"
+  add "fillrandom --sync=1 threads=8" - "--benchmarks=fillrandom --sync=1 --num=$(n 2000) --threads=8"
+}
+suite_flash() {
+  local f num; num=$(n 500000)
+  f="--key_size=10 --value_size=800 --compression_type=none --num=$num"
+  add "bulk load fillseq, WAL off" - "$f --benchmarks=fillseq --disable_wal=1"
+  add "bulk load fillrandom, WAL off, no compactions" - \
+    "$f --benchmarks=fillrandom --disable_wal=1 --disable_auto_compactions=1"
+  add "overwrite" "$f --benchmarks=fillseq --disable_wal=1" "$f --use_existing_db=1 --benchmarks=overwrite"
+}
+suite_latency() {
+  add "fillrandom 10M --histogram" - "--benchmarks=fillrandom --num=$(n 10000000) --histogram=1"
+}
+case "$SUITE" in
+  all) suite_threads; suite_seed003; suite_sync; suite_flash; suite_latency ;;
+  threads | seed003 | sync | flash | latency) "suite_$SUITE" ;;
+  *) echo "unknown SUITE=$SUITE (threads, seed003, sync, flash, latency, all)" >&2; exit 2 ;;
+esac
+
+COMMON=(--seed=1234 --compression_type=snappy --cache_size=8388608)
+
+run_case() { # engine-label binary round index
+  local label="$1" bin="$2" r="$3" i="$4" dir="$work/db"
+  local name prep meas
+  IFS='|' read -r name prep meas <<<"${cases[$i]}"
+  rm -rf "$dir"
+  if [ "$prep" != - ]; then
+    # shellcheck disable=SC2086
+    $bin --db="$dir" "${COMMON[@]}" $prep >/dev/null 2>&1
+  fi
+  # shellcheck disable=SC2086
+  $bin --db="$dir" "${COMMON[@]}" $meas >"$OUT/$label.c$i.r$r.txt" 2>"$OUT/$label.c$i.r$r.err" || {
+    echo "$label failed on case '$name' round $r (see $OUT/$label.c$i.r$r.err)" >&2
+  }
+  rm -rf "$dir"
+}
+
+for v in "${versions[@]}"; do
+  bin="${BIN[$v]}"
+  echo "== RocksDB $v: $bin" | tee "$OUT/rocksdb-$v.binary" >&2
+  if "$bin" --benchmarks=fillseq --num=1 --db="$work/probe" 2>&1 | grep -q "Assertions are enabled"; then
+    echo "   (built WITH assertions: not comparable)" | tee -a "$OUT/rocksdb-$v.binary" >&2
+  else
+    echo "   (release build, NDEBUG)" | tee -a "$OUT/rocksdb-$v.binary" >&2
+  fi
+  rm -rf "$work/probe"
+  for i in "${!cases[@]}"; do
+    for r in $(seq 1 "$ROUNDS"); do
+      if [ $((r % 2)) = 1 ]; then order="strata rocksdb"; else order="rocksdb strata"; fi
+      for e in $order; do
+        if [ "$e" = strata ]; then
+          run_case "strata-$v" "$STRATA bench" "$r" "$i"
+        else
+          run_case "rocksdb-$v" "$bin" "$r" "$i"
+        fi
+      done
+    done
+    echo "   done: ${cases[$i]%%|*}" >&2
+  done
+done
+
+printf '%s\n' "${cases[@]}" >"$OUT/cases.txt"
+python3 scripts/suite_report.py "$OUT" "$ROUNDS" "$SUITE" "${versions[@]}" | tee "$OUT/summary.md"
+echo
+echo "logs: $OUT"
