@@ -368,6 +368,17 @@ fn craft_wals(dir: &std::path::Path) -> u64 {
     after_a
 }
 
+/// Crafts the WALs, then cuts WAL 1000 cleanly after its first record (a
+/// power loss that kept the newer WAL's bytes, not the older one's tail).
+fn cut_first_wal(dir: &std::path::Path) {
+    let after_a = craft_wals(dir);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("001000.log"))
+        .unwrap();
+    f.set_len(after_a).unwrap();
+}
+
 fn keys(db: &DB) -> Vec<Vec<u8>> {
     let mut it = db.iter(&ReadOptions::default()).unwrap();
     let mut out = Vec::new();
@@ -397,17 +408,10 @@ fn a_wal_whose_predecessor_came_back_short_is_not_replayed() {
     assert_eq!(keys(&db), vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
     drop(db);
 
-    // WAL 1000 cut cleanly after its first record (a power loss kept the
-    // newer WAL's bytes, not the older one's tail): replaying WAL 1001
-    // would recover c without b, a hole. Point-in-time recovery stops.
+    // WAL 1000 cut after its first record: replaying WAL 1001 would
+    // recover c without b, a hole. Point-in-time recovery stops.
     let dir = fresh_db();
-    let after_a = craft_wals(dir.path());
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(dir.path().join("001000.log"))
-        .unwrap();
-    f.set_len(after_a).unwrap();
-    drop(f);
+    cut_first_wal(dir.path());
     let db = DB::open(Options::default(), dir.path()).unwrap();
     assert_eq!(keys(&db), vec![b"a".to_vec()]);
     drop(db);
@@ -426,13 +430,7 @@ fn a_wal_whose_predecessor_came_back_short_is_not_replayed() {
         WalRecoveryMode::TolerateCorruptedTailRecords,
     ] {
         let dir = fresh_db();
-        let after_a = craft_wals(dir.path());
-        let f = std::fs::OpenOptions::new()
-            .write(true)
-            .open(dir.path().join("001000.log"))
-            .unwrap();
-        f.set_len(after_a).unwrap();
-        drop(f);
+        cut_first_wal(dir.path());
         let o = Options {
             wal_recovery_mode: mode,
             ..Options::default()
