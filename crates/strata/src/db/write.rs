@@ -132,7 +132,15 @@ impl DbInner {
         match state {
             STATE_COMPLETED => {
                 record(stats, Ticker::WriteDoneByOther, 1);
-                w.take_result()
+                // A WAL-stage failure sets the writer's result; otherwise
+                // the leader inserted this batch for the group, and the
+                // group's result (an insert error) is the writer's.
+                let mut d = lock(&w.data);
+                match (d.result.take(), &d.group) {
+                    (Some(r), _) => r,
+                    (None, Some(g)) => g.result(),
+                    (None, None) => Ok(()),
+                }
             }
             STATE_MEMTABLE_WRITER => {
                 record(stats, Ticker::WriteDoneByOther, 1);

@@ -123,11 +123,6 @@ impl Writer {
             std::thread::park();
         }
     }
-
-    /// Takes the result set by whoever completed this writer.
-    pub(crate) fn take_result(&self) -> Result<()> {
-        lock(&self.data).result.take().unwrap_or(Ok(()))
-    }
 }
 
 /// The FIFO queue of writers.
