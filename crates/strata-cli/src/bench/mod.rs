@@ -353,7 +353,6 @@ pub fn run(f: &Flags) -> Result<(), String> {
         manual_wal_flush: f.bool("manual_wal_flush")?,
         ..Options::default()
     };
-    opts.validate().map_err(|e| e.to_string())?;
     let merge_name = f.get("merge_operator").unwrap_or("").to_string();
     if !merge_name.is_empty() {
         opts.cf.merge_operator = Some(merge_operator(&merge_name)?);

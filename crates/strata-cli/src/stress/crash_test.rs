@@ -63,15 +63,16 @@ fn cycle_flags(rng: &mut Rng, base: &[String], style: u64, wal_off: bool) -> Vec
     set("seed", rng.next().to_string());
     // The write path's modes: ordered (RocksDB's default), pipelined,
     // unordered; the leader inserts for its group one cycle in four.
-    match rng.below(3) {
+    let mode = rng.below(3);
+    match mode {
         1 => set("enable_pipelined_write", "true".into()),
         2 => set("unordered_write", "true".into()),
         _ => {}
     }
-    if !a.iter().any(|x| x.starts_with("--unordered_write")) && rng.below(4) == 0 {
-        a.push("--allow_concurrent_memtable_write=false".into());
+    // (Unordered writes require concurrent inserts.)
+    if mode != 2 && rng.below(4) == 0 {
+        set("allow_concurrent_memtable_write", "false".into());
     }
-    let mut set = |k: &str, v: String| a.push(format!("--{k}={v}"));
     if wal_off {
         set("disable_wal", "true".into());
     } else {

@@ -51,6 +51,13 @@ pub(crate) struct WalSet {
 }
 
 impl WalSet {
+    /// The current WAL (every read-write DB has one once open).
+    pub(crate) fn current_mut(&mut self) -> Result<&mut LogWriter> {
+        self.current
+            .as_mut()
+            .ok_or_else(|| crate::error::Error::InvalidArgument("no WAL is open".into()))
+    }
+
     /// Makes every closed WAL and the current WAL's directory entry
     /// durable (what a synced write relies on besides its own record).
     pub(crate) fn sync_closed_and_dir(

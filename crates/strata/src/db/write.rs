@@ -396,24 +396,31 @@ impl DbInner {
         Ok(g)
     }
 
+    /// Runs `f` on the WAL set under its lock; a failure stops all later
+    /// writes (recorded after the lock is released: lock order is state,
+    /// then wal).
+    fn with_wal(&self, f: impl FnOnce(&mut super::wal_set::WalSet) -> Result<()>) -> Result<()> {
+        let r = f(&mut lock(&self.wal));
+        if let Err(e) = &r {
+            self.lock_state().bg_error.get_or_insert(e.duplicate());
+        }
+        r
+    }
+
     /// Appends one group record to the current WAL, then syncs it (after
     /// every closed WAL and the WAL directory: a durable write never
     /// follows a non-durable one) or hands it to the OS (unless
-    /// `manual_wal_flush`). A failure stops all later writes.
+    /// `manual_wal_flush`).
     fn write_wal(&self, data: &[u8], sync: bool) -> Result<()> {
         let stats = &self.options.statistics;
         self.user_bytes_written
             .fetch_add(data.len() as u64, Ordering::Relaxed);
         record(stats, Ticker::WalFileBytes, data.len() as u64);
-        let mut wal = lock(&self.wal);
-        let r: Result<()> = (|| {
+        self.with_wal(|wal| {
             if sync {
                 wal.sync_closed_and_dir(&self.fs, &self.wal_dir)?;
             }
-            let writer = wal
-                .current
-                .as_mut()
-                .ok_or_else(|| Error::InvalidArgument("no WAL is open".into()))?;
+            let writer = wal.current_mut()?;
             writer.add_record(data)?;
             crate::crash_point!("wal::after_append");
             if sync {
@@ -425,12 +432,7 @@ impl DbInner {
                 writer.flush()?;
             }
             Ok(())
-        })();
-        drop(wal);
-        if let Err(e) = &r {
-            self.lock_state().bg_error.get_or_insert(e.duplicate());
-        }
-        r
+        })
     }
 
     /// `DB::flush_wal`: hands buffered WAL bytes to the OS and, with
@@ -439,22 +441,14 @@ impl DbInner {
         if self.read_only {
             return Ok(());
         }
-        let mut wal = lock(&self.wal);
-        let r: Result<()> = (|| {
+        self.with_wal(|wal| {
             if sync {
                 wal.sync_closed_and_dir(&self.fs, &self.wal_dir)?;
+                wal.current_mut()?.sync()
+            } else {
+                wal.current_mut()?.flush()
             }
-            match wal.current.as_mut() {
-                Some(w) if sync => w.sync(),
-                Some(w) => w.flush(),
-                None => Ok(()),
-            }
-        })();
-        drop(wal);
-        if let Err(e) = &r {
-            self.lock_state().bg_error.get_or_insert(e.duplicate());
-        }
-        r
+        })
     }
 
     /// Switches every full memtable to the immutable list, waiting while
