@@ -298,4 +298,22 @@ mod tests {
         assert!(text.contains("  filter_policy=bloomfilter:10:false\n"));
         assert!(text.contains("  compression=kSnappyCompression\n"));
     }
+
+    /// Column family names with quotes, escapes and spaces come back whole
+    /// (a fuzz find: the section parser once cut a name at its first quote).
+    #[test]
+    fn awkward_cf_names_round_trip() {
+        use crate::db::options_parser::parse;
+        let o = Options::default();
+        for name in ["\":fifo", "a \"b\" c", "back\\slash#", "x]y", "\"\""] {
+            let mut cf = o.cf.clone();
+            cf.num_levels = 3;
+            let text = render(&o, &[(0, name, &cf)]);
+            let f = parse("OPTIONS-000001", &text).unwrap();
+            assert_eq!(f.column_families().collect::<Vec<_>>(), vec![name], "{text}");
+            let mut back = o.cf.clone();
+            f.apply_cf(name, &mut back).unwrap();
+            assert_eq!(back.num_levels, 3);
+        }
+    }
 }

@@ -76,9 +76,11 @@ pub fn parse(name: &str, text: &str) -> Result<OptionsFile> {
             let h = h
                 .strip_suffix(']')
                 .ok_or_else(|| bad(format!("{name}:{}: bad section header: {line}", i + 1)))?;
-            let (kind, arg) = match h.split_once(' ') {
-                Some((k, a)) => (k, Some(unescape(a.trim().trim_matches('"')))),
-                None => (h, None),
+            // As RocksDB: the argument runs from the first `"` to the last
+            // one, so a name holding quotes survives its own rendering.
+            let (kind, arg) = match (h.find('"'), h.rfind('"')) {
+                (Some(a), Some(b)) if a < b => (h[..a].trim(), Some(unescape(&h[a + 1..b]))),
+                _ => (h.trim(), None),
             };
             sec = match (kind, arg) {
                 ("DBOptions", _) => Sec::Db,
