@@ -54,7 +54,12 @@ fn do_write(sh: &Shared, ts: &mut ThreadState, mut order: KeyOrder, time_limited
     let mut values = ValueGenerator::new(run.cfg.compression_ratio, run.value_size);
     let mut key = Vec::with_capacity(run.key_size);
     let mut bytes = 0u64;
-    let mut batch = WriteBatch::new();
+    // `DB::write` takes the batch; each one is allocated with room for its
+    // records so filling it does not reallocate (db_bench reuses one).
+    let batch_cap = (batch_size as usize)
+        .saturating_mul(run.key_size + run.value_size + 16)
+        .min(64 << 20);
+    let mut batch = WriteBatch::with_capacity(batch_cap);
     while !budget.done(batch_size) {
         if !sequential {
             // db_bench picks a key generator per batch (always the one).
@@ -74,7 +79,10 @@ fn do_write(sh: &Shared, ts: &mut ThreadState, mut order: KeyOrder, time_limited
             ts.stats.reset_last_op_time();
         }
         sh.db
-            .write(&run.cfg.write_opts, std::mem::take(&mut batch))
+            .write(
+                &run.cfg.write_opts,
+                std::mem::replace(&mut batch, WriteBatch::with_capacity(batch_cap)),
+            )
             .map_err(|e| err("put", e))?;
         ts.stats
             .finished_ops(sh.stats_cfg, batch_size, OpType::Write);

@@ -19,7 +19,7 @@ impl DB {
         key: &[u8],
         value: &[u8],
     ) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::with_capacity(WriteBatch::record_size_bound(&[key, value]));
         b.put_cf(cf.id, key, value);
         self.write(opts, b)
     }
@@ -34,7 +34,7 @@ impl DB {
         cf: &ColumnFamilyHandle,
         key: &[u8],
     ) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::with_capacity(WriteBatch::record_size_bound(&[key]));
         b.delete_cf(cf.id, key);
         self.write(opts, b)
     }
@@ -51,7 +51,7 @@ impl DB {
         cf: &ColumnFamilyHandle,
         key: &[u8],
     ) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::with_capacity(WriteBatch::record_size_bound(&[key]));
         b.single_delete_cf(cf.id, key);
         self.write(opts, b)
     }
@@ -68,7 +68,7 @@ impl DB {
         begin: &[u8],
         end: &[u8],
     ) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::with_capacity(WriteBatch::record_size_bound(&[begin, end]));
         b.delete_range_cf(cf.id, begin, end);
         self.write(opts, b)
     }
@@ -85,7 +85,7 @@ impl DB {
         key: &[u8],
         value: &[u8],
     ) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::with_capacity(WriteBatch::record_size_bound(&[key, value]));
         b.merge_cf(cf.id, key, value);
         self.write(opts, b)
     }

@@ -310,7 +310,11 @@ mod tests {
             cf.num_levels = 3;
             let text = render(&o, &[(0, name, &cf)]);
             let f = parse("OPTIONS-000001", &text).unwrap();
-            assert_eq!(f.column_families().collect::<Vec<_>>(), vec![name], "{text}");
+            assert_eq!(
+                f.column_families().collect::<Vec<_>>(),
+                vec![name],
+                "{text}"
+            );
             let mut back = o.cf.clone();
             f.apply_cf(name, &mut back).unwrap();
             assert_eq!(back.num_levels, 3);

@@ -51,24 +51,39 @@ impl Publisher {
     }
 
     /// Marks `ticket` done and publishes every group now at the head of
-    /// the line into `visible`; returns them, oldest first (their writers
-    /// may now be told their writes are visible).
-    pub(crate) fn complete(&self, ticket: u64, visible: &AtomicU64) -> Vec<Arc<Group>> {
-        let mut g = lock(&self.inner);
-        let i = (ticket - g.base) as usize;
-        debug_assert!(!g.slots[i].done);
-        g.slots[i].done = true;
-        let mut published = Vec::new();
-        while g.slots.front().is_some_and(|s| s.done) {
-            let Some(s) = g.slots.pop_front() else { break };
-            g.base += 1;
-            published.push(s.group);
-        }
-        if let Some(last) = published.last() {
-            let seq: SequenceNumber = last.last_seq;
+    /// the line into `visible`, then calls `on_published` on each of them,
+    /// oldest first (their writers may now be told their writes are
+    /// visible).
+    pub(crate) fn complete(
+        &self,
+        ticket: u64,
+        visible: &AtomicU64,
+        mut on_published: impl FnMut(&Group),
+    ) {
+        let mut published = {
+            let mut g = lock(&self.inner);
+            let i = (ticket - g.base) as usize;
+            debug_assert!(!g.slots[i].done);
+            g.slots[i].done = true;
+            let n = g.slots.iter().take_while(|s| s.done).count();
+            if n == 0 {
+                return;
+            }
+            let seq: SequenceNumber = g.slots[n - 1].group.last_seq;
             debug_assert!(visible.load(Ordering::Relaxed) <= seq);
             visible.store(seq, Ordering::Release);
+            g.base += n as u64;
+            // The first published group is usually the only one: take it
+            // without allocating; rarely several finish out of order.
+            let first = g.slots.pop_front().map(|s| s.group);
+            let rest: Vec<Arc<Group>> = g.slots.drain(..n - 1).map(|s| s.group).collect();
+            (first, rest)
+        };
+        if let Some(f) = published.0.take() {
+            on_published(&f);
         }
-        published
+        for gr in &published.1 {
+            on_published(gr);
+        }
     }
 }

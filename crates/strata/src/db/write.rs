@@ -33,7 +33,7 @@
 //! reopened).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -69,15 +69,26 @@ pub(crate) struct Group {
     pending: AtomicUsize,
     /// The publisher's ticket (pipelined and unordered modes).
     ticket: AtomicU64,
+    /// Set (after `error`) when an insert of the group failed, so the
+    /// common, successful group is read without taking the lock.
+    failed: AtomicBool,
     error: Mutex<Option<Error>>,
 }
 
 impl Group {
     fn result(&self) -> Result<()> {
+        if !self.failed.load(Ordering::Acquire) {
+            return Ok(());
+        }
         match &*lock(&self.error) {
             None => Ok(()),
             Some(e) => Err(e.duplicate()),
         }
+    }
+
+    fn fail(&self, e: &Error) {
+        lock(&self.error).get_or_insert(e.duplicate());
+        self.failed.store(true, Ordering::Release);
     }
 }
 
@@ -124,7 +135,8 @@ impl DbInner {
             }
         }
         let w = Writer::new(batch, *opts);
-        let state = if self.write_thread.join(&w) {
+        let mut lone_group = self.write_thread.join(&w);
+        let state = if lone_group.is_some() {
             STATE_LEADER
         } else {
             w.await_state(STATE_LEADER | STATE_MEMTABLE_WRITER | STATE_COMPLETED)
@@ -158,23 +170,30 @@ impl DbInner {
             }
             _ => {
                 record(stats, Ticker::WriteDoneBySelf, 1);
-                self.lead(&w)
+                self.lead(&w, lone_group.take())
             }
         }
     }
 
     /// Leads the group at the front of the queue through the WAL stage and
-    /// the memtable stage.
-    fn lead(&self, w: &Arc<Writer>) -> Result<()> {
+    /// the memtable stage; `lone_group` is the group `join` made when `w`
+    /// found the queue empty.
+    fn lead(&self, w: &Arc<Writer>, lone_group: Option<Vec<Arc<Writer>>>) -> Result<()> {
         // A synced group costs an fsync whatever its size. When fewer
         // writers wait than the last synced group had, those writers are
         // most likely just waking up from it: let them queue first, so
         // groups stay large instead of alternating one and many.
         let last_sync_group = self.write_path.last_sync_group.load(Ordering::Relaxed);
-        if w.opts.sync && last_sync_group > 1 && self.write_thread.len() < last_sync_group {
-            std::thread::yield_now();
-        }
-        let group = self.write_thread.build_group(w);
+        let wait_for_more = w.opts.sync && last_sync_group > 1;
+        let group = match lone_group {
+            Some(g) if !wait_for_more => g,
+            _ => {
+                if wait_for_more && self.write_thread.len() < last_sync_group {
+                    std::thread::yield_now();
+                }
+                self.write_thread.build_group(w)
+            }
+        };
         if w.opts.sync {
             self.write_path
                 .last_sync_group
@@ -182,11 +201,14 @@ impl DbInner {
         }
         let staged = {
             let _wal_stage = lock(&self.write_mutex);
-            self.wal_stage(&group)
+            match self.wal_stage(&group) {
+                Ok((mems, last_seq)) => Ok(self.new_group(group, mems, last_seq)),
+                Err(e) => Err((e, group)),
+            }
         };
         let g = match staged {
             Ok(g) => g,
-            Err(e) => {
+            Err((e, group)) => {
                 // Nothing of the group was inserted nor published.
                 self.write_thread.exit_group(&group);
                 for f in &group[1..] {
@@ -196,9 +218,10 @@ impl DbInner {
                 return Err(e);
             }
         };
+        let group = &g.writers;
         if self.write_mode != WriteMode::Ordered {
             // The next group may write the WAL while this one inserts.
-            self.write_thread.exit_group(&group);
+            self.write_thread.exit_group(group);
         }
         let mine = if self.options.allow_concurrent_memtable_write && group.len() > 1 {
             for f in &group[1..] {
@@ -211,7 +234,7 @@ impl DbInner {
                 && self.write_mode == WriteMode::Pipelined)
                 .then(|| lock(&self.write_path.insert_lock));
             let mut r = Ok(());
-            for f in &group {
+            for f in group {
                 if let Err(e) = self.insert_own(f, &g) {
                     r = Err(e);
                     break;
@@ -232,7 +255,7 @@ impl DbInner {
             insert_batch(&d.batch, d.batch.sequence(), &g.mems, None).map(|_| ())
         };
         if let Err(e) = &r {
-            lock(&g.error).get_or_insert(e.duplicate());
+            g.fail(e);
             self.lock_state().bg_error.get_or_insert(e.duplicate());
         }
         r
@@ -255,21 +278,19 @@ impl DbInner {
             }
             WriteMode::Pipelined => {
                 let ticket = g.ticket.load(Ordering::Acquire);
-                for done in self
-                    .write_path
+                self.write_path
                     .publisher
-                    .complete(ticket, &self.last_sequence)
-                {
-                    for m in &done.writers {
-                        m.set_state(STATE_COMPLETED);
-                    }
-                }
+                    .complete(ticket, &self.last_sequence, |done| {
+                        for m in &done.writers {
+                            m.set_state(STATE_COMPLETED);
+                        }
+                    });
             }
             WriteMode::Unordered => {
                 let ticket = g.ticket.load(Ordering::Acquire);
                 self.write_path
                     .publisher
-                    .complete(ticket, &self.last_sequence);
+                    .complete(ticket, &self.last_sequence, |_| {});
             }
         }
     }
@@ -329,9 +350,13 @@ impl DbInner {
     }
 
     /// The WAL stage of `group`: validates, makes room, assigns sequence
-    /// numbers, writes (and syncs) the WAL. REQUIRES: the caller holds
-    /// `write_mutex` and leads `group`.
-    fn wal_stage(&self, group: &[Arc<Writer>]) -> Result<Arc<Group>> {
+    /// numbers, writes (and syncs) the WAL. Returns the memtables the
+    /// group inserts into and its last sequence number. REQUIRES: the
+    /// caller holds `write_mutex` and leads `group`.
+    fn wal_stage(
+        &self,
+        group: &[Arc<Writer>],
+    ) -> Result<(Arc<HashMap<u32, Arc<MemTable>>>, SequenceNumber)> {
         let lead_opts = group[0].opts;
         let bytes: usize = group.iter().map(|w| w.size).sum();
         let st = self.lock_state();
@@ -340,60 +365,97 @@ impl DbInner {
                 "database is read-only after a background error: {e}"
             )));
         }
+        // A lone writer's data is locked once for the whole stage.
+        let mut lone = match group {
+            [only] => Some(lock(&only.data)),
+            _ => None,
+        };
         // Validate column families before anything is written.
-        for w in group {
-            check_batch(&st, &lock(&w.data).batch)?;
+        match &lone {
+            Some(d) => check_batch(&st, &d.batch)?,
+            None => {
+                for w in group {
+                    check_batch(&st, &lock(&w.data).batch)?;
+                }
+            }
         }
         let mut st = self.make_room_for_write(st, bytes as u64)?;
         let mems = st.memtables();
         drop(st);
         let first_seq = self.write_path.last_allocated.load(Ordering::Acquire) + 1;
-        // A group of one writes its own batch (no merged copy).
-        let mut seq = first_seq;
-        let mut merged = WriteBatch::new();
-        for w in group {
-            let mut d = lock(&w.data);
-            d.batch.set_sequence(seq);
-            seq += u64::from(d.batch.count());
-            if group.len() > 1 && !lead_opts.disable_wal {
-                merged.append(&d.batch);
+        let last_seq = if let Some(d) = &mut lone {
+            // A group of one writes its own batch (no merged copy).
+            d.batch.set_sequence(first_seq);
+            if lead_opts.disable_wal {
+                self.unlogged_write(bytes);
+            } else {
+                self.write_wal(d.batch.data(), lead_opts.sync)?;
             }
-        }
-        let last_seq = seq - 1;
-        merged.set_sequence(first_seq);
-        if lead_opts.disable_wal {
-            self.has_unpersisted_data.store(true, Ordering::Release);
-            self.user_bytes_written
-                .fetch_add(bytes as u64, Ordering::Relaxed);
-        } else if group.len() == 1 {
-            let d = lock(&group[0].data);
-            self.write_wal(d.batch.data(), lead_opts.sync)?;
+            first_seq + u64::from(d.batch.count()) - 1
         } else {
-            self.write_wal(merged.data(), lead_opts.sync)?;
-        }
+            let mut seq = first_seq;
+            let mut merged = (!lead_opts.disable_wal).then(|| WriteBatch::with_capacity(bytes));
+            for w in group {
+                let mut d = lock(&w.data);
+                d.batch.set_sequence(seq);
+                seq += u64::from(d.batch.count());
+                if let Some(m) = &mut merged {
+                    m.append(&d.batch);
+                }
+            }
+            match &mut merged {
+                Some(m) => {
+                    m.set_sequence(first_seq);
+                    self.write_wal(m.data(), lead_opts.sync)?;
+                }
+                None => self.unlogged_write(bytes),
+            }
+            seq - 1
+        };
         self.write_path
             .last_allocated
             .store(last_seq, Ordering::Release);
+        Ok((mems, last_seq))
+    }
+
+    /// Accounts a group written with the WAL disabled.
+    fn unlogged_write(&self, bytes: usize) {
+        self.has_unpersisted_data.store(true, Ordering::Release);
+        self.user_bytes_written
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// The group of `writers` after its WAL stage: registered with the
+    /// publisher (in WAL order) and handed to every follower. REQUIRES:
+    /// the caller holds `write_mutex`.
+    fn new_group(
+        &self,
+        writers: Vec<Arc<Writer>>,
+        mems: Arc<HashMap<u32, Arc<MemTable>>>,
+        last_seq: SequenceNumber,
+    ) -> Arc<Group> {
+        let inserters = if self.options.allow_concurrent_memtable_write {
+            writers.len()
+        } else {
+            1
+        };
         let g = Arc::new(Group {
-            writers: group.to_vec(),
+            writers,
             mems,
             last_seq,
-            pending: AtomicUsize::new(if self.options.allow_concurrent_memtable_write {
-                group.len()
-            } else {
-                1
-            }),
+            pending: AtomicUsize::new(inserters),
             ticket: AtomicU64::new(0),
+            failed: AtomicBool::new(false),
             error: Mutex::new(None),
         });
         if self.write_mode != WriteMode::Ordered {
             let ticket = self.write_path.publisher.register(Arc::clone(&g));
             g.ticket.store(ticket, Ordering::Release);
         }
-        for w in &group[1..] {
+        for w in &g.writers[1..] {
             lock(&w.data).group = Some(Arc::clone(&g));
         }
-        Ok(g)
+        g
     }
 
     /// Runs `f` on the WAL set under its lock; a failure stops all later

@@ -132,15 +132,17 @@ pub(crate) struct WriteThread {
 }
 
 impl WriteThread {
-    /// Queues `w`; returns true if it leads at once (the queue was empty).
-    pub(crate) fn join(&self, w: &Arc<Writer>) -> bool {
+    /// Queues `w`. If the queue was empty, `w` leads at once, and its
+    /// group (`w` alone: nobody else is queued) is returned, saving the
+    /// leader a second pass over the queue.
+    pub(crate) fn join(&self, w: &Arc<Writer>) -> Option<Vec<Arc<Writer>>> {
         let mut q = lock(&self.queue);
         q.push_back(Arc::clone(w));
-        let leads = q.len() == 1;
-        if leads {
-            w.state.store(STATE_LEADER, Ordering::Relaxed);
+        if q.len() > 1 {
+            return None;
         }
-        leads
+        w.state.store(STATE_LEADER, Ordering::Relaxed);
+        Some(vec![Arc::clone(w)])
     }
 
     /// The group `leader` leads: the longest prefix of the queue whose

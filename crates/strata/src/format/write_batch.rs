@@ -115,6 +115,22 @@ impl WriteBatch {
         }
     }
 
+    /// An empty batch with room for `reserved_bytes` of records besides
+    /// its header, so filling it does not reallocate (RocksDB's
+    /// `WriteBatch(reserved_bytes)`).
+    pub fn with_capacity(reserved_bytes: usize) -> Self {
+        let mut rep = Vec::with_capacity(HEADER_LEN + reserved_bytes);
+        rep.resize(HEADER_LEN, 0);
+        WriteBatch { rep }
+    }
+
+    /// Bytes of one record holding `fields` in a non-default column family
+    /// (tag, column family varint, length-prefixed fields): an upper bound
+    /// for [`WriteBatch::with_capacity`].
+    pub fn record_size_bound(fields: &[&[u8]]) -> usize {
+        1 + 5 + fields.iter().map(|f| 5 + f.len()).sum::<usize>()
+    }
+
     /// Takes a serialized batch (a WAL record). Only the header is checked
     /// here; [`WriteBatch::validate`] or [`WriteBatch::iter`] check the rest.
     pub fn from_bytes(rep: Vec<u8>) -> Result<Self> {
