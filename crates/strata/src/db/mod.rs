@@ -157,12 +157,12 @@ pub(crate) struct DbState {
     /// Every column family's active memtable by id, as the write path
     /// inserts into them; `None` after a memtable switch or a column
     /// family change (rebuilt by [`DbState::memtables`]).
-    pub(crate) mems_cache: Option<Arc<std::collections::HashMap<u32, Arc<MemTable>>>>,
+    pub(crate) mems_cache: Option<Arc<MemTables>>,
 }
 
 impl DbState {
     /// The active memtables by column family id (cached between switches).
-    pub(crate) fn memtables(&mut self) -> Arc<std::collections::HashMap<u32, Arc<MemTable>>> {
+    pub(crate) fn memtables(&mut self) -> Arc<MemTables> {
         let cfs = &self.cfs;
         let m = self.mems_cache.get_or_insert_with(|| {
             Arc::new(
@@ -175,6 +175,9 @@ impl DbState {
         Arc::clone(m)
     }
 }
+
+/// The mutable memtable of every column family, by column family id.
+pub(crate) type MemTables = std::collections::HashMap<u32, Arc<MemTable>>;
 
 pub(crate) struct DbInner {
     pub(crate) dbname: PathBuf,

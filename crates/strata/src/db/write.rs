@@ -32,7 +32,6 @@
 //! acknowledged and stops all later writes (the DB becomes read-only until
 //! reopened).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -40,7 +39,7 @@ use std::time::{Duration, Instant};
 use super::flow_control::StallCondition;
 use super::wal_set::{ClosedWal, predecessor_record};
 use super::write_thread::{STATE_COMPLETED, STATE_LEADER, STATE_MEMTABLE_WRITER, Writer, lock};
-use super::{DbInner, DbState};
+use super::{DbInner, DbState, MemTables};
 use crate::error::{Error, Result};
 use crate::format::write_batch::BatchRecord;
 use crate::format::{SequenceNumber, ValueType, WriteBatch};
@@ -63,7 +62,7 @@ pub(crate) enum WriteMode {
 /// A group after its WAL stage: what its members insert and how it ends.
 pub(crate) struct Group {
     pub(crate) writers: Vec<Arc<Writer>>,
-    pub(crate) mems: Arc<HashMap<u32, Arc<MemTable>>>,
+    pub(crate) mems: Arc<MemTables>,
     pub(crate) last_seq: SequenceNumber,
     /// Inserters that have not finished.
     pending: AtomicUsize,
@@ -353,10 +352,7 @@ impl DbInner {
     /// numbers, writes (and syncs) the WAL. Returns the memtables the
     /// group inserts into and its last sequence number. REQUIRES: the
     /// caller holds `write_mutex` and leads `group`.
-    fn wal_stage(
-        &self,
-        group: &[Arc<Writer>],
-    ) -> Result<(Arc<HashMap<u32, Arc<MemTable>>>, SequenceNumber)> {
+    fn wal_stage(&self, group: &[Arc<Writer>]) -> Result<(Arc<MemTables>, SequenceNumber)> {
         let lead_opts = group[0].opts;
         let bytes: usize = group.iter().map(|w| w.size).sum();
         let st = self.lock_state();
@@ -431,7 +427,7 @@ impl DbInner {
     fn new_group(
         &self,
         writers: Vec<Arc<Writer>>,
-        mems: Arc<HashMap<u32, Arc<MemTable>>>,
+        mems: Arc<MemTables>,
         last_seq: SequenceNumber,
     ) -> Arc<Group> {
         let inserters = if self.options.allow_concurrent_memtable_write {
@@ -730,7 +726,7 @@ fn check_batch(st: &DbState, batch: &WriteBatch) -> Result<()> {
 pub(crate) fn insert_batch(
     batch: &WriteBatch,
     first_seq: SequenceNumber,
-    mems: &std::collections::HashMap<u32, Arc<MemTable>>,
+    mems: &MemTables,
     skip: Option<&dyn Fn(u32) -> bool>,
 ) -> Result<SequenceNumber> {
     let mut seq = first_seq;
