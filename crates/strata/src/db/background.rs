@@ -501,6 +501,8 @@ impl DbInner {
             }
             _ => st.write_controller.update(None, debt),
         }
+        st.write_signals
+            .set_stalled(worst != StallCondition::Normal);
         st.write_stall = worst;
     }
 }

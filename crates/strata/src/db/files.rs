@@ -114,7 +114,7 @@ impl DbInner {
         mut st: std::sync::MutexGuard<'a, super::DbState>,
         c: &Compaction,
     ) -> (std::sync::MutexGuard<'a, super::DbState>, Result<()>) {
-        if let Some(e) = &st.bg_error {
+        if let Some(e) = st.bg_error.get() {
             let e = e.duplicate();
             return (st, Err(e));
         }

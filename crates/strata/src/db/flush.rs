@@ -318,7 +318,7 @@ impl DbInner {
         self.maybe_schedule_work(&mut st);
         self.bg_cv.notify_all();
         loop {
-            if let Some(e) = &st.bg_error {
+            if let Some(e) = st.bg_error.get() {
                 return Err(e.duplicate());
             }
             if st.cfs.get(&cf_id).is_none_or(|c| c.imms.is_empty()) {

@@ -32,6 +32,7 @@ mod stats;
 mod super_version;
 mod wal_set;
 mod write;
+mod write_signals;
 mod write_thread;
 
 use std::collections::BTreeMap;
@@ -126,7 +127,7 @@ pub(crate) struct DbState {
     /// Live snapshots: sequence -> count.
     pub(crate) snapshots: BTreeMap<SequenceNumber, usize>,
     /// A failed write or sync: further writes are refused.
-    pub(crate) bg_error: Option<Error>,
+    pub(crate) bg_error: write_signals::BgError,
     /// Versions handed out, to know which files are still in use.
     pub(crate) live_versions: Vec<std::sync::Weak<crate::version::Version>>,
     /// Table numbers being written by flushes and compactions (not yet in
@@ -157,10 +158,20 @@ pub(crate) struct DbState {
     /// Every column family's active memtable by id, as the write path
     /// inserts into them; `None` after a memtable switch or a column
     /// family change (rebuilt by [`DbState::memtables`]).
-    pub(crate) mems_cache: Option<Arc<MemTables>>,
+    mems_cache: Option<Arc<MemTables>>,
+    /// Shared with the write path (`DbInner::write_signals`).
+    pub(crate) write_signals: Arc<write_signals::WriteSignals>,
 }
 
 impl DbState {
+    /// Forgets the memtable map after an active memtable was replaced or a
+    /// column family created or dropped, and tells the write path.
+    /// REQUIRES: `write_mutex` is held (or the DB is still opening).
+    pub(crate) fn memtables_changed(&mut self) {
+        self.mems_cache = None;
+        self.write_signals.memtables_changed();
+    }
+
     /// The active memtables by column family id (cached between switches).
     pub(crate) fn memtables(&mut self) -> Arc<MemTables> {
         let cfs = &self.cfs;
@@ -205,8 +216,11 @@ pub(crate) struct DbInner {
     /// The WAL stage: held by a group's leader while it makes room,
     /// allocates sequence numbers and writes the WAL, and by manual
     /// flushes and column-family changes (which then wait for inserts in
-    /// flight, `wait_for_pending_writes`).
-    pub(crate) write_mutex: Mutex<()>,
+    /// flight, `wait_for_pending_writes`). It guards what the WAL stage
+    /// remembers of the column families between groups.
+    pub(crate) write_mutex: Mutex<write::WriteStage>,
+    /// Facts about the state the WAL stage reads without the state lock.
+    pub(crate) write_signals: Arc<write_signals::WriteSignals>,
     /// The current WAL and closed WALs not yet synced. Lock order: `state`,
     /// then `wal`; the WAL stage locks it without `state`.
     pub(crate) wal: Mutex<wal_set::WalSet>,

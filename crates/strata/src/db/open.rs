@@ -261,6 +261,7 @@ impl DB {
             dbname.clone(),
             opts.max_open_files,
         ));
+        let write_signals = Arc::new(super::write_signals::WriteSignals::default());
         let inner = Arc::new(DbInner {
             dbname: dbname.clone(),
             wal_dir: wal_dir.clone(),
@@ -272,7 +273,8 @@ impl DB {
                 wal_number: 0,
                 alive_wals: Vec::new(),
                 snapshots: BTreeMap::new(),
-                bg_error: None,
+                bg_error: super::write_signals::BgError::new(Arc::clone(&write_signals)),
+                write_signals: Arc::clone(&write_signals),
                 live_versions: Vec::new(),
                 pending_outputs: Default::default(),
                 bg_flush_scheduled: 0,
@@ -306,7 +308,8 @@ impl DB {
             } else {
                 super::write::WriteMode::Ordered
             },
-            write_mutex: Mutex::new(()),
+            write_mutex: Mutex::new(Default::default()),
+            write_signals,
             wal: Mutex::new(Default::default()),
             lock: Mutex::new(lock),
             info_log: if read_only {
@@ -378,7 +381,7 @@ impl DB {
             .versions
             .create_column_family_with(name, options.comparator.clone(), wal)?;
         let icmp = InternalKeyComparator::new(options.comparator.clone());
-        st.mems_cache = None;
+        st.memtables_changed();
         st.cfs.insert(
             id,
             CfData {
@@ -430,7 +433,7 @@ impl DB {
         }
         st.versions.drop_column_family(cf.id)?;
         st.cfs.remove(&cf.id);
-        st.mems_cache = None;
+        st.memtables_changed();
         inner.install_super_versions(&mut st);
         inner.delete_obsolete_files(&mut st);
         let _ = inner.write_options_file(&mut st);
@@ -673,8 +676,8 @@ impl DbInner {
             if let Some(cf) = st.cfs.get_mut(&id) {
                 cf.mem = super::new_memtable(&cf.icmp, &cf.options);
                 cf.mem_wal = new_wal;
-                st.mems_cache = None;
             }
+            st.memtables_changed();
         }
         let path = self.wal_dir.join(crate::wal::log_file_name(new_wal));
         let file = self.fs.new_writable_file(&path)?;

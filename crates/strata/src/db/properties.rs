@@ -226,7 +226,7 @@ impl DB {
         let inner = &self.inner;
         let mut st = inner.lock_state();
         loop {
-            if let Some(e) = &st.bg_error {
+            if let Some(e) = st.bg_error.get() {
                 return Err(e.duplicate());
             }
             inner.maybe_schedule_work(&mut st);

@@ -32,12 +32,14 @@
 //! acknowledged and stops all later writes (the DB becomes read-only until
 //! reopened).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::flow_control::StallCondition;
 use super::wal_set::{ClosedWal, predecessor_record};
+use super::write_signals::WriteSignals;
 use super::write_thread::{STATE_COMPLETED, STATE_LEADER, STATE_MEMTABLE_WRITER, Writer, lock};
 use super::{DbInner, DbState, MemTables};
 use crate::error::{Error, Result};
@@ -45,6 +47,7 @@ use crate::format::write_batch::BatchRecord;
 use crate::format::{SequenceNumber, ValueType, WriteBatch};
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
+use crate::util::comparator::ComparatorRef;
 use crate::util::statistics::{HistogramKind, StopWatch, Ticker, record};
 use crate::wal::LogWriter;
 
@@ -108,7 +111,123 @@ pub(crate) struct WritePath {
     insert_lock: Mutex<()>,
 }
 
+/// What the WAL stage remembers of the DB state between groups, under
+/// `write_mutex`.
+#[derive(Default)]
+pub(crate) struct WriteStage {
+    view: Option<WriteView>,
+}
+
+/// The live column families as the WAL stage checks and inserts batches,
+/// valid while `WriteSignals::memtables_epoch` equals `epoch`.
+struct WriteView {
+    epoch: u64,
+    mems: Arc<MemTables>,
+    cfs: HashMap<u32, CfCheck>,
+}
+
+/// What a batch is checked against, per live column family.
+struct CfCheck {
+    name: String,
+    comparator: ComparatorRef,
+    has_merge_operator: bool,
+    mem: Arc<MemTable>,
+    write_buffer_size: usize,
+}
+
+impl WriteStage {
+    /// The view, rebuilt from `st` if a memtable or column family changed
+    /// since it was made. REQUIRES: the state lock (`st`).
+    fn refresh(&mut self, st: &mut DbState, signals: &WriteSignals) -> &WriteView {
+        let epoch = signals.memtables_epoch();
+        if let Some(v) = self.view.take().filter(|v| v.epoch == epoch) {
+            return self.view.insert(v);
+        }
+        let mems = st.memtables();
+        let cfs = st
+            .cfs
+            .values()
+            .filter(|c| !c.dropped)
+            .map(|c| {
+                let check = CfCheck {
+                    name: c.name.clone(),
+                    comparator: c.options.comparator.clone(),
+                    has_merge_operator: c.options.merge_operator.is_some(),
+                    mem: Arc::clone(&c.mem),
+                    write_buffer_size: c.options.write_buffer_size,
+                };
+                (c.id, check)
+            })
+            .collect();
+        self.view.insert(WriteView { epoch, mems, cfs })
+    }
+}
+
+impl WriteView {
+    /// Fails, before anything is written, if a record of `batch` names a
+    /// column family that does not exist, is a range deletion with begin >
+    /// end, is a merge in a column family without a merge operator, or is
+    /// too large for a memtable entry.
+    fn check_batch(&self, batch: &WriteBatch) -> Result<()> {
+        for r in batch.iter() {
+            let Some((cf, t, key, value)) = memtable_entry(r?)? else {
+                continue;
+            };
+            let Some(c) = self.cfs.get(&cf) else {
+                return Err(Error::InvalidArgument(format!(
+                    "Invalid column family specified in write batch: {cf}"
+                )));
+            };
+            if t == ValueType::RangeDeletion
+                && c.comparator.compare(key, value) == std::cmp::Ordering::Greater
+            {
+                return Err(Error::InvalidArgument(
+                    "end key comes before start key in DeleteRange".into(),
+                ));
+            }
+            if t == ValueType::Merge && !c.has_merge_operator {
+                return Err(Error::NotSupported(format!(
+                    "Provide a merge_operator when opening DB (column family {})",
+                    c.name
+                )));
+            }
+            if !MemTable::entry_fits(key.len(), value.len()) {
+                return Err(Error::InvalidArgument(format!(
+                    "key ({} bytes) or value ({} bytes) too large",
+                    key.len(),
+                    value.len()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether some column family's active memtable is due for a switch
+    /// (as `CfData::mem_full`).
+    fn any_memtable_full(&self) -> bool {
+        self.cfs
+            .values()
+            .any(|c| !c.mem.is_empty() && c.mem.should_flush(c.write_buffer_size))
+    }
+}
+
 impl DbInner {
+    /// The WAL stage's view when the group needs nothing of the state
+    /// lock: no background error, no stall, no memtable to switch, and no
+    /// memtable or column family changed since the view was made (those
+    /// changes hold `write_mutex`, which the caller holds, so none can
+    /// happen until the group's sequence numbers are allocated).
+    fn fast_path_view<'a>(&self, stage: &'a WriteStage) -> Option<&'a WriteView> {
+        let signals = &self.write_signals;
+        if signals.bg_error() || signals.stalled() || self.shutting_down.load(Ordering::Acquire) {
+            return None;
+        }
+        stage
+            .view
+            .as_ref()
+            .filter(|v| v.epoch == signals.memtables_epoch() && !v.any_memtable_full())
+    }
+
     /// Applies `batch` atomically.
     pub(crate) fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
         if self.read_only {
@@ -199,8 +318,8 @@ impl DbInner {
                 .store(group.len(), Ordering::Relaxed);
         }
         let staged = {
-            let _wal_stage = lock(&self.write_mutex);
-            match self.wal_stage(&group) {
+            let mut stage = lock(&self.write_mutex);
+            match self.wal_stage(&mut stage, &group) {
                 Ok((mems, last_seq)) => Ok(self.new_group(group, mems, last_seq)),
                 Err(e) => Err((e, group)),
             }
@@ -352,32 +471,47 @@ impl DbInner {
     /// numbers, writes (and syncs) the WAL. Returns the memtables the
     /// group inserts into and its last sequence number. REQUIRES: the
     /// caller holds `write_mutex` and leads `group`.
-    fn wal_stage(&self, group: &[Arc<Writer>]) -> Result<(Arc<MemTables>, SequenceNumber)> {
+    fn wal_stage(
+        &self,
+        stage: &mut WriteStage,
+        group: &[Arc<Writer>],
+    ) -> Result<(Arc<MemTables>, SequenceNumber)> {
         let lead_opts = group[0].opts;
         let bytes: usize = group.iter().map(|w| w.size).sum();
-        let st = self.lock_state();
-        if let Some(e) = &st.bg_error {
-            return Err(Error::InvalidArgument(format!(
-                "database is read-only after a background error: {e}"
-            )));
-        }
         // A lone writer's data is locked once for the whole stage.
         let mut lone = match group {
             [only] => Some(lock(&only.data)),
             _ => None,
         };
-        // Validate column families before anything is written.
-        match &lone {
-            Some(d) => check_batch(&st, &d.batch)?,
-            None => {
-                for w in group {
-                    check_batch(&st, &lock(&w.data).batch)?;
-                }
+        let check_all = |view: &WriteView| -> Result<()> {
+            match &lone {
+                Some(d) => view.check_batch(&d.batch),
+                None => group
+                    .iter()
+                    .try_for_each(|w| view.check_batch(&lock(&w.data).batch)),
             }
-        }
-        let mut st = self.make_room_for_write(st, bytes as u64)?;
-        let mems = st.memtables();
-        drop(st);
+        };
+        let mems = match self.fast_path_view(stage) {
+            // Nothing to switch, no stall, no error: the state lock is not
+            // needed (RocksDB's PreprocessWrite fast path).
+            Some(view) => {
+                check_all(view)?;
+                Arc::clone(&view.mems)
+            }
+            None => {
+                let mut st = self.lock_state();
+                if let Some(e) = st.bg_error.get() {
+                    return Err(Error::InvalidArgument(format!(
+                        "database is read-only after a background error: {e}"
+                    )));
+                }
+                let view = stage.refresh(&mut st, &self.write_signals);
+                // Validate column families before anything is written.
+                check_all(view)?;
+                let mut st = self.make_room_for_write(st, bytes as u64)?;
+                st.memtables()
+            }
+        };
         let first_seq = self.write_path.last_allocated.load(Ordering::Acquire) + 1;
         let last_seq = if let Some(d) = &mut lone {
             // A group of one writes its own batch (no merged copy).
@@ -520,7 +654,7 @@ impl DbInner {
     ) -> Result<std::sync::MutexGuard<'a, DbState>> {
         let mut stopped_since: Option<Instant> = None;
         let result = loop {
-            if let Some(e) = &st.bg_error {
+            if let Some(e) = st.bg_error.get() {
                 break Err(Error::InvalidArgument(format!(
                     "database is read-only after a background error: {e}"
                 )));
@@ -568,7 +702,7 @@ impl DbInner {
                     // As RocksDB (a memtable-switch background error): a
                     // WAL that cannot be created stops writes until the
                     // DB is reopened.
-                    st.bg_error = Some(e.duplicate());
+                    st.bg_error.set(e.duplicate());
                     break Err(e);
                 }
                 self.maybe_schedule_work(&mut st);
@@ -638,7 +772,7 @@ impl DbInner {
         wal.dir_synced = false;
         drop(wal);
         if let Err(e) = switched {
-            st.bg_error = Some(e.duplicate());
+            st.bg_error.set(e.duplicate());
             return Err(e);
         }
         st.wal_number = new_wal;
@@ -651,9 +785,9 @@ impl DbInner {
                 }
                 let fresh = super::new_memtable(&cf.icmp, &cf.options);
                 let old = std::mem::replace(&mut cf.mem, fresh);
-                st.mems_cache = None;
                 cf.imms.push((old, cf.mem_wal));
                 cf.mem_wal = new_wal;
+                st.memtables_changed();
             }
         }
         self.install_super_versions(st);
@@ -679,44 +813,6 @@ fn memtable_entry(r: BatchRecord<'_>) -> Result<Option<MemTableEntry<'_>>> {
         }
         _ => return Ok(None),
     }))
-}
-
-/// Fails, before anything is written, if a record of `batch` names a
-/// column family that does not exist, is a range deletion with begin >
-/// end, is a merge in a column family without a merge operator, or is too
-/// large for a memtable entry.
-fn check_batch(st: &DbState, batch: &WriteBatch) -> Result<()> {
-    for r in batch.iter() {
-        let Some((cf, t, key, value)) = memtable_entry(r?)? else {
-            continue;
-        };
-        let Some(c) = st.cfs.get(&cf).filter(|c| !c.dropped) else {
-            return Err(Error::InvalidArgument(format!(
-                "Invalid column family specified in write batch: {cf}"
-            )));
-        };
-        if t == ValueType::RangeDeletion
-            && c.options.comparator.compare(key, value) == std::cmp::Ordering::Greater
-        {
-            return Err(Error::InvalidArgument(
-                "end key comes before start key in DeleteRange".into(),
-            ));
-        }
-        if t == ValueType::Merge && c.options.merge_operator.is_none() {
-            return Err(Error::NotSupported(format!(
-                "Provide a merge_operator when opening DB (column family {})",
-                c.name
-            )));
-        }
-        if !MemTable::entry_fits(key.len(), value.len()) {
-            return Err(Error::InvalidArgument(format!(
-                "key ({} bytes) or value ({} bytes) too large",
-                key.len(),
-                value.len()
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// Inserts every record of `batch` (sequence numbers from `first_seq`)
