@@ -31,7 +31,7 @@ use std::ptr::{self, NonNull};
 use std::sync::Arc;
 
 use super::arena::Arena;
-use super::sync::{AtomicPtr, AtomicUsize, Ordering, Published};
+use super::sync::{AtomicPtr, AtomicUsize, Mutex, Ordering, Published};
 
 /// Maximum number of levels of a node.
 pub const MAX_HEIGHT: usize = 12;
@@ -231,6 +231,25 @@ fn random_height() -> usize {
     })
 }
 
+/// Where the last insert went: at each level below `height`, the node
+/// before it (`prev`) and the node after it (`next`, null at the end), as
+/// RocksDB's `InlineSkipList::Splice`. The next insert starts its search
+/// from the lowest level whose pair still brackets its key, so sequential
+/// keys are linked with two comparisons instead of a walk from the top.
+///
+/// Invariants: every `prev[i]` is the head or a node of the list with more
+/// than `i` levels and `next[i]` null or such a node; `prev[i + 1]` is not
+/// after `prev[i]` and `next[i + 1]` not before `next[i]` (so a pair that
+/// brackets a key at level `i` brackets it at every level above). Other
+/// inserts may have linked nodes between a pair since (the splice is then
+/// not tight there); the CAS that links a node fails in that case and the
+/// search resumes from `prev[i]`, which is still before the key.
+struct Splice {
+    height: usize,
+    prev: [*mut Node; MAX_HEIGHT + 1],
+    next: [*mut Node; MAX_HEIGHT + 1],
+}
+
 /// An insert-only concurrent skiplist. See the module comment.
 pub struct SkipList<C> {
     cmp: C,
@@ -238,12 +257,18 @@ pub struct SkipList<C> {
     head: NonNull<Node>,
     /// Height of the tallest node ever linked (1 when empty).
     max_height: AtomicUsize,
+    /// The last insert's splice, used by whichever insert takes the lock
+    /// without waiting (a lone writer always does; concurrent inserters
+    /// that lose the race search from the top).
+    splice: Mutex<Splice>,
 }
 
 // SAFETY: the list's nodes live in the arena it holds an `Arc` to; nodes are
 // only mutated through atomics (links) or before they are published (key,
 // header), so sharing and sending the list between threads is sound when
-// the comparator itself is `Send + Sync` (required by `KeyComparator`).
+// the comparator itself is `Send + Sync` (required by `KeyComparator`). The
+// splice's raw pointers point to nodes of the same arena and are only used
+// under its mutex.
 unsafe impl<C: KeyComparator> Send for SkipList<C> {}
 // SAFETY: see `Send`.
 unsafe impl<C: KeyComparator> Sync for SkipList<C> {}
@@ -271,6 +296,11 @@ impl<C: KeyComparator> SkipList<C> {
             arena,
             head,
             max_height: AtomicUsize::new(1),
+            splice: Mutex::new(Splice {
+                height: 0,
+                prev: [ptr::null_mut(); MAX_HEIGHT + 1],
+                next: [ptr::null_mut(); MAX_HEIGHT + 1],
+            }),
         }
     }
 
@@ -343,18 +373,36 @@ impl<C: KeyComparator> SkipList<C> {
         };
         // SAFETY: `node` is a node of this list (written above) and alive.
         let key = unsafe { key_of(node) };
-        let mut prev = [self.head.as_ptr(); MAX_HEIGHT];
-        let mut next = [ptr::null_mut::<Node>(); MAX_HEIGHT];
-        let mut before = self.head.as_ptr();
-        for level in (0..max).rev() {
-            let (p, n, equal) = self.find_splice_for_level(key, before, level);
+        let mut cached = self.splice.try_lock().ok();
+        let mut local;
+        let sp: &mut Splice = match cached.as_deref_mut() {
+            Some(sp) => sp,
+            None => {
+                local = Splice {
+                    height: 0,
+                    prev: [ptr::null_mut(); MAX_HEIGHT + 1],
+                    next: [ptr::null_mut(); MAX_HEIGHT + 1],
+                };
+                &mut local
+            }
+        };
+        // The lowest level whose pair brackets `key`; levels below it are
+        // searched again, starting from that pair.
+        let recompute = match self.bracketing_level(sp, key, max) {
+            Some(l) => l,
+            None => return false,
+        };
+        for level in (0..recompute).rev() {
+            let (p, n, equal) = self.find_splice_for_level(key, sp.prev[level + 1], level);
             if equal {
+                // The levels below are not recomputed: start over next time.
+                sp.height = 0;
                 return false;
             }
-            prev[level] = p;
-            next[level] = n;
-            before = p;
+            sp.prev[level] = p;
+            sp.next[level] = n;
         }
+        let (prev, next) = (&mut sp.prev, &mut sp.next);
         for level in 0..height {
             loop {
                 // Not yet reachable at `level`, so a relaxed store suffices;
@@ -383,7 +431,50 @@ impl<C: KeyComparator> SkipList<C> {
                 next[level] = n;
             }
         }
+        // The next insert most likely follows this one: bracket it with
+        // the new node at the levels it has.
+        for level in 0..height {
+            sp.prev[level] = node;
+        }
         true
+    }
+
+    /// The lowest level from which `sp` needs no new search for `key`:
+    /// 0 when the level-0 pair still brackets `key` tightly (the key
+    /// follows the last insert: sequential keys), else `max`, with the
+    /// head/end pair that brackets every key set above the tallest level
+    /// (a search from the top). `None` if `key` is already linked.
+    ///
+    /// Unlike RocksDB, which tries every level of the splice, only level 0
+    /// is tried: for random keys the extra comparisons with old splice
+    /// nodes cost more than the search they save.
+    fn bracketing_level(&self, sp: &mut Splice, key: &[u8], max: usize) -> Option<usize> {
+        if sp.height >= max {
+            let (p, n) = (sp.prev[0], sp.next[0]);
+            debug_assert!(!p.is_null());
+            let after_prev = p == self.head.as_ptr()
+                // SAFETY: a non-head `prev` is a linked node (splice
+                // invariant; `height >= max` means every level is set).
+                || self.cmp.compare(unsafe { key_of(p) }, key) == CmpOrdering::Less;
+            if after_prev && self.next(p, 0) == n {
+                let order = if n.is_null() {
+                    CmpOrdering::Less
+                } else {
+                    // SAFETY: a non-null `next` is a linked node.
+                    self.cmp.compare(key, unsafe { key_of(n) })
+                };
+                match order {
+                    CmpOrdering::Less => return Some(0),
+                    CmpOrdering::Equal => return None,
+                    CmpOrdering::Greater => {}
+                }
+            }
+        }
+        sp.height = max;
+        // Above the tallest level the head/end pair brackets every key.
+        sp.prev[max] = self.head.as_ptr();
+        sp.next[max] = ptr::null_mut();
+        Some(max)
     }
 
     /// Starting at `before` (whose key is < `key`, or the head), walks

@@ -138,3 +138,54 @@ fn owned_cursor_outlives_borrow() {
         vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]
     );
 }
+
+#[test]
+fn splice_follows_runs_jumps_and_duplicates() {
+    // Ascending runs (the splice's fast case), descending runs, jumps back
+    // into the middle and repeated keys, checked against a BTreeSet after
+    // every step.
+    let l = new_list();
+    let mut model = BTreeSet::new();
+    let n: u32 = if cfg!(miri) { 60 } else { 3_000 };
+    let mut keys: Vec<u32> = Vec::new();
+    keys.extend(1000..1000 + n); // ascending run
+    keys.extend((0..n / 2).rev().map(|i| i * 2)); // descending, interleaved below
+    keys.extend((500..500 + n / 3).map(|i| i * 3)); // jump back, ascending again
+    keys.extend(1000..1010); // duplicates of the first run
+    keys.extend((0..n).map(|i| i.wrapping_mul(2_654_435_761) % (4 * n))); // scattered
+    for (i, k) in keys.iter().enumerate() {
+        let key = k.to_be_bytes();
+        assert_eq!(
+            l.insert(&key),
+            model.insert(key.to_vec()),
+            "insert #{i} of {k}"
+        );
+    }
+    let want: Vec<Vec<u8>> = model.into_iter().collect();
+    assert_eq!(collect_forward(&mut l.iter()), want);
+}
+
+#[test]
+fn splice_stays_correct_when_other_inserts_go_between() {
+    // Each thread inserts an ascending stride (t, t + T, t + 2T, ...), so
+    // almost every insert lands right after another thread's last one:
+    // the shared splice is nearly always stale (not tight) when used.
+    let threads = 4u32;
+    let n: u32 = if cfg!(miri) { 50 } else { 20_000 };
+    let l = Arc::new(new_list());
+    let barrier = Arc::new(std::sync::Barrier::new(threads as usize));
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let (l, barrier) = (Arc::clone(&l), Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                barrier.wait();
+                (0..n).all(|i| l.insert(&(i * threads + t).to_be_bytes()))
+            })
+        })
+        .collect();
+    for h in handles {
+        assert!(h.join().unwrap(), "a fresh key was refused");
+    }
+    let want: Vec<Vec<u8>> = (0..n * threads).map(|i| i.to_be_bytes().to_vec()).collect();
+    assert_eq!(collect_forward(&mut l.iter()), want);
+}
