@@ -632,3 +632,49 @@ fn concurrent_manual_compactions_do_not_collide() {
         db.verify_checksums().unwrap();
     }
 }
+
+#[test]
+fn disjoint_level0_files_move_down_together_unchanged() {
+    // A sequential load leaves level-0 files with disjoint key ranges: the
+    // level-0 compaction moves them all without rewriting them (RocksDB's
+    // trivial move of non-overlapping L0 files). Overlapping ones are
+    // merged.
+    for overlapping in [false, true] {
+        let fs = MemFileSystem::new();
+        let mut o = opts(&fs);
+        o.cf.level0_file_num_compaction_trigger = 3;
+        o.cf.max_bytes_for_level_base = 64 << 20;
+        // Only the explicit flushes make tables.
+        o.cf.write_buffer_size = 4 << 20;
+        o.cf.target_file_size_base = 4 << 20;
+        let db = DB::open(o, "/db").unwrap();
+        let wo = WriteOptions::default();
+        let mut model = BTreeMap::new();
+        for run in 0..3u64 {
+            for i in 0..200u64 {
+                let k = if overlapping {
+                    i * 3 + run
+                } else {
+                    run * 1000 + i
+                };
+                db.put(&wo, &key(k), &value(k, run)).unwrap();
+                model.insert(key(k), value(k, run));
+            }
+            db.flush().unwrap();
+        }
+        db.wait_for_compactions().unwrap();
+        assert_eq!(levels(&db)[0], 0, "overlapping={overlapping}");
+        // The output level: the base level (the last one with dynamic
+        // level sizes).
+        let stats = db.level_stats();
+        let out = stats.iter().skip(1).find(|l| l.count > 0).unwrap();
+        if overlapping {
+            assert!(out.bytes_written > 0 && out.bytes_moved == 0, "{out:?}");
+        } else {
+            assert_eq!((out.count, out.files_read), (1, 3), "{out:?}");
+            assert!(out.bytes_written == 0 && out.bytes_moved > 0, "{out:?}");
+        }
+        assert_eq!(scan(&db), model);
+        db.close().unwrap();
+    }
+}

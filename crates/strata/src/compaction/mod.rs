@@ -135,21 +135,52 @@ impl Compaction {
             .sum()
     }
 
-    /// True if one file can move to the output level unchanged: it is the
-    /// only input, it overlaps nothing there, and not too much below.
+    /// True if the inputs can move to the output level unchanged (as
+    /// RocksDB's `Compaction::IsTrivialMove`): they all come from one
+    /// level, nothing of the output level overlaps them, their key ranges
+    /// are disjoint (several level-0 files qualify only if no two of them
+    /// share a user key: sequential loads), and no input overlaps too much
+    /// of the level below the output.
     pub fn is_trivial_move(&self) -> bool {
         if !self.allow_trivial_move || self.deletion_only {
             return false;
         }
-        let n = self.num_input_files();
-        n == 1
-            && self.start_level() != self.output_level
-            && self
-                .inputs
-                .iter()
-                .all(|l| l.level != self.output_level || l.files.is_empty())
-            && self.grandparents.iter().map(|f| f.file_size).sum::<u64>()
-                <= self.max_grandparent_overlap_bytes
+        let mut levels = self.inputs.iter().filter(|l| !l.files.is_empty());
+        let (Some(only), None) = (levels.next(), levels.next()) else {
+            return false;
+        };
+        if only.level == self.output_level {
+            return false;
+        }
+        let ucmp = self.version.icmp().user_comparator();
+        if only.files.len() == 1 {
+            return self.grandparents.iter().map(|f| f.file_size).sum::<u64>()
+                <= self.max_grandparent_overlap_bytes;
+        }
+        let mut files: Vec<&Arc<FileMetaData>> = only.files.iter().collect();
+        files.sort_by(|a, b| {
+            ucmp.compare(extract_user_key(&a.smallest), extract_user_key(&b.smallest))
+        });
+        let disjoint = files.windows(2).all(|w| {
+            ucmp.compare(
+                extract_user_key(&w[0].largest),
+                extract_user_key(&w[1].smallest),
+            ) == Ordering::Less
+        });
+        disjoint
+            && files.iter().all(|f| {
+                let (lo, hi) = (extract_user_key(&f.smallest), extract_user_key(&f.largest));
+                let overlap: u64 = self
+                    .grandparents
+                    .iter()
+                    .filter(|g| {
+                        ucmp.compare(extract_user_key(&g.largest), lo) != Ordering::Less
+                            && ucmp.compare(extract_user_key(&g.smallest), hi) != Ordering::Greater
+                    })
+                    .map(|g| g.file_size)
+                    .sum();
+                overlap <= self.max_grandparent_overlap_bytes
+            })
     }
 
     /// The smallest and largest user keys of all inputs.
