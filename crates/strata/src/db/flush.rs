@@ -234,6 +234,46 @@ impl DbInner {
         Ok(Some(meta))
     }
 
+    /// Before WALs below `min_wal` are deleted: a column family whose
+    /// memtables are empty needs no WAL before the current one, but its
+    /// MANIFEST log number may still name an older WAL (RocksDB advances
+    /// it in memory only). Recovery must not mistake such a deleted WAL
+    /// for one a power loss cut short (the predecessor check in
+    /// `recover_wals` stops replay there), so the advanced log numbers are
+    /// recorded first, in one atomic MANIFEST group. Returns false (delete
+    /// nothing) if that fails.
+    fn persist_advanced_log_numbers(&self, st: &mut DbState, current: u64, min_wal: u64) -> bool {
+        let edits: Vec<(u32, VersionEdit)> = st
+            .cfs
+            .values()
+            .filter(|c| !c.dropped)
+            .filter_map(|c| {
+                let recorded = st.versions.column_family(c.id)?.log_number();
+                let needed = c.min_wal_needed(current);
+                // Only when a WAL about to be deleted is one the recorded
+                // number still covers.
+                let advance = recorded < min_wal && needed > recorded;
+                advance.then(|| {
+                    let edit = VersionEdit {
+                        log_number: Some(needed),
+                        ..VersionEdit::default()
+                    };
+                    (c.id, edit)
+                })
+            })
+            .collect();
+        if edits.is_empty() {
+            return true;
+        }
+        match st.versions.log_and_apply_group(edits) {
+            Ok(()) => true,
+            Err(e) => {
+                st.bg_error.get_or_insert(e);
+                false
+            }
+        }
+    }
+
     /// Deletes WALs and tables nothing needs any more (unless file
     /// deletions are disabled).
     pub(crate) fn delete_obsolete_files(&self, st: &mut DbState) {
@@ -253,6 +293,9 @@ impl DbInner {
             .map(|c| c.min_wal_needed(current))
             .min()
             .unwrap_or(current);
+        if !self.persist_advanced_log_numbers(st, current, min_wal) {
+            return;
+        }
         let (old, keep): (Vec<u64>, Vec<u64>) = st.alive_wals.iter().partition(|&&w| w < min_wal);
         st.alive_wals = keep;
         super::write_thread::lock(&self.wal).forget_below(min_wal);
