@@ -25,6 +25,7 @@ pub mod options;
 pub mod table;
 pub mod tools;
 pub mod util;
+pub mod utilities;
 pub mod version;
 pub mod wal;
 

@@ -568,8 +568,11 @@ impl DB {
         for w in wals {
             let name = crate::wal::log_file_name(w);
             let path = inner.wal_dir.join(&name);
-            let Ok(size) = inner.fs.file_size(&path) else {
-                continue;
+            let size = match inner.fs.file_size(&path) {
+                Ok(size) => size,
+                // Deleted since the list was taken.
+                Err(Error::NotFound(_)) => continue,
+                Err(e) => return Err(e),
             };
             let mut start_sequence = 0;
             if size > 0 {

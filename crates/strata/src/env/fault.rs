@@ -56,6 +56,8 @@ pub enum OpKind {
     Delete,
     /// `rename_file`.
     Rename,
+    /// `link_file`.
+    Link,
     /// `create_dir_all`.
     CreateDir,
     /// `delete_dir`.
@@ -400,6 +402,11 @@ impl FileSystem for FaultInjectionFileSystem {
     fn rename_file(&self, from: &Path, to: &Path) -> Result<()> {
         check(&self.shared, OpKind::Rename, &[from, to])?;
         self.inner.rename_file(from, to)
+    }
+
+    fn link_file(&self, from: &Path, to: &Path) -> Result<()> {
+        check(&self.shared, OpKind::Link, &[from, to])?;
+        self.inner.link_file(from, to)
     }
 
     fn create_dir_all(&self, dir: &Path) -> Result<()> {

@@ -199,6 +199,57 @@ impl State {
         Ok(())
     }
 
+    /// Moves directory `from` (with everything below it) to `to`, which
+    /// must not exist. Like directory creation in this model, the move is
+    /// durable at once (a crash never undoes it); the entries inside keep
+    /// their own pending (not yet synced) operations.
+    fn rename_dir(&mut self, from: &Path, to: &Path) -> Result<()> {
+        let (from, to) = (normalize(from), normalize(to));
+        let (from_parent, from_name) = split(&from)?;
+        let (to_parent, to_name) = split(&to)?;
+        if to.starts_with(&from) {
+            return Err(io_err("rename", &to, "is inside the directory moved"));
+        }
+        if self
+            .dir_mut(&to_parent, "rename")?
+            .current
+            .contains_key(&to_name)
+        {
+            return Err(io_err("rename onto", &to, "exists"));
+        }
+        let moved: Vec<PathBuf> = self
+            .dirs
+            .keys()
+            .filter(|k| k.starts_with(&from))
+            .cloned()
+            .collect();
+        for old in moved {
+            if let (Some(state), Ok(rest)) = (self.dirs.remove(&old), old.strip_prefix(&from)) {
+                self.dirs.insert(to.join(rest), state);
+            }
+        }
+        let rebase = |dir: &mut PathBuf| {
+            if let Ok(rest) = dir.strip_prefix(&from) {
+                *dir = to.join(rest);
+            }
+        };
+        for op in &mut self.pending {
+            if let Some((dir, _)) = &mut op.unlink {
+                rebase(dir);
+            }
+            if let Some((dir, _, _)) = &mut op.link {
+                rebase(dir);
+            }
+        }
+        let p = self.dir_mut(&from_parent, "rename")?;
+        p.current.remove(&from_name);
+        p.durable.remove(&from_name);
+        let p = self.dir_mut(&to_parent, "rename")?;
+        p.current.insert(to_name.clone(), Entry::Dir);
+        p.durable.insert(to_name, Entry::Dir);
+        Ok(())
+    }
+
     fn create_file(&mut self, path: &Path) -> Result<FileRef> {
         let f = FileRef::default();
         self.link(path, f.clone())?;
@@ -613,6 +664,9 @@ impl FileSystem for MemFileSystem {
 
     fn rename_file(&self, from: &Path, to: &Path) -> Result<()> {
         let mut st = self.live_state("rename", from)?;
+        if st.dirs.contains_key(&normalize(from)) {
+            return st.rename_dir(from, to);
+        }
         let file = st.lookup_file(from, "rename")?;
         let (from_dir, from_name) = split(from)?;
         let (to_dir, to_name) = split(to)?;
@@ -632,6 +686,16 @@ impl FileSystem for MemFileSystem {
             link: Some((to_dir, to_name, file)),
         });
         Ok(())
+    }
+
+    fn link_file(&self, from: &Path, to: &Path) -> Result<()> {
+        let mut st = self.live_state("link", from)?;
+        let file = st.lookup_file(from, "link")?;
+        let (dir, name) = split(to)?;
+        if st.dir_mut(&dir, "link")?.current.contains_key(&name) {
+            return Err(io_err("link onto", to, "file exists"));
+        }
+        st.link(to, file)
     }
 
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
@@ -866,6 +930,61 @@ mod tests {
         fs.sync_dir(&p("/db")).unwrap();
         fs.crash(1);
         assert!(!fs.file_exists(&p("/db/a")));
+    }
+
+    #[test]
+    fn hard_links_share_bytes_and_follow_directory_syncs() {
+        let fs = db();
+        fs.write_file(&p("/db/a"), b"data", true).unwrap();
+        fs.sync_dir(&p("/db")).unwrap();
+        fs.create_dir_all(&p("/cp")).unwrap();
+        fs.link_file(&p("/db/a"), &p("/cp/a")).unwrap();
+        assert_eq!(fs.read_file(&p("/cp/a")).unwrap(), b"data");
+        assert!(
+            fs.link_file(&p("/db/a"), &p("/cp/a")).is_err(),
+            "link onto an existing name"
+        );
+        assert!(fs.link_file(&p("/db/missing"), &p("/cp/b")).is_err());
+        // The new name is durable only once its directory is synced.
+        fs.crash_drop_unsynced();
+        assert!(!fs.file_exists(&p("/cp/a")));
+        fs.link_file(&p("/db/a"), &p("/cp/a")).unwrap();
+        fs.sync_dir(&p("/cp")).unwrap();
+        fs.delete_file(&p("/db/a")).unwrap();
+        fs.sync_dir(&p("/db")).unwrap();
+        fs.crash(3);
+        assert!(!fs.file_exists(&p("/db/a")));
+        assert_eq!(fs.read_file(&p("/cp/a")).unwrap(), b"data");
+    }
+
+    #[test]
+    fn directories_move_with_their_contents() {
+        let fs = db();
+        fs.create_dir_all(&p("/snap.tmp/sub")).unwrap();
+        fs.write_file(&p("/snap.tmp/a"), b"1", true).unwrap();
+        fs.write_file(&p("/snap.tmp/sub/b"), b"2", true).unwrap();
+        fs.rename_file(&p("/snap.tmp"), &p("/snap")).unwrap();
+        assert!(!fs.file_exists(&p("/snap.tmp")));
+        assert_eq!(fs.read_file(&p("/snap/a")).unwrap(), b"1");
+        assert_eq!(fs.read_file(&p("/snap/sub/b")).unwrap(), b"2");
+        // Entries created before the move become durable by syncing the
+        // directory under its new name.
+        fs.sync_dir(&p("/snap")).unwrap();
+        fs.crash_drop_unsynced();
+        assert_eq!(fs.read_file(&p("/snap/a")).unwrap(), b"1");
+        assert!(
+            !fs.file_exists(&p("/snap/sub/b")),
+            "never synced in its directory"
+        );
+        fs.create_dir_all(&p("/other")).unwrap();
+        assert!(
+            fs.rename_file(&p("/snap"), &p("/other")).is_err(),
+            "onto an existing name"
+        );
+        assert!(
+            fs.rename_file(&p("/snap"), &p("/snap/sub/x")).is_err(),
+            "into itself"
+        );
     }
 
     #[test]

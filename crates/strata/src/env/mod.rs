@@ -74,8 +74,19 @@ pub trait FileSystem: Send + Sync {
     fn children(&self, dir: &Path) -> Result<Vec<String>>;
     fn file_size(&self, path: &Path) -> Result<u64>;
     fn delete_file(&self, path: &Path) -> Result<()>;
-    /// Atomically replaces `to` by `from`.
+    /// Atomically replaces `to` by `from`. A directory `from` moves with
+    /// its contents (`to` must not exist then).
     fn rename_file(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Makes `to` a second name of the file `from` (a hard link), as
+    /// RocksDB's `FileSystem::LinkFile`. `NotSupported` where the file
+    /// system cannot (across devices, or a file system without links):
+    /// callers copy instead.
+    fn link_file(&self, from: &Path, to: &Path) -> Result<()> {
+        let _ = (from, to);
+        Err(crate::error::Error::NotSupported(
+            "hard links on this file system".into(),
+        ))
+    }
     /// Creates `dir` and its parents; succeeds if it exists.
     fn create_dir_all(&self, dir: &Path) -> Result<()>;
     /// Removes an empty directory.

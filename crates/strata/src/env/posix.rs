@@ -233,6 +233,12 @@ const LOCK_EX: c_int = 2;
 const LOCK_NB: c_int = 4;
 const LOCK_UN: c_int = 8;
 
+// errno values (Linux) for which a hard link is not supported rather than
+// failed: across file systems, or on one without links.
+const EPERM: i32 = 1;
+const EXDEV: i32 = 18;
+const EOPNOTSUPP: i32 = 95;
+
 unsafe extern "C" {
     #[link_name = "flock"]
     fn sys_flock(fd: c_int, operation: c_int) -> c_int;
@@ -350,6 +356,23 @@ impl FileSystem for PosixFileSystem {
     fn rename_file(&self, from: &Path, to: &Path) -> Result<()> {
         fs::rename(from, to)
             .map_err(|e| os_err(&format!("rename to {} from", to.display()), from, e))
+    }
+
+    fn link_file(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::hard_link(from, to).map_err(|e| {
+            // As RocksDB: a link across file systems, or on one without
+            // links, is not supported (the caller copies).
+            match e.raw_os_error() {
+                Some(code) if code == EXDEV || code == EPERM || code == EOPNOTSUPP => {
+                    Error::NotSupported(format!(
+                        "hard link {} to {}: {e}",
+                        from.display(),
+                        to.display()
+                    ))
+                }
+                _ => os_err(&format!("link to {} from", to.display()), from, e),
+            }
+        })
     }
 
     fn create_dir_all(&self, dir: &Path) -> Result<()> {

@@ -1,0 +1,226 @@
+//! Checkpoints (RocksDB's `Checkpoint::CreateCheckpoint`): an openable
+//! copy of a live database in another directory, made while it serves
+//! reads and writes.
+//!
+//! Owns: the layout of a checkpoint and the protocol that makes it
+//! appear whole or not at all. Tables are hard-linked where the file
+//! system allows (they are immutable) and copied otherwise; the MANIFEST
+//! is copied up to its size at the moment the live files were listed;
+//! CURRENT is written fresh; the OPTIONS file is copied; the WALs still
+//! needed are copied, the last one up to its size when listed, so the
+//! checkpoint holds a prefix of the writes (with `log_size_for_flush` 0,
+//! the default, the memtables are flushed first and the WALs hold only
+//! writes after the flush).
+//!
+//! Invariants: everything is written into `<dir>.tmp`, synced, and the
+//! directory is renamed to `<dir>` last, so a checkpoint directory that
+//! exists is complete (a crash leaves only `<dir>.tmp`, removed by the
+//! next attempt); file deletions stay disabled from the listing until
+//! the last copy, so every listed file still exists when it is copied.
+
+use std::path::Path;
+
+use crate::db::DB;
+use crate::env::FileSystem;
+use crate::error::{Error, Result};
+use crate::format::SequenceNumber;
+
+/// Makes checkpoints of one open database.
+#[derive(Debug)]
+pub struct Checkpoint<'a> {
+    db: &'a DB,
+}
+
+/// Bytes copied per read when a file is copied.
+const COPY_CHUNK: usize = 1 << 20;
+
+impl<'a> Checkpoint<'a> {
+    /// RocksDB's `Checkpoint::Create`. A read-only database cannot make
+    /// checkpoints (RocksDB's read-only DB lacks the calls it needs).
+    pub fn new(db: &'a DB) -> Result<Checkpoint<'a>> {
+        if db.inner.read_only {
+            return Err(Error::NotSupported(
+                "checkpoint of a database opened read-only".into(),
+            ));
+        }
+        Ok(Checkpoint { db })
+    }
+
+    /// Creates an openable copy of the database in `dir`, which must not
+    /// exist. `log_size_for_flush`: 0 flushes the memtables first (the
+    /// checkpoint's WALs then hold only later writes); `u64::MAX` never
+    /// flushes; otherwise flushes only if the live WALs hold at least that
+    /// many bytes. Returns the latest sequence number when the live files
+    /// were listed: the checkpoint holds every write up to it (and maybe
+    /// some later ones).
+    pub fn create_checkpoint(&self, dir: &Path, log_size_for_flush: u64) -> Result<SequenceNumber> {
+        let fs = &*self.db.inner.fs;
+        if fs.file_exists(dir) {
+            return Err(Error::InvalidArgument(format!(
+                "Directory exists: {}",
+                dir.display()
+            )));
+        }
+        let Some(name) = dir.file_name() else {
+            return Err(Error::InvalidArgument(format!(
+                "invalid checkpoint directory name: {}",
+                dir.display()
+            )));
+        };
+        let mut tmp_name = name.to_os_string();
+        tmp_name.push(".tmp");
+        let tmp = dir.with_file_name(tmp_name);
+        remove_staging_dir(fs, &tmp)?;
+        fs.create_dir_all(&tmp)?;
+        self.db.inner.info_log.log(&format!(
+            "checkpoint: creating {} (staging in {})",
+            dir.display(),
+            tmp.display()
+        ));
+        self.db.disable_file_deletions()?;
+        let made = self.fill(&tmp, log_size_for_flush);
+        let enabled = self.db.enable_file_deletions(false);
+        let seq = match (made, enabled) {
+            (Ok(seq), Ok(())) => seq,
+            (Err(e), _) | (Ok(_), Err(e)) => {
+                let _ = remove_staging_dir(fs, &tmp);
+                return Err(e);
+            }
+        };
+        fs.rename_file(&tmp, dir)?;
+        fs.sync_dir(dir)?;
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs.sync_dir(parent)?;
+        }
+        self.db.inner.info_log.log(&format!(
+            "checkpoint: {} done at sequence {seq}",
+            dir.display()
+        ));
+        Ok(seq)
+    }
+
+    /// Writes the checkpoint's files into `tmp`. REQUIRES: file deletions
+    /// are disabled.
+    fn fill(&self, tmp: &Path, log_size_for_flush: u64) -> Result<SequenceNumber> {
+        let db = self.db;
+        let inner = &db.inner;
+        let fs = &*inner.fs;
+        // Buffered WAL records (manual_wal_flush) must reach the files
+        // that are copied.
+        db.flush_wal(false)?;
+        let flush = match log_size_for_flush {
+            0 => true,
+            u64::MAX => false,
+            limit => db.sorted_wal_files()?.iter().map(|w| w.size).sum::<u64>() >= limit,
+        };
+        // WALs from the oldest one live before the listing on: the
+        // MANIFEST copied below may need any of them (a flush between the
+        // two moments only makes some unnecessary; replay skips what the
+        // MANIFEST says is flushed).
+        if flush {
+            db.live_files(true)?;
+        }
+        let oldest_wal = inner.lock_state().alive_wals.first().copied();
+        let (names, manifest_size) = db.live_files(false)?;
+        let seq = db.latest_sequence_number();
+        let mut link = true;
+        for name in &names {
+            let name = name.trim_start_matches('/');
+            let (src, dst) = (inner.dbname.join(name), tmp.join(name));
+            if name == "CURRENT" {
+                continue;
+            } else if name.starts_with("MANIFEST-") {
+                copy_file(fs, &src, &dst, Some(manifest_size))?;
+                write_current(fs, tmp, name)?;
+            } else if name.ends_with(".sst") && link {
+                match fs.link_file(&src, &dst) {
+                    Ok(()) => {}
+                    Err(Error::NotSupported(_)) => {
+                        link = false;
+                        copy_file(fs, &src, &dst, None)?;
+                    }
+                    Err(e) => return Err(e),
+                }
+            } else {
+                copy_file(fs, &src, &dst, None)?;
+            }
+        }
+        // Every WAL file still there from `oldest_wal` on; the newest may
+        // still grow, so it is copied up to its size now.
+        let mut wals: Vec<(u64, String)> = fs
+            .children(&inner.wal_dir)?
+            .into_iter()
+            .filter_map(|n| Some((parse_wal_name(&n)?, n)))
+            .filter(|(num, _)| oldest_wal.is_some_and(|o| *num >= o))
+            .collect();
+        wals.sort_unstable();
+        let sizes: Vec<u64> = wals
+            .iter()
+            .map(|(_, n)| fs.file_size(&inner.wal_dir.join(n)))
+            .collect::<Result<_>>()?;
+        for ((_, n), size) in wals.iter().zip(sizes) {
+            copy_file(fs, &inner.wal_dir.join(n), &tmp.join(n), Some(size))?;
+        }
+        fs.sync_dir(tmp)?;
+        Ok(seq)
+    }
+}
+
+/// `NNNNNN.log` -> its number.
+fn parse_wal_name(name: &str) -> Option<u64> {
+    let digits = name.strip_suffix(".log")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Copies `src` to `dst` (at most `limit` bytes), synced.
+fn copy_file(fs: &dyn FileSystem, src: &Path, dst: &Path, limit: Option<u64>) -> Result<()> {
+    let mut input = fs.new_sequential_file(src)?;
+    let mut output = fs.new_writable_file(dst)?;
+    let mut left = limit.unwrap_or(u64::MAX);
+    let mut buf = vec![0u8; COPY_CHUNK];
+    while left > 0 {
+        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let n = input.read(&mut buf[..want])?;
+        if n == 0 {
+            break;
+        }
+        output.append(&buf[..n])?;
+        left -= n as u64;
+    }
+    if let Some(limit) = limit
+        && output.size() < limit
+    {
+        return Err(Error::io(
+            format!("copy {}", src.display()),
+            std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("file too small: {} bytes, {limit} expected", output.size()),
+            ),
+        ));
+    }
+    output.sync()?;
+    output.close()
+}
+
+/// Writes `CURRENT` naming `manifest` into `dir`, synced.
+fn write_current(fs: &dyn FileSystem, dir: &Path, manifest: &str) -> Result<()> {
+    fs.write_file(
+        &dir.join("CURRENT"),
+        format!("{manifest}\n").as_bytes(),
+        true,
+    )
+}
+
+/// Removes a staging directory a failed or interrupted attempt left.
+fn remove_staging_dir(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    if !fs.file_exists(dir) {
+        return Ok(());
+    }
+    for name in fs.children(dir)? {
+        fs.delete_file(&dir.join(&name))?;
+    }
+    fs.delete_dir(dir)
+}

@@ -1,0 +1,7 @@
+//! Stacked utilities above the database (RocksDB's `utilities/`): they
+//! use only the database's public and crate-level calls, and nothing in
+//! `db` depends on them.
+//!
+//! - [`checkpoint`]: openable copies of a live database.
+
+pub mod checkpoint;
