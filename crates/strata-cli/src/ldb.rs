@@ -46,6 +46,7 @@ pub const COMMANDS: &[&str] = &[
     "stats",
     "get_property",
     "list_live_files_metadata",
+    "checkpoint",
 ];
 
 struct Ctx<'a> {
@@ -341,6 +342,16 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
         "dump_wal" => {
             let path = f.get("walfile").ok_or("Failed: --walfile is required")?;
             dump_wal(&mut out, path, f.bool("header")?, f.bool("print_value")?)?;
+        }
+        "checkpoint" => {
+            // ldb's `checkpoint --checkpoint_dir=DIR`: flushes, then makes
+            // an openable copy in DIR (which must not exist).
+            let dir = f.get("checkpoint_dir").unwrap_or("");
+            let db = open(db_path, c.f, false)?;
+            strata::utilities::checkpoint::Checkpoint::new(&db)
+                .and_then(|cp| cp.create_checkpoint(std::path::Path::new(dir), 0))
+                .map_err(err)?;
+            writeln!(out, "OK").map_err(|e| e.to_string())?;
         }
         "checkconsistency" => {
             let db = open(db_path, c.f, true)?;

@@ -176,3 +176,65 @@ fn strata_reads_and_extends_rocksdb_databases() {
         assert_eq!(theirs, mine, "column family {cf} after a Strata write");
     }
 }
+
+#[test]
+fn checkpoint_command_matches_ldb() {
+    // `strata checkpoint` and `ldb checkpoint` print the same, refuse an
+    // existing directory the same way, and each one's checkpoint of the
+    // other's database scans the same in both tools.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let input = load_input(11, 500);
+    run(
+        {
+            let mut c = ours(&db);
+            c.arg("--create_if_missing").arg("load");
+            c
+        },
+        input.as_bytes(),
+    );
+    let (by_ldb, by_us) = (dir.path().join("cp_ldb"), dir.path().join("cp_ours"));
+    let out_us = run(
+        {
+            let mut c = ours(&db);
+            c.arg("checkpoint")
+                .arg(format!("--checkpoint_dir={}", by_us.display()));
+            c
+        },
+        b"",
+    );
+    let out_ldb = run(
+        {
+            let mut c = ldb(&db);
+            c.arg("checkpoint")
+                .arg(format!("--checkpoint_dir={}", by_ldb.display()));
+            c
+        },
+        b"",
+    );
+    assert_eq!(out_us, out_ldb);
+    let (a, b) = scan_both(&by_us, &[]);
+    assert_eq!(a, b);
+    assert_eq!(
+        entry_lines(&a).len(),
+        entry_lines(&scan_both(&db, &[]).0).len()
+    );
+    let (c, d) = scan_both(&by_ldb, &[]);
+    assert_eq!((c, d), (a.clone(), a));
+    // An existing directory: the same failure.
+    let fail = |mut c: std::process::Command| {
+        let o = c
+            .arg("checkpoint")
+            .arg(format!("--checkpoint_dir={}", by_us.display()))
+            .output()
+            .unwrap();
+        assert!(!o.status.success());
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+    };
+    let (ours_msg, ldb_msg) = (fail(ours(&db)), fail(ldb(&db)));
+    assert!(
+        ldb_msg.contains("Failed: Invalid argument: Directory exists"),
+        "{ldb_msg}"
+    );
+    assert_eq!(ours_msg.trim(), ldb_msg.trim());
+}

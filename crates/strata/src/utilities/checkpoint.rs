@@ -55,17 +55,14 @@ impl<'a> Checkpoint<'a> {
     /// some later ones).
     pub fn create_checkpoint(&self, dir: &Path, log_size_for_flush: u64) -> Result<SequenceNumber> {
         let fs = &*self.db.inner.fs;
+        // RocksDB's messages, word for word (ldb prints them).
         if fs.file_exists(dir) {
-            return Err(Error::InvalidArgument(format!(
-                "Directory exists: {}",
-                dir.display()
-            )));
+            return Err(Error::InvalidArgument("Directory exists".into()));
         }
         let Some(name) = dir.file_name() else {
-            return Err(Error::InvalidArgument(format!(
-                "invalid checkpoint directory name: {}",
-                dir.display()
-            )));
+            return Err(Error::InvalidArgument(
+                "invalid checkpoint directory name".into(),
+            ));
         };
         let mut tmp_name = name.to_os_string();
         tmp_name.push(".tmp");
