@@ -584,7 +584,7 @@ fn model_column_families() {
             sync,
             ..WriteOptions::default()
         };
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xC0FF_EE);
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x00C0_FFEE);
         let mut models: Vec<Model> = vec![Model::new(); CFS.len()];
         let mut db = open();
         for step in 0..400 {
