@@ -24,6 +24,7 @@ use strata::env::mem::MemFileSystem;
 use strata::merge_operator::StringAppendOperator;
 use strata::options::{Options, WriteOptions};
 use strata::util::crash_point;
+use strata::utilities::checkpoint::Checkpoint;
 
 fn options(fs: &MemFileSystem) -> Options {
     let mut o = Options {
@@ -65,6 +66,8 @@ fn run(point: &'static str, seed: u64) -> Result<bool, String> {
     };
     let mut history: Vec<Vec<Op>> = Vec::new();
     let mut floor = 0usize;
+    // Checkpoints started: directory and batches acknowledged before.
+    let mut checkpoints: Vec<(String, usize)> = Vec::new();
     'sessions: for _ in 0..3 {
         let db = match DB::open(options(&fs), "/db") {
             Ok(db) => db,
@@ -102,6 +105,20 @@ fn run(point: &'static str, seed: u64) -> Result<bool, String> {
             }
             if rng.one_in(60) && !check(db.compact_range(None, None), "compact_range")? {
                 break 'sessions;
+            }
+            if rng.one_in(30) {
+                // A checkpoint (it flushes first): it must hold at least
+                // every batch acknowledged before it started.
+                let dir = format!("/cp{}", checkpoints.len());
+                checkpoints.push((dir.clone(), history.len()));
+                let made = Checkpoint::new(&db).and_then(|c| {
+                    c.create_checkpoint(std::path::Path::new(&dir), 0)
+                        .map(|_| ())
+                });
+                if !check(made, "checkpoint")? {
+                    break 'sessions;
+                }
+                floor = history.len();
             }
             if dead() {
                 break 'sessions;
@@ -152,6 +169,27 @@ fn run(point: &'static str, seed: u64) -> Result<bool, String> {
         .map_err(|e| format!("verify_checksums after recovery: {e}"))?;
     db.close()
         .map_err(|e| format!("close after recovery: {e}"))?;
+    // A checkpoint directory the crash left is complete: it opens and holds
+    // a prefix with every batch acknowledged before the checkpoint began
+    // (one the crash interrupted may not exist at all).
+    for (dir, before) in &checkpoints {
+        use strata::env::FileSystem;
+        if !fs.file_exists(std::path::Path::new(dir)) {
+            continue;
+        }
+        let cp = DB::open(options(&fs), dir).map_err(|e| format!("open checkpoint {dir}: {e}"))?;
+        let got = scan(&cp).map_err(|e| format!("checkpoint {dir}: {e}"))?;
+        if !matching_prefixes(&history, &got)
+            .iter()
+            .any(|p| p >= before)
+        {
+            return Err(format!(
+                "checkpoint {dir} is not the state after a prefix of at least {before} batches"
+            ));
+        }
+        cp.close()
+            .map_err(|e| format!("close checkpoint {dir}: {e}"))?;
+    }
     Ok(true)
 }
 

@@ -29,6 +29,10 @@ pub const POINTS: &[&str] = &[
     "obsolete::before_delete_wal",
     "obsolete::before_delete_table",
     "open::after_wal_replay",
+    // Checkpoints: after each file linked or copied into the staging
+    // directory, and after the staging directory took the final name.
+    "checkpoint::after_file",
+    "checkpoint::after_rename",
 ];
 
 /// Marks a crash point (see the module documentation).

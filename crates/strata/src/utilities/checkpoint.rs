@@ -85,6 +85,7 @@ impl<'a> Checkpoint<'a> {
             }
         };
         fs.rename_file(&tmp, dir)?;
+        crate::crash_point!("checkpoint::after_rename");
         fs.sync_dir(dir)?;
         if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
             fs.sync_dir(parent)?;
@@ -141,6 +142,7 @@ impl<'a> Checkpoint<'a> {
             } else {
                 copy_file(fs, &src, &dst, None)?;
             }
+            crate::crash_point!("checkpoint::after_file");
         }
         // Every WAL file still there from `oldest_wal` on; the newest may
         // still grow, so it is copied up to its size now.
@@ -157,6 +159,7 @@ impl<'a> Checkpoint<'a> {
             .collect::<Result<_>>()?;
         for ((_, n), size) in wals.iter().zip(sizes) {
             copy_file(fs, &inner.wal_dir.join(n), &tmp.join(n), Some(size))?;
+            crate::crash_point!("checkpoint::after_file");
         }
         fs.sync_dir(tmp)?;
         Ok(seq)
