@@ -130,6 +130,12 @@ fn run_mode(m: &Mode) {
                 };
                 db.write(&wo, b).unwrap();
                 acked[t].store(v, Ordering::Release);
+                if v % 7 == 0 {
+                    // Log data alone: into the WAL, no sequence number.
+                    let mut l = WriteBatch::new();
+                    l.put_log_data(format!("log {t} {v}").as_bytes());
+                    db.write(&wo, l).unwrap();
+                }
                 // Read-your-own-writes.
                 let got = db.get(
                     &ReadOptions::default(),
@@ -221,6 +227,13 @@ fn run_mode(m: &Mode) {
             Some(BATCHES)
         );
     }
+    // Only the puts took sequence numbers.
+    assert_eq!(
+        db.latest_sequence_number(),
+        WRITERS as u64 * BATCHES * KEYS_PER_BATCH as u64,
+        "{}",
+        m.name
+    );
     let db = Arc::into_inner(db).unwrap();
     db.close().unwrap();
     let db = DB::open(options(m), dir.path()).unwrap();
@@ -464,4 +477,63 @@ fn memtable_switches_chain_wals_and_recover_everything() {
     drop(db);
     let db = DB::open(o, dir.path()).unwrap();
     assert_eq!(keys(&db).len(), 3000);
+}
+
+#[test]
+fn log_data_alone_reaches_the_wal_without_a_sequence_number() {
+    // RocksDB writes a batch holding only `put_log_data` blobs to the WAL
+    // (replication readers see it) and gives it no sequence number.
+    let dir = fresh_db();
+    let o = Options {
+        create_if_missing: true,
+        ..Options::default()
+    };
+    let db = DB::open(o.clone(), dir.path()).unwrap();
+    let wo = WriteOptions::default();
+    db.put(&wo, b"a", b"1").unwrap();
+    let mut l = WriteBatch::new();
+    l.put_log_data(b"replication marker");
+    db.write(&wo, l).unwrap();
+    assert_eq!(db.latest_sequence_number(), 1);
+    db.put(&wo, b"b", b"2").unwrap();
+    assert_eq!(db.latest_sequence_number(), 2);
+    // With the WAL off it has nowhere to go, and an empty batch is nothing.
+    let mut l = WriteBatch::new();
+    l.put_log_data(b"dropped");
+    db.write(
+        &WriteOptions {
+            disable_wal: true,
+            ..WriteOptions::default()
+        },
+        l,
+    )
+    .unwrap();
+    db.write(&wo, WriteBatch::new()).unwrap();
+    let mut blobs = Vec::new();
+    for wal in wal_files(dir.path()) {
+        let file = default_fs().new_sequential_file(&wal).unwrap();
+        let mut r = strata::wal::LogReader::new(file, 0);
+        while let Ok(Some(rec)) = r.read_record() {
+            let b = WriteBatch::from_bytes(rec).unwrap();
+            for rec in b.iter() {
+                if let strata::format::write_batch::BatchRecord::LogData(blob) = rec.unwrap() {
+                    blobs.push((b.sequence(), blob.to_vec()));
+                }
+            }
+        }
+    }
+    assert!(
+        blobs
+            .iter()
+            .any(|(seq, blob)| *seq == 2 && blob == b"replication marker"),
+        "{blobs:?}"
+    );
+    assert!(!blobs.iter().any(|(_, blob)| blob == b"dropped"));
+    drop(db);
+    let db = DB::open(o, dir.path()).unwrap();
+    assert_eq!(db.latest_sequence_number(), 2);
+    assert_eq!(
+        db.get(&ReadOptions::default(), b"b").unwrap().as_deref(),
+        Some(&b"2"[..])
+    );
 }

@@ -8,7 +8,8 @@
 //! the last sequence of the longest prefix of done groups, so a reader
 //! never sees part of a batch, nor a later write without every earlier one.
 //!
-//! Invariants: registered groups have increasing last sequences; the
+//! Invariants: registered groups have non-decreasing last sequences (a
+//! group of log-data-only batches takes none); the
 //! visible sequence only grows and never passes a group not yet done.
 
 use std::collections::VecDeque;
@@ -44,7 +45,7 @@ impl Publisher {
         debug_assert!(
             g.slots
                 .back()
-                .is_none_or(|s| s.group.last_seq < group.last_seq)
+                .is_none_or(|s| s.group.last_seq <= group.last_seq)
         );
         g.slots.push_back(Slot { group, done: false });
         g.base + g.slots.len() as u64 - 1

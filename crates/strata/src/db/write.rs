@@ -238,7 +238,11 @@ impl DbInner {
                 "Sync writes has to enable WAL.".into(),
             ));
         }
-        if batch.count() == 0 {
+        // A batch without records has nothing to write. One holding only
+        // log data (`put_log_data`) goes to the WAL, as in RocksDB, and
+        // takes no sequence number; with the WAL off it has nowhere to go.
+        let records = batch.data().len() > crate::format::write_batch::HEADER_LEN;
+        if batch.count() == 0 && (!records || opts.disable_wal) {
             return Ok(());
         }
         let stats = &self.options.statistics;
@@ -387,7 +391,8 @@ impl DbInner {
         }
         match self.write_mode {
             WriteMode::Ordered => {
-                debug_assert!(self.last_sequence.load(Ordering::Relaxed) < g.last_seq);
+                // Equal for a group of log-data-only batches.
+                debug_assert!(self.last_sequence.load(Ordering::Relaxed) <= g.last_seq);
                 self.last_sequence.store(g.last_seq, Ordering::Release);
                 self.write_thread.exit_group(&g.writers);
                 for m in &g.writers {
