@@ -7,9 +7,10 @@
 //! The `ldb` check needs `ldb` on the PATH; it fails with a clear message
 //! otherwise, unless STRATA_SKIP_INTEROP=1.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -263,22 +264,10 @@ fn tables_are_hard_linked_on_a_real_file_system() {
 
 /// RocksDB 7.8.3's `ldb scan` reads the checkpoint (`n` keys).
 fn rocksdb_ldb_reads(path: &Path, n: usize) {
-    let found = Command::new("which")
-        .arg("ldb")
-        .stdout(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !found {
-        if std::env::var("STRATA_SKIP_INTEROP").as_deref() == Ok("1") {
-            eprintln!("skipping the ldb check: ldb not installed (STRATA_SKIP_INTEROP=1)");
-            return;
-        }
-        panic!(
-            "RocksDB tool `ldb` is not installed: run ./scripts/test-all.sh (apt-get install -y rocksdb-tools) or set STRATA_SKIP_INTEROP=1"
-        );
-    }
-    let out = Command::new("ldb")
+    let Some(mut ldb) = common::rocksdb::ldb() else {
+        return;
+    };
+    let out = ldb
         .arg(format!("--db={}", path.display()))
         .arg("scan")
         .output()

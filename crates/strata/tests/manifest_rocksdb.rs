@@ -9,36 +9,20 @@
 //! Needs `ldb` on the PATH; fails with a clear message otherwise, unless
 //! STRATA_SKIP_INTEROP=1.
 
+mod common;
+
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 
+use common::rocksdb::ldb;
 use strata::env::{FileSystemRef, default_fs};
 use strata::format::{ValueType, make_internal_key};
 use strata::table::{TableBuilder, TableOptions};
 use strata::util::comparator::bytewise;
 use strata::version::filename::table_file_name;
 use strata::version::{FileMetaData, VersionEdit, VersionSet};
-
-fn ldb() -> Option<Command> {
-    let found = Command::new("which")
-        .arg("ldb")
-        .stdout(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if found {
-        return Some(Command::new("ldb"));
-    }
-    if std::env::var("STRATA_SKIP_INTEROP").as_deref() == Ok("1") {
-        eprintln!("skipping: RocksDB tool ldb not installed (STRATA_SKIP_INTEROP=1)");
-        return None;
-    }
-    panic!(
-        "RocksDB tool `ldb` is not installed: run ./scripts/test-all.sh (apt-get install -y rocksdb-tools) or set STRATA_SKIP_INTEROP=1"
-    );
-}
 
 /// Runs `ldb args...` with `stdin`; returns stdout, panicking with stderr
 /// on failure.

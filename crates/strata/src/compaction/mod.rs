@@ -153,10 +153,6 @@ impl Compaction {
             return false;
         }
         let ucmp = self.version.icmp().user_comparator();
-        if only.files.len() == 1 {
-            return self.grandparents.iter().map(|f| f.file_size).sum::<u64>()
-                <= self.max_grandparent_overlap_bytes;
-        }
         let mut files: Vec<&Arc<FileMetaData>> = only.files.iter().collect();
         files.sort_by(|a, b| {
             ucmp.compare(extract_user_key(&a.smallest), extract_user_key(&b.smallest))

@@ -84,6 +84,14 @@ pub(crate) struct CfData {
     pub(crate) flush_running: bool,
 }
 
+/// Whether active memtable `mem` has used a `write_buffer_size` budget
+/// and holds data (an empty one is never full, whatever the budget:
+/// switching it would make no room). The write path's lock-free check and
+/// `CfData::mem_full` both ask this.
+pub(crate) fn memtable_full(mem: &MemTable, write_buffer_size: usize) -> bool {
+    !mem.is_empty() && mem.should_flush(write_buffer_size)
+}
+
 /// A fresh memtable for a column family with `options`, its arena sized
 /// as RocksDB sizes it for the write buffer.
 pub(crate) fn new_memtable(
@@ -101,7 +109,7 @@ impl CfData {
     /// An empty memtable is never full, whatever the budget: switching it
     /// would make no room.
     pub(crate) fn mem_full(&self) -> bool {
-        !self.mem.is_empty() && self.mem.should_flush(self.options.write_buffer_size)
+        memtable_full(&self.mem, self.options.write_buffer_size)
     }
 
     /// The smallest WAL number that may still hold unflushed data of this

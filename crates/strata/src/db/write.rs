@@ -202,12 +202,11 @@ impl WriteView {
         Ok(())
     }
 
-    /// Whether some column family's active memtable is due for a switch
-    /// (as `CfData::mem_full`).
+    /// Whether some column family's active memtable is due for a switch.
     fn any_memtable_full(&self) -> bool {
         self.cfs
             .values()
-            .any(|c| !c.mem.is_empty() && c.mem.should_flush(c.write_buffer_size))
+            .any(|c| super::memtable_full(&c.mem, c.write_buffer_size))
     }
 }
 
@@ -355,14 +354,7 @@ impl DbInner {
             let _serial = (!self.options.allow_concurrent_memtable_write
                 && self.write_mode == WriteMode::Pipelined)
                 .then(|| lock(&self.write_path.insert_lock));
-            let mut r = Ok(());
-            for f in group {
-                if let Err(e) = self.insert_own(f, &g) {
-                    r = Err(e);
-                    break;
-                }
-            }
-            r
+            group.iter().try_for_each(|f| self.insert_own(f, &g))
         };
         self.finish_insert(&g);
         self.after_insert(w, &g, mine)
@@ -505,10 +497,10 @@ impl DbInner {
             }
             None => {
                 let mut st = self.lock_state();
+                // The background error comes first, before any complaint
+                // about the batches.
                 if let Some(e) = st.bg_error.get() {
-                    return Err(Error::InvalidArgument(format!(
-                        "database is read-only after a background error: {e}"
-                    )));
+                    return Err(stopped_by(e));
                 }
                 let view = stage.refresh(&mut st, &self.write_signals);
                 // Validate column families before anything is written.
@@ -660,9 +652,7 @@ impl DbInner {
         let mut stopped_since: Option<Instant> = None;
         let result = loop {
             if let Some(e) = st.bg_error.get() {
-                break Err(Error::InvalidArgument(format!(
-                    "database is read-only after a background error: {e}"
-                )));
+                break Err(stopped_by(e));
             }
             if self.shutting_down.load(Ordering::Acquire) {
                 break Err(Error::Incomplete("the database is closing".into()));
@@ -798,6 +788,13 @@ impl DbInner {
         self.install_super_versions(st);
         Ok(())
     }
+}
+
+/// What a write returns once background error `e` stopped writes.
+fn stopped_by(e: &Error) -> Error {
+    Error::InvalidArgument(format!(
+        "database is read-only after a background error: {e}"
+    ))
 }
 
 /// `(column family, type, key, value)` of one memtable insert.

@@ -233,9 +233,9 @@ fn random_height() -> usize {
 
 /// Where the last insert went: at each level below `height`, the node
 /// before it (`prev`) and the node after it (`next`, null at the end), as
-/// RocksDB's `InlineSkipList::Splice`. The next insert starts its search
-/// from the lowest level whose pair still brackets its key, so sequential
-/// keys are linked with two comparisons instead of a walk from the top.
+/// RocksDB's `InlineSkipList::Splice`. An insert whose key the level-0
+/// pair still brackets reuses it (sequential keys are linked with two
+/// comparisons); any other searches from the top (`bracketing_level`).
 ///
 /// Invariants: every `prev[i]` is the head or a node of the list with more
 /// than `i` levels and `next[i]` null or such a node; `prev[i + 1]` is not
@@ -248,6 +248,16 @@ struct Splice {
     height: usize,
     prev: [*mut Node; MAX_HEIGHT + 1],
     next: [*mut Node; MAX_HEIGHT + 1],
+}
+
+impl Splice {
+    /// A splice that brackets nothing yet (height 0: the next insert
+    /// searches from the top).
+    const EMPTY: Splice = Splice {
+        height: 0,
+        prev: [ptr::null_mut(); MAX_HEIGHT + 1],
+        next: [ptr::null_mut(); MAX_HEIGHT + 1],
+    };
 }
 
 /// An insert-only concurrent skiplist. See the module comment.
@@ -296,11 +306,7 @@ impl<C: KeyComparator> SkipList<C> {
             arena,
             head,
             max_height: AtomicUsize::new(1),
-            splice: Mutex::new(Splice {
-                height: 0,
-                prev: [ptr::null_mut(); MAX_HEIGHT + 1],
-                next: [ptr::null_mut(); MAX_HEIGHT + 1],
-            }),
+            splice: Mutex::new(Splice::EMPTY),
         }
     }
 
@@ -374,15 +380,13 @@ impl<C: KeyComparator> SkipList<C> {
         // SAFETY: `node` is a node of this list (written above) and alive.
         let key = unsafe { key_of(node) };
         let mut cached = self.splice.try_lock().ok();
+        // Only an insert that cannot take the shared splice pays for a
+        // fresh one.
         let mut local;
         let sp: &mut Splice = match cached.as_deref_mut() {
             Some(sp) => sp,
             None => {
-                local = Splice {
-                    height: 0,
-                    prev: [ptr::null_mut(); MAX_HEIGHT + 1],
-                    next: [ptr::null_mut(); MAX_HEIGHT + 1],
-                };
+                local = Splice::EMPTY;
                 &mut local
             }
         };

@@ -24,6 +24,7 @@ use crate::db::DB;
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::format::SequenceNumber;
+use crate::version::{FileType, parse_file_name};
 
 /// Makes checkpoints of one open database.
 #[derive(Debug)]
@@ -149,7 +150,10 @@ impl<'a> Checkpoint<'a> {
         let mut wals: Vec<(u64, String)> = fs
             .children(&inner.wal_dir)?
             .into_iter()
-            .filter_map(|n| Some((parse_wal_name(&n)?, n)))
+            .filter_map(|n| match parse_file_name(&n) {
+                Some((num, FileType::Wal)) => Some((num, n)),
+                _ => None,
+            })
             .filter(|(num, _)| oldest_wal.is_some_and(|o| *num >= o))
             .collect();
         wals.sort_unstable();
@@ -164,15 +168,6 @@ impl<'a> Checkpoint<'a> {
         fs.sync_dir(tmp)?;
         Ok(seq)
     }
-}
-
-/// `NNNNNN.log` -> its number.
-fn parse_wal_name(name: &str) -> Option<u64> {
-    let digits = name.strip_suffix(".log")?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
 }
 
 /// Copies `src` to `dst` (at most `limit` bytes), synced.

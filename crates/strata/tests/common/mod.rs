@@ -4,3 +4,4 @@
 
 pub mod figures;
 pub mod history;
+pub mod rocksdb;
