@@ -45,6 +45,10 @@ pub enum Error {
     /// The operation could not complete (for example a truncated read).
     #[error("Result incomplete: {0}")]
     Incomplete(String),
+    /// The operation cannot be done now and may succeed if retried (for
+    /// example an ingestion that cannot reach the last level yet).
+    #[error("Operation failed. Try again.: {0}")]
+    TryAgain(String),
     /// The disk is full (or an injected quota was reached).
     #[error("IO error: No space left on device: {0}")]
     NoSpace(String),
@@ -91,6 +95,7 @@ impl Error {
             Error::NotSupported(m) => Error::NotSupported(m.clone()),
             Error::NotFound(m) => Error::NotFound(m.clone()),
             Error::Busy(m) => Error::Busy(m.clone()),
+            Error::TryAgain(m) => Error::TryAgain(m.clone()),
             Error::Incomplete(m) => Error::Incomplete(m.clone()),
             Error::NoSpace(m) => Error::NoSpace(m.clone()),
         }

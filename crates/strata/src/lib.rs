@@ -33,8 +33,8 @@ pub use db::{ColumnFamilyDescriptor, ColumnFamilyHandle, DB, DbIterator, Env, Sn
 pub use error::{Error, Result};
 pub use format::WriteBatch;
 pub use options::{
-    ColumnFamilyOptions, CompactionStyle, FifoCompactionOptions, Options, ReadOptions,
-    UniversalCompactionOptions, WalRecoveryMode, WriteOptions,
+    ColumnFamilyOptions, CompactionStyle, FifoCompactionOptions, IngestExternalFileOptions,
+    Options, ReadOptions, UniversalCompactionOptions, WalRecoveryMode, WriteOptions,
 };
 pub use util::statistics::{HistogramKind, Statistics, Ticker};
 

@@ -481,6 +481,55 @@ pub struct WriteOptions {
     pub disable_wal: bool,
 }
 
+/// How [`crate::DB::ingest_external_file`] adds files, with RocksDB
+/// 7.8.3's `IngestExternalFileOptions` fields and defaults.
+#[derive(Clone, Copy, Debug)]
+pub struct IngestExternalFileOptions {
+    /// Hard-link the files into the database (and remove the original
+    /// names on success) instead of copying them.
+    pub move_files: bool,
+    /// With `move_files`, copy when a link is not possible (another file
+    /// system).
+    pub failed_move_fall_back_to_copy: bool,
+    /// Existing snapshots do not see the ingested keys: with a live
+    /// snapshot every file takes a new sequence number.
+    pub snapshot_consistency: bool,
+    /// Files may take a sequence number above 0 when they overlap
+    /// existing data (otherwise such an ingestion fails).
+    pub allow_global_seqno: bool,
+    /// Flush memtables whose keys overlap the files (otherwise the
+    /// ingestion fails with "External file requires flush").
+    pub allow_blocking_flush: bool,
+    /// Put the files under all existing data, in the last level (needs
+    /// `allow_ingest_behind` on the database, which Strata does not offer
+    /// yet: such an ingestion fails as RocksDB's does).
+    pub ingest_behind: bool,
+    /// Write the assigned sequence number into the ingested file, as
+    /// RocksDB 7.8.3 does by default; otherwise it is kept in the MANIFEST
+    /// only (files older RocksDB versions cannot read).
+    pub write_global_seqno: bool,
+    /// Verify every block's checksum before anything is added.
+    pub verify_checksums_before_ingest: bool,
+    /// Fail with `TryAgain` unless every file goes to the last level.
+    pub fail_if_not_bottommost_level: bool,
+}
+
+impl Default for IngestExternalFileOptions {
+    fn default() -> Self {
+        IngestExternalFileOptions {
+            move_files: false,
+            failed_move_fall_back_to_copy: true,
+            snapshot_consistency: true,
+            allow_global_seqno: true,
+            allow_blocking_flush: true,
+            ingest_behind: false,
+            write_global_seqno: true,
+            verify_checksums_before_ingest: false,
+            fail_if_not_bottommost_level: false,
+        }
+    }
+}
+
 /// Per-read options.
 #[derive(Clone, Default)]
 pub struct ReadOptions {

@@ -52,8 +52,16 @@ impl TableCache {
         }
     }
 
-    /// The reader of table `number` (`file_size` bytes), opening it if needed.
-    pub fn get(&self, number: u64, file_size: u64, opts: &TableOptions) -> Result<Arc<Table>> {
+    /// The reader of table `number` (`file_size` bytes, `largest_seqno` in
+    /// the MANIFEST: an ingested file's global sequence number), opening it
+    /// if needed.
+    pub fn get(
+        &self,
+        number: u64,
+        file_size: u64,
+        largest_seqno: u64,
+        opts: &TableOptions,
+    ) -> Result<Arc<Table>> {
         {
             let mut g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
             g.tick += 1;
@@ -65,7 +73,13 @@ impl TableCache {
         }
         let path = self.dir.join(table_file_name(number));
         let file = self.fs.new_random_access_file(&path)?;
-        let table = Arc::new(Table::open(file, &path.to_string_lossy(), file_size, opts)?);
+        let table = Arc::new(Table::open_in_db(
+            file,
+            &path.to_string_lossy(),
+            file_size,
+            opts,
+            Some(largest_seqno),
+        )?);
         let mut g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         g.tick += 1;
         let tick = g.tick;

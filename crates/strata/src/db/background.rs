@@ -353,7 +353,7 @@ impl DbInner {
         for (_, f) in c.input_files() {
             let t = self
                 .table_cache
-                .get(f.number, f.file_size, &read_options)
+                .get(f.number, f.file_size, f.largest_seqno, &read_options)
                 .map_err(fail)?;
             tombstones.extend_from_slice(t.range_tombstones());
         }
@@ -366,7 +366,7 @@ impl DbInner {
                 }
                 if l.level == 0 {
                     for f in &l.files {
-                        let t = cache.get(f.number, f.file_size, &read_options)?;
+                        let t = cache.get(f.number, f.file_size, f.largest_seqno, &read_options)?;
                         children.push(Box::new(t.compaction_iter()));
                     }
                 } else {
@@ -416,7 +416,7 @@ impl DbInner {
         let cache = self.table_cache.clone();
         let topts = Arc::clone(topts);
         Arc::new(move |f| {
-            let t = cache.get(f.number, f.file_size, &topts)?;
+            let t = cache.get(f.number, f.file_size, f.largest_seqno, &topts)?;
             Ok(match kind {
                 TableIterKind::Prefix => Box::new(crate::table::PrefixSeekIter::new(t))
                     as Box<dyn InternalIterator + Send>,

@@ -22,6 +22,7 @@ mod flow_control;
 mod flush;
 mod get_context;
 mod info_log;
+mod ingest;
 mod open;
 pub(crate) mod options_file;
 pub mod options_parser;
@@ -53,6 +54,7 @@ use crate::version::VersionSet;
 
 pub use env::{Env, ThreadPool};
 pub use files::{BottommostLevelCompaction, CompactRangeOptions, LiveFileMetaData, WalFile};
+pub use ingest::IngestExternalFileArg;
 pub use open::ColumnFamilyDescriptor;
 pub use read::{DbIterator, Snapshot};
 pub use stats::{LevelStats, StallStats};

@@ -160,7 +160,7 @@ impl DbInner {
         f: &crate::version::FileMetaData,
     ) -> Result<Arc<Table>> {
         self.table_cache
-            .get(f.number, f.file_size, &sv.table_options)
+            .get(f.number, f.file_size, f.largest_seqno, &sv.table_options)
     }
 
     fn snapshot_seq(&self, ro: &ReadOptions) -> SequenceNumber {

@@ -409,6 +409,13 @@ impl FileSystem for FaultInjectionFileSystem {
         self.inner.link_file(from, to)
     }
 
+    fn overwrite_at(&self, path: &Path, offset: u64, data: &[u8]) -> Result<()> {
+        // A write then a sync: either may fail.
+        self.check(OpKind::Append, path)?;
+        self.check(OpKind::Sync, path)?;
+        self.inner.overwrite_at(path, offset, data)
+    }
+
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
         self.check(OpKind::CreateDir, dir)?;
         self.inner.create_dir_all(dir)

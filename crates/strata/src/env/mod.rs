@@ -25,7 +25,7 @@ pub mod posix;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// A file being written sequentially (WAL, table, MANIFEST).
 pub trait WritableFile: Send {
@@ -85,6 +85,17 @@ pub trait FileSystem: Send + Sync {
         let _ = (from, to);
         Err(crate::error::Error::NotSupported(
             "hard links on this file system".into(),
+        ))
+    }
+    /// Writes `data` over the bytes at `offset` of the existing file `path`
+    /// (which must already hold them) and syncs the file: durable on
+    /// return. RocksDB's `NewRandomRWFile` + `Write` + `Sync`, which
+    /// ingestion uses to stamp a global sequence number into a table.
+    /// `NotSupported` where the file system cannot write in place.
+    fn overwrite_at(&self, path: &Path, offset: u64, data: &[u8]) -> Result<()> {
+        let _ = (path, offset, data);
+        Err(crate::error::Error::NotSupported(
+            "writes in place on this file system".into(),
         ))
     }
     /// Creates `dir` and its parents; succeeds if it exists.
@@ -177,4 +188,38 @@ pub fn read_exact_at(
         ));
     }
     Ok(buf)
+}
+
+/// Bytes [`copy_file`] moves per read.
+const COPY_CHUNK_SIZE: usize = 1 << 20;
+
+/// Copies `src` to `dst` on `fs` (at most `limit` bytes; an error if
+/// `src` is shorter than `limit`), synced.
+pub fn copy_file(fs: &dyn FileSystem, src: &Path, dst: &Path, limit: Option<u64>) -> Result<()> {
+    let mut input = fs.new_sequential_file(src)?;
+    let mut output = fs.new_writable_file(dst)?;
+    let mut left = limit.unwrap_or(u64::MAX);
+    let mut buf = vec![0u8; COPY_CHUNK_SIZE];
+    while left > 0 {
+        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let n = input.read(&mut buf[..want])?;
+        if n == 0 {
+            break;
+        }
+        output.append(&buf[..n])?;
+        left -= n as u64;
+    }
+    if let Some(limit) = limit
+        && output.size() < limit
+    {
+        return Err(Error::io(
+            format!("copy {}", src.display()),
+            std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!("file too small: {} bytes, {limit} expected", output.size()),
+            ),
+        ));
+    }
+    output.sync()?;
+    output.close()
 }

@@ -375,6 +375,28 @@ impl FileSystem for PosixFileSystem {
         })
     }
 
+    fn overwrite_at(&self, path: &Path, offset: u64, data: &[u8]) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        let file = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| os_err("open for writing in place", path, e))?;
+        let len = file.metadata().map_err(|e| os_err("stat", path, e))?.len();
+        if offset
+            .checked_add(data.len() as u64)
+            .is_none_or(|end| end > len)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "write {} bytes at {offset} of {}: the file has {len} bytes",
+                data.len(),
+                path.display()
+            )));
+        }
+        file.write_all_at(data, offset)
+            .map_err(|e| os_err("write in place", path, e))?;
+        file.sync_all().map_err(|e| os_err("sync", path, e))
+    }
+
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
         fs::create_dir_all(dir).map_err(|e| os_err("create dir", dir, e))
     }

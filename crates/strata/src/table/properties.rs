@@ -212,15 +212,60 @@ impl TableProperties {
     /// `Some(seqno)` when this is an external file (version >= 2) whose keys
     /// all take a global sequence number.
     pub fn global_seqno(&self) -> Option<u64> {
-        let version = self
-            .user_property(EXTERNAL_SST_VERSION)
-            .and_then(|v| crate::util::coding::decode_fixed32(v, 0))?;
-        if version < 2 {
+        if self.external_sst_version()? < 2 {
             return None;
         }
         self.user_property(EXTERNAL_SST_GLOBAL_SEQNO)
             .and_then(|v| crate::util::coding::decode_fixed64(v, 0))
     }
+
+    /// `rocksdb.external_sst_file.version`: `Some` for a file an
+    /// `SstFileWriter` wrote (1 or 2), `None` for one a flush or compaction
+    /// wrote.
+    pub fn external_sst_version(&self) -> Option<u32> {
+        self.user_property(EXTERNAL_SST_VERSION)
+            .and_then(|v| crate::util::coding::decode_fixed32(v, 0))
+    }
+}
+
+/// The offset, within the uncompressed payload of a properties block, of
+/// the value of property `key` when that value is 8 bytes (RocksDB's
+/// `external_sst_file_global_seqno_offset`, relative to the block). `None`
+/// when the block does not parse or has no such entry. Every entry of a
+/// properties block is a restart point (RocksDB writes it with a restart
+/// interval of 1), but shared prefixes are followed anyway.
+pub fn fixed64_value_offset(payload: &[u8], key: &[u8]) -> Option<usize> {
+    use crate::util::coding::{decode_fixed32, get_varint32};
+    let n = payload.len();
+    let restarts = decode_fixed32(payload, n.checked_sub(4)?)? as usize;
+    let end = n.checked_sub(4)?.checked_sub(restarts.checked_mul(4)?)?;
+    let mut pos = 0usize;
+    let mut last_key: Vec<u8> = Vec::new();
+    while pos < end {
+        let field = |pos: &mut usize| -> Option<usize> {
+            let (v, used) = get_varint32(payload.get(*pos..end)?)?;
+            *pos += used;
+            Some(v as usize)
+        };
+        let shared = field(&mut pos)?;
+        let non_shared = field(&mut pos)?;
+        let value_len = field(&mut pos)?;
+        let delta = payload.get(pos..pos.checked_add(non_shared)?)?;
+        last_key.truncate(shared);
+        if last_key.len() != shared {
+            return None;
+        }
+        last_key.extend_from_slice(delta);
+        pos += non_shared;
+        if pos.checked_add(value_len)? > end {
+            return None;
+        }
+        if last_key == key {
+            return (value_len == 8).then_some(pos);
+        }
+        pos += value_len;
+    }
+    None
 }
 
 #[cfg(test)]

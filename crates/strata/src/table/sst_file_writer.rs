@@ -45,6 +45,13 @@ impl SstFileWriter {
         opts: TableOptions,
     ) -> Result<SstFileWriter> {
         let file = fs.new_writable_file(path)?;
+        // The file belongs to no column family yet (RocksDB's
+        // SstFileWriter without a handle): any may ingest it.
+        let opts = TableOptions {
+            column_family_id: super::properties::UNKNOWN_COLUMN_FAMILY,
+            column_family_name: String::new(),
+            ..opts
+        };
         let mut builder = TableBuilder::new(opts.clone(), file)?;
         builder.add_user_property(EXTERNAL_SST_VERSION, 2u32.to_le_bytes().to_vec());
         builder.add_user_property(EXTERNAL_SST_GLOBAL_SEQNO, 0u64.to_le_bytes().to_vec());

@@ -49,7 +49,13 @@ pub struct Table {
     whole_key_filtering: bool,
     prefix_filter: Option<crate::util::slice_transform::SliceTransformRef>,
     range_tombstones: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Sequence number every key reads with (an ingested external file);
+    /// `None`: keys carry their own.
     global_seqno: Option<u64>,
+    /// File offset of the 8-byte `global_seqno` property value, where
+    /// ingestion writes the number (RocksDB's
+    /// `external_sst_file_global_seqno_offset`).
+    global_seqno_offset: Option<u64>,
 }
 
 impl std::fmt::Debug for Table {
@@ -66,11 +72,30 @@ impl Table {
     /// Opens the table in `file` (`file_size` bytes; `name` is used in
     /// errors). `opts.comparator` must match the one the table was written
     /// with (checked by name when the table records one).
+    /// A file an `SstFileWriter` made (version 2) reads with its recorded
+    /// global sequence number; [`Table::open_in_db`] is how a database
+    /// opens its tables.
     pub fn open(
         file: Arc<dyn RandomAccessFile>,
         name: &str,
         file_size: u64,
         opts: &TableOptions,
+    ) -> Result<Table> {
+        Self::open_in_db(file, name, file_size, opts, None)
+    }
+
+    /// Opens a table of a database whose MANIFEST gives it `largest_seqno`.
+    /// An ingested external file takes that as its global sequence number
+    /// when its own property says 0 (it was ingested without writing the
+    /// number into the file), and a nonzero property that disagrees is
+    /// corruption, as RocksDB's `GetGlobalSequenceNumber` decides. `None`:
+    /// the sequence is unknown (a file outside any database).
+    pub fn open_in_db(
+        file: Arc<dyn RandomAccessFile>,
+        name: &str,
+        file_size: u64,
+        opts: &TableOptions,
+        largest_seqno: Option<u64>,
     ) -> Result<Table> {
         let footer = read_footer(&*file, name, file_size)?;
         // The footer's handles carry no checksum: one that points outside
@@ -138,12 +163,14 @@ impl Table {
         }
         it.status()?;
 
+        let mut global_seqno_offset = None;
         let props = match meta
             .get(PROPERTIES_BLOCK)
             .or_else(|| meta.get(PROPERTIES_BLOCK_OLD))
         {
             Some(&h) => {
-                let c = read_block(&*file, &name, h, &meta_opts)?;
+                let (c, offset) = read_properties_block(&*file, &name, h, &read_opts)?;
+                global_seqno_offset = offset;
                 let b = Arc::new(Block::new(c.data, name.clone(), h)?);
                 TableProperties::decode_block(b, &name, h.offset)?
             }
@@ -211,7 +238,14 @@ impl Table {
             }
             it.status()?;
         }
-        let global_seqno = props.global_seqno().filter(|&s| s != 0);
+        let global_seqno = external_global_seqno(&props, largest_seqno, &name)?;
+        if let Some(seq) = global_seqno {
+            for (k, _) in &mut range_tombstones {
+                let n = k.len() - 8;
+                let t = parse_internal_key(k).map_or(ValueType::RangeDeletion, |p| p.value_type);
+                k[n..].copy_from_slice(&pack_sequence_and_type(seq, t).to_le_bytes());
+            }
+        }
         Ok(Table {
             cache_id: NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed),
             block_cache: opts.block_cache.clone(),
@@ -232,6 +266,7 @@ impl Table {
             prefix_filter,
             range_tombstones,
             global_seqno,
+            global_seqno_offset,
         })
     }
 
@@ -264,6 +299,13 @@ impl Table {
     /// The global sequence number of an ingested external file, if any.
     pub fn global_seqno(&self) -> Option<u64> {
         self.global_seqno
+    }
+
+    /// Where in the file the 8-byte global sequence number property value
+    /// lies (an uncompressed properties block of an external file), if
+    /// anywhere.
+    pub fn global_seqno_offset(&self) -> Option<u64> {
+        self.global_seqno_offset
     }
 
     /// An iterator over the index block: keys are separators, values
@@ -639,6 +681,20 @@ impl TableIter {
     }
 }
 
+impl TableIter {
+    /// Positions at the first entry whose stored key is at or after
+    /// `target`.
+    fn seek_stored(&mut self, target: &[u8]) {
+        self.status = None;
+        self.index.seek(target);
+        self.init_data_block();
+        if let Some(d) = &mut self.data {
+            d.seek(target);
+        }
+        self.skip_empty(true);
+    }
+}
+
 impl InternalIterator for TableIter {
     fn valid(&self) -> bool {
         self.status.is_none() && self.data_valid()
@@ -665,13 +721,35 @@ impl InternalIterator for TableIter {
     }
 
     fn seek(&mut self, target: &[u8]) {
-        self.status = None;
-        self.index.seek(target);
-        self.init_data_block();
-        if let Some(d) = &mut self.data {
-            d.seek(target);
+        let Some(seq) = self.table.global_seqno.filter(|_| self.patched) else {
+            return self.seek_stored(target);
+        };
+        // Keys compare as they read, with the global sequence number (as
+        // RocksDB's `CompareCurrentKey`): a target below it passes the
+        // stored key of its user key. Stored keys are unique per user key
+        // (an external file), all at sequence 0.
+        let Some(t) = parse_internal_key(target) else {
+            return self.seek_stored(target);
+        };
+        let target_trailer = pack_sequence_and_type(t.sequence, t.value_type);
+        let user_key = t.user_key.to_vec();
+        self.seek_stored(&crate::format::make_internal_key(
+            &user_key,
+            crate::format::MAX_SEQUENCE_NUMBER,
+            crate::format::dbformat::VALUE_TYPE_FOR_SEEK,
+        ));
+        if self.valid()
+            && let Some(k) = parse_internal_key(self.key())
+            && self
+                .table
+                .icmp
+                .user_comparator()
+                .compare(k.user_key, &user_key)
+                .is_eq()
+            && pack_sequence_and_type(seq, k.value_type) > target_trailer
+        {
+            self.next();
         }
-        self.skip_empty(true);
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) {
@@ -720,4 +798,94 @@ impl InternalIterator for TableIter {
         }
         self.index.status()
     }
+}
+/// Reads the properties block at `h`. Its checksum is checked as RocksDB
+/// checks it: ingestion may have written a global sequence number into
+/// the block after the checksum was computed, so a mismatch is retried
+/// with those 8 bytes zeroed. Returns the contents and, for an
+/// uncompressed block holding the property, the global sequence number's
+/// file offset.
+fn read_properties_block(
+    file: &dyn RandomAccessFile,
+    name: &str,
+    h: BlockHandle,
+    read_opts: &BlockReadOptions,
+) -> Result<(BlockContents, Option<u64>)> {
+    use super::format::{check_in_file, decode_block, verify_block_checksum};
+    check_in_file(name, h, read_opts.file_size)?;
+    let raw =
+        crate::env::read_exact_at(file, name, h.offset, h.size as usize + BLOCK_TRAILER_SIZE)?;
+    let payload = &raw[..h.size as usize];
+    let offset = (raw[h.size as usize] == 0)
+        .then(|| {
+            super::properties::fixed64_value_offset(
+                payload,
+                super::properties::EXTERNAL_SST_GLOBAL_SEQNO.as_bytes(),
+            )
+        })
+        .flatten();
+    if let Err(e) = verify_block_checksum(read_opts.checksum_type, &raw, name, h) {
+        let Some(at) = offset else {
+            return Err(e);
+        };
+        let mut zeroed = raw.clone();
+        zeroed[at..at + 8].fill(0);
+        verify_block_checksum(read_opts.checksum_type, &zeroed, name, h).map_err(|_| e)?;
+    }
+    let opts = BlockReadOptions {
+        verify_checksums: false,
+        ..*read_opts
+    };
+    let c = decode_block(raw, name, h, &opts)?;
+    Ok((c, offset.map(|o| h.offset + o as u64)))
+}
+
+/// The sequence number all keys of the table with `props` read with, as
+/// RocksDB's `GetGlobalSequenceNumber`: only an external file of version
+/// 2 has one; its property, or when that is 0 the MANIFEST's
+/// `largest_seqno` (known inside a database), which a nonzero property
+/// must equal. `None` also for a global sequence number of 0 (the keys
+/// already carry 0).
+fn external_global_seqno(
+    props: &TableProperties,
+    largest_seqno: Option<u64>,
+    name: &str,
+) -> Result<Option<u64>> {
+    let seqno_prop = props.user_property(super::properties::EXTERNAL_SST_GLOBAL_SEQNO);
+    let corrupt = |msg: String| Err(Error::corruption(name, 0, msg));
+    let Some(version) = props.external_sst_version() else {
+        if seqno_prop.is_some() {
+            return corrupt("external file global sequence number without a version".into());
+        }
+        return Ok(None);
+    };
+    if version < 2 {
+        if seqno_prop.is_some() || version != 1 {
+            return corrupt(format!(
+                "external file of version {version} with a global sequence number"
+            ));
+        }
+        return Ok(None);
+    }
+    let mut seqno = match seqno_prop {
+        Some(v) => match crate::util::coding::decode_fixed64(v, 0) {
+            Some(s) if v.len() == 8 => s,
+            _ => return corrupt("external file global sequence number is not 8 bytes".into()),
+        },
+        None => 0,
+    };
+    if let Some(largest) = largest_seqno {
+        if seqno == 0 {
+            seqno = largest;
+        }
+        if seqno != largest {
+            return corrupt(format!(
+                "an external file's global seqno {seqno} is not equal to its largest seqno {largest}"
+            ));
+        }
+    }
+    if seqno > crate::format::MAX_SEQUENCE_NUMBER {
+        return corrupt(format!("external file global seqno {seqno} is too large"));
+    }
+    Ok((seqno != 0).then_some(seqno))
 }

@@ -21,7 +21,7 @@
 use std::path::Path;
 
 use crate::db::DB;
-use crate::env::FileSystem;
+use crate::env::{FileSystem, copy_file};
 use crate::error::{Error, Result};
 use crate::format::SequenceNumber;
 use crate::version::{FileType, parse_file_name};
@@ -31,9 +31,6 @@ use crate::version::{FileType, parse_file_name};
 pub struct Checkpoint<'a> {
     db: &'a DB,
 }
-
-/// Bytes copied per read when a file is copied.
-const COPY_CHUNK: usize = 1 << 20;
 
 impl<'a> Checkpoint<'a> {
     /// RocksDB's `Checkpoint::Create`. A read-only database cannot make
@@ -168,36 +165,6 @@ impl<'a> Checkpoint<'a> {
         fs.sync_dir(tmp)?;
         Ok(seq)
     }
-}
-
-/// Copies `src` to `dst` (at most `limit` bytes), synced.
-fn copy_file(fs: &dyn FileSystem, src: &Path, dst: &Path, limit: Option<u64>) -> Result<()> {
-    let mut input = fs.new_sequential_file(src)?;
-    let mut output = fs.new_writable_file(dst)?;
-    let mut left = limit.unwrap_or(u64::MAX);
-    let mut buf = vec![0u8; COPY_CHUNK];
-    while left > 0 {
-        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-        let n = input.read(&mut buf[..want])?;
-        if n == 0 {
-            break;
-        }
-        output.append(&buf[..n])?;
-        left -= n as u64;
-    }
-    if let Some(limit) = limit
-        && output.size() < limit
-    {
-        return Err(Error::io(
-            format!("copy {}", src.display()),
-            std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                format!("file too small: {} bytes, {limit} expected", output.size()),
-            ),
-        ));
-    }
-    output.sync()?;
-    output.close()
 }
 
 /// Writes `CURRENT` naming `manifest` into `dir`, synced.
