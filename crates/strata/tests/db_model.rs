@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use strata::db::DB;
 use strata::db::{BottommostLevelCompaction, CompactRangeOptions};
+use strata::env::FileSystem;
 use strata::env::mem::MemFileSystem;
 use strata::format::WriteBatch;
 use strata::merge_operator::StringAppendOperator;
@@ -310,7 +311,71 @@ fn run_seed(seed: u64, set: &OptionSet) {
             63..=67 => {
                 snapshots.push((d.snapshot(), model.clone()));
             }
-            68..=69 => {
+            69 => {
+                // An external file: puts, merges and deletes of distinct
+                // keys, maybe a range deletion, at one sequence number
+                // above (or, with nothing overlapping, below) every key.
+                // Writes that skipped the WAL must be flushed first to
+                // stay a prefix of what a crash keeps.
+                if set.disable_wal {
+                    d.flush().unwrap();
+                }
+                let mut keys: Vec<Vec<u8>> = (0..rng.below(4) + 1).map(|_| rng.key()).collect();
+                keys.sort();
+                keys.dedup();
+                let path = std::path::PathBuf::from(format!("/ext/{step}.sst"));
+                fs.create_dir_all(std::path::Path::new("/ext")).unwrap();
+                let mut w = strata::table::SstFileWriter::create_in(
+                    &fs,
+                    &path,
+                    strata::table::TableOptions::default(),
+                )
+                .unwrap();
+                let range = (rng.below(4) == 0).then(|| {
+                    let (a, b) = (rng.key(), rng.key());
+                    if a <= b { (a, b) } else { (b, a) }
+                });
+                if let Some((a, b)) = &range {
+                    w.delete_range(a, b).unwrap();
+                    let doomed: Vec<_> = model
+                        .range(a.clone()..b.clone())
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    for k in doomed {
+                        model.remove(&k);
+                    }
+                }
+                for k in keys {
+                    match rng.below(4) {
+                        0 => {
+                            w.delete(&k).unwrap();
+                            model.remove(&k);
+                        }
+                        1 => {
+                            let v = rng.value();
+                            w.merge(&k, &v).unwrap();
+                            apply_merge(&mut model, &k, &v);
+                        }
+                        _ => {
+                            let v = rng.value();
+                            w.put(&k, &v).unwrap();
+                            model.insert(k, v);
+                        }
+                    }
+                }
+                w.finish().unwrap();
+                let io = strata::options::IngestExternalFileOptions {
+                    move_files: rng.below(2) == 0,
+                    write_global_seqno: rng.below(2) == 0,
+                    ..Default::default()
+                };
+                d.ingest_external_file(&[&path], &io)
+                    .unwrap_or_else(|e| panic!("{ctx}: ingest: {e}"));
+                // Durable on return, with everything acknowledged before.
+                history.clear();
+                history.push(model.clone());
+            }
+            68 => {
                 if !snapshots.is_empty() {
                     let i = rng.below(snapshots.len() as u64) as usize;
                     snapshots.remove(i);

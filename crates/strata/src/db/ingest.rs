@@ -9,8 +9,10 @@
 //!    or copy it into the database directory under a reserved file number
 //!    kept in `pending_outputs`, synced, and sync the directory.
 //! 2. Under `write_mutex` with no insert in flight (no write can run):
-//!    flush memtables whose keys overlap a file, or fail when
-//!    `allow_blocking_flush` is off.
+//!    sync the WAL (so that recovery after a crash never holds the files
+//!    without every write acknowledged before them), then flush memtables
+//!    whose keys overlap a file, or fail when `allow_blocking_flush` is
+//!    off.
 //! 3. Pick each file's level (the deepest it fits without overlapping
 //!    keys above it) and sequence number (0 when nothing older overlaps
 //!    and no snapshot must not see it, else the next sequence number),
@@ -705,6 +707,11 @@ impl DbInner {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         self.wait_for_pending_writes();
+        // Stronger than RocksDB: every write acknowledged before the
+        // ingestion is made durable first, so a crash never keeps the
+        // files but loses earlier writes (recovery yields a prefix).
+        // Writes that skipped the WAL are durable only once flushed.
+        self.flush_wal(true)?;
         let mut st = self.lock_state();
         if let Some(e) = st.bg_error.get() {
             return Err(e.duplicate());
