@@ -47,6 +47,8 @@ pub const COMMANDS: &[&str] = &[
     "get_property",
     "list_live_files_metadata",
     "checkpoint",
+    "write_extern_sst",
+    "ingest_extern_sst",
 ];
 
 struct Ctx<'a> {
@@ -352,6 +354,76 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
                 .and_then(|cp| cp.create_checkpoint(std::path::Path::new(dir), 0))
                 .map_err(err)?;
             writeln!(out, "OK").map_err(|e| e.to_string())?;
+        }
+        "write_extern_sst" => {
+            // ldb's `write_extern_sst <output_sst_path>`: `key ==> value`
+            // lines from stdin, in increasing key order, into an external
+            // file for this column family, with the database's options.
+            let path = arg(0, "output SST file path")?;
+            let (db, descs) = open_with(db_path, c.f, false)?;
+            let h = cf(&db, f)?;
+            let topts = descs
+                .iter()
+                .find(|d| d.name == h.name)
+                .map(|d| d.options.table_options(h.id, &h.name))
+                .ok_or_else(|| format!("Failed: Column family not found: {}", h.name))?;
+            let fs = strata::env::default_fs();
+            let mut w = strata::table::SstFileWriter::create_for_column_family(
+                &*fs,
+                std::path::Path::new(path),
+                topts,
+            )
+            .map_err(|e| format!("Failed: failed to open SST file: {e}"))?;
+            let mut bad_lines = 0;
+            for line in std::io::stdin().lock().split(b'\n') {
+                let line = line.map_err(|e| e.to_string())?;
+                let line = String::from_utf8_lossy(&line).into_owned();
+                if let Some((k, v)) = line.split_once(" ==> ") {
+                    w.put(&c.key_in(k)?, &c.value_in(v)?)
+                        .map_err(|e| format!("Failed: failed to write record to file: {e}"))?;
+                } else if !line.starts_with("Keys in range:")
+                    && !line.starts_with("Created bg thread 0x")
+                {
+                    bad_lines += 1;
+                }
+            }
+            w.finish()
+                .map_err(|e| format!("Failed: Failed to finish writing to file: {e}"))?;
+            if bad_lines > 0 {
+                eprintln!("Warning: {bad_lines} bad lines ignored.");
+            }
+            // ldb reports a command's result (success too) on stderr.
+            eprintln!("external SST file written to {path}");
+        }
+        "ingest_extern_sst" => {
+            // ldb's `ingest_extern_sst <input_sst_path>` with its flags
+            // (each `--x`, `--x=true|false`).
+            let o = strata::IngestExternalFileOptions {
+                move_files: f.bool_or("move_files", false)?,
+                snapshot_consistency: f.bool_or("snapshot_consistency", true)?,
+                allow_global_seqno: f.bool_or("allow_global_seqno", true)?,
+                allow_blocking_flush: f.bool_or("allow_blocking_flush", true)?,
+                ingest_behind: f.bool_or("ingest_behind", false)?,
+                write_global_seqno: f.bool_or("write_global_seqno", true)?,
+                ..Default::default()
+            };
+            if o.allow_global_seqno && !o.write_global_seqno {
+                eprintln!(
+                    "Warning: not writing global_seqno to the ingested SST can\n\
+                     prevent older versions of RocksDB from being able to open it"
+                );
+            } else if !o.allow_global_seqno && o.write_global_seqno {
+                return Err(
+                    "Failed: ldb cannot write global_seqno to the ingested SST when \
+                            global_seqno is not allowed"
+                        .into(),
+                );
+            }
+            let path = arg(0, "input SST path")?;
+            let db = open(db_path, c.f, false)?;
+            db.ingest_external_file_cf(&cf(&db, f)?, &[path], &o)
+                .map_err(|e| format!("Failed: failed to ingest external SST: {e}"))?;
+            eprintln!("external SST files ingested");
         }
         "checkconsistency" => {
             let db = open(db_path, c.f, true)?;

@@ -38,20 +38,30 @@ impl SstFileWriter {
         Self::create_in(&*default_fs(), path.as_ref(), opts)
     }
 
-    /// Creates `path` on `fs`.
+    /// Creates `path` on `fs` for no column family in particular (RocksDB's
+    /// SstFileWriter without a handle): any column family may ingest it.
     pub fn create_in(
         fs: &dyn FileSystem,
         path: &Path,
         opts: TableOptions,
     ) -> Result<SstFileWriter> {
-        let file = fs.new_writable_file(path)?;
-        // The file belongs to no column family yet (RocksDB's
-        // SstFileWriter without a handle): any may ingest it.
         let opts = TableOptions {
             column_family_id: super::properties::UNKNOWN_COLUMN_FAMILY,
             column_family_name: String::new(),
             ..opts
         };
+        Self::create_for_column_family(fs, path, opts)
+    }
+
+    /// Creates `path` on `fs` for the column family `opts` names
+    /// (`column_family_id`, `column_family_name`; RocksDB's SstFileWriter
+    /// with a handle): ingesting it into another one is refused.
+    pub fn create_for_column_family(
+        fs: &dyn FileSystem,
+        path: &Path,
+        opts: TableOptions,
+    ) -> Result<SstFileWriter> {
+        let file = fs.new_writable_file(path)?;
         let mut builder = TableBuilder::new(opts.clone(), file)?;
         builder.add_user_property(EXTERNAL_SST_VERSION, 2u32.to_le_bytes().to_vec());
         builder.add_user_property(EXTERNAL_SST_GLOBAL_SEQNO, 0u64.to_le_bytes().to_vec());
