@@ -18,11 +18,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use common::history::{Op, Rng, matching_prefixes, random_batch, scan, to_write_batch};
+use common::history::{KEYS, Op, Rng, key, matching_prefixes, random_batch, scan, to_write_batch};
 use strata::DB;
 use strata::env::mem::MemFileSystem;
 use strata::merge_operator::StringAppendOperator;
-use strata::options::{Options, WriteOptions};
+use strata::options::{IngestExternalFileOptions, Options, WriteOptions};
+use strata::table::{SstFileWriter, TableOptions};
 use strata::util::crash_point;
 use strata::utilities::checkpoint::Checkpoint;
 
@@ -40,6 +41,44 @@ fn options(fs: &MemFileSystem) -> Options {
     o.cf.max_bytes_for_level_base = 16384;
     o.cf.merge_operator = Some(Arc::new(StringAppendOperator::default()));
     o
+}
+
+/// The operations of an external file: distinct keys in order (puts,
+/// deletes, merges), maybe a range deletion first.
+fn external_file_ops(rng: &mut Rng, index: usize) -> Vec<Op> {
+    let mut ops = Vec::new();
+    if rng.one_in(4) {
+        let a = rng.below(KEYS);
+        ops.push(Op::DeleteRange(key(a), key(a + 1 + rng.below(8))));
+    }
+    let mut ks: Vec<u64> = (0..1 + rng.below(5)).map(|_| rng.below(KEYS)).collect();
+    ks.sort_unstable();
+    ks.dedup();
+    for (j, k) in ks.into_iter().enumerate() {
+        let v = format!("e{index}.{j}").into_bytes();
+        ops.push(match rng.below(4) {
+            0 => Op::Delete(key(k)),
+            1 => Op::Merge(key(k), v),
+            _ => Op::Put(key(k), v),
+        });
+    }
+    ops
+}
+
+/// Writes `ops` (as [`external_file_ops`] makes them) to an external file.
+fn write_external_file(fs: &MemFileSystem, path: &str, ops: &[Op]) -> strata::Result<()> {
+    use strata::env::FileSystem;
+    fs.create_dir_all(std::path::Path::new("/ext"))?;
+    let mut w = SstFileWriter::create_in(fs, std::path::Path::new(path), TableOptions::default())?;
+    for op in ops {
+        match op {
+            Op::Put(k, v) => w.put(k, v)?,
+            Op::Delete(k) => w.delete(k)?,
+            Op::Merge(k, v) => w.merge(k, v)?,
+            Op::DeleteRange(a, b) => w.delete_range(a, b)?,
+        }
+    }
+    w.finish().map(|_| ())
 }
 
 /// One seed with `point` armed; returns whether the point fired.
@@ -116,6 +155,26 @@ fn run(point: &'static str, seed: u64) -> Result<bool, String> {
                         .map(|_| ())
                 });
                 if !check(made, "checkpoint")? {
+                    break 'sessions;
+                }
+                floor = history.len();
+            }
+            if rng.one_in(25) {
+                // An external file ingested: in the history it is a batch
+                // (its range deletion first, then its keys), newer than
+                // everything before; durable on return with every batch
+                // acknowledged before it.
+                let ops = external_file_ops(&mut rng, history.len());
+                let path = format!("/ext/{}.sst", history.len());
+                write_external_file(&fs, &path, &ops)
+                    .map_err(|e| format!("write external file: {e}"))?;
+                history.push(ops);
+                let io = IngestExternalFileOptions {
+                    move_files: rng.one_in(2),
+                    write_global_seqno: rng.one_in(2),
+                    ..Default::default()
+                };
+                if !check(db.ingest_external_file(&[&path], &io), "ingest")? {
                     break 'sessions;
                 }
                 floor = history.len();

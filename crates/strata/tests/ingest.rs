@@ -205,6 +205,9 @@ fn the_sequence_number_survives_reopen_written_into_the_file_or_not() {
         )
         .unwrap();
         assert_eq!(t.global_seqno(), write_global_seqno.then_some(3));
+        // The number written into the properties block after its checksum
+        // passes checksum verification (as RocksDB checks it).
+        db.verify_checksums().unwrap();
         drop(db);
 
         let db = DB::open(o.clone(), &db_path).unwrap();

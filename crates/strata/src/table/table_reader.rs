@@ -484,8 +484,14 @@ impl Table {
             verify_checksums: true,
             ..self.read_opts
         };
-        for &h in self.meta.values() {
-            read_block(&*self.file, &self.name, h, &opts)?;
+        for (name, &h) in &self.meta {
+            if name == PROPERTIES_BLOCK || name == PROPERTIES_BLOCK_OLD {
+                // Checked as at open: ingestion may have written a global
+                // sequence number into it after its checksum.
+                read_properties_block(&*self.file, &self.name, h, &opts)?;
+            } else {
+                read_block(&*self.file, &self.name, h, &opts)?;
+            }
         }
         read_block(&*self.file, &self.name, self.footer.index_handle, &opts)?;
         let mut idx = self.index_iter();

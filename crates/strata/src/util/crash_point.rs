@@ -33,6 +33,11 @@ pub const POINTS: &[&str] = &[
     // directory, and after the staging directory took the final name.
     "checkpoint::after_file",
     "checkpoint::after_rename",
+    // Ingestion: after each external file linked or copied in, before and
+    // after the MANIFEST records them.
+    "ingest::after_file",
+    "ingest::before_manifest",
+    "ingest::after_manifest",
 ];
 
 /// Marks a crash point (see the module documentation).
