@@ -53,6 +53,21 @@ struct Outcome {
     acked_after_failed_write: bool,
     /// Any call returned an error.
     saw_error: bool,
+    /// The ingestion of the external file (keys `INGESTED`) returned Ok.
+    ingested: bool,
+}
+
+/// Keys of the external file the workload ingests after its flush.
+const INGESTED: std::ops::Range<usize> = WRITES + 10..WRITES + 30;
+
+/// Writes the external file with keys `INGESTED` to `path` on `fs`.
+fn write_external_file(fs: &FaultInjectionFileSystem, path: &Path) -> strata::Result<()> {
+    let mut w =
+        strata::table::SstFileWriter::create_in(fs, path, strata::table::TableOptions::default())?;
+    for i in INGESTED {
+        w.put(&key(i), &value(i))?;
+    }
+    w.finish().map(|_| ())
 }
 
 /// The canonical workload; stops at the first failed step (except that
@@ -83,6 +98,20 @@ fn workload(fs: Arc<FaultInjectionFileSystem>) -> Outcome {
         if i == WRITES / 2 && db.flush().is_err() {
             out.saw_error = true;
             return out;
+        }
+        if i == WRITES / 2 + 10 {
+            // An ingestion: the file written, then copied in, the WAL
+            // synced, the MANIFEST written.
+            let path = Path::new("/ext.sst");
+            let io = strata::options::IngestExternalFileOptions::default();
+            if write_external_file(&fs, path)
+                .and_then(|()| db.ingest_external_file(&[path], &io))
+                .is_err()
+            {
+                out.saw_error = true;
+                return out;
+            }
+            out.ingested = true;
         }
     }
     if db.compact_range(None, None).is_err() {
@@ -156,6 +185,20 @@ fn check_recovery(fs: &Arc<FaultInjectionFileSystem>, out: &Outcome, what: &str)
             "{what}: acknowledged write {i} lost"
         );
     }
+    // An acknowledged ingestion is all there; a failed one all or nothing.
+    let present: Vec<bool> = INGESTED
+        .map(|i| {
+            db.get(&ro, &key(i))
+                .unwrap_or_else(|e| panic!("{what}: get after recovery failed: {e}"))
+                .is_some_and(|v| v == value(i))
+        })
+        .collect();
+    let all = present.iter().all(|&p| p);
+    assert!(
+        all || (!out.ingested && present.iter().all(|&p| !p)),
+        "{what}: ingested keys after recovery {present:?} (ingestion acknowledged: {})",
+        out.ingested
+    );
     db.verify_checksums()
         .unwrap_or_else(|e| panic!("{what}: checksums after recovery: {e}"));
 }
@@ -178,6 +221,7 @@ fn io_error_sweep() {
     let clean = run_guarded(fs.clone(), "clean run");
     assert!(!clean.saw_error, "the workload fails without faults");
     assert_eq!(clean.acked.len(), WRITES);
+    assert!(clean.ingested);
     let total = fs.op_count();
     assert!(total > 100, "{total}");
     let mut sites = 0;

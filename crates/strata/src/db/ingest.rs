@@ -663,8 +663,12 @@ impl DbInner {
                 break;
             }
         }
+        // Set when the MANIFEST write failed part-way: it may name the
+        // files, which must then stay (the database stops; the next open
+        // keeps them or removes them as orphans).
+        let mut outcome_unknown = false;
         if result.is_ok() {
-            result = self.commit_ingestion(&mut jobs);
+            result = self.commit_ingestion(&mut jobs, &mut outcome_unknown);
         }
         {
             let mut st = self.lock_state();
@@ -673,6 +677,7 @@ impl DbInner {
             }
         }
         match &result {
+            Err(_) if outcome_unknown => {}
             Err(_) => jobs.iter().for_each(|j| j.cleanup(self)),
             Ok(()) => {
                 for j in &jobs {
@@ -701,7 +706,11 @@ impl DbInner {
     }
 
     /// Steps 2-4 of the module comment, as the only writer.
-    fn commit_ingestion(&self, jobs: &mut [IngestionJob]) -> Result<()> {
+    fn commit_ingestion(
+        &self,
+        jobs: &mut [IngestionJob],
+        outcome_unknown: &mut bool,
+    ) -> Result<()> {
         let _writers = self
             .write_mutex
             .lock()
@@ -764,6 +773,9 @@ impl DbInner {
         st.versions.set_last_sequence(new_last);
         if let Err(e) = st.versions.log_and_apply_group(edits) {
             if st.versions.background_error().is_some() {
+                // The write failed, not the edit's checks: the MANIFEST
+                // may hold it.
+                *outcome_unknown = true;
                 st.bg_error.get_or_insert(e.duplicate());
             }
             return Err(e);
