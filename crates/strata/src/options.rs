@@ -395,6 +395,14 @@ pub struct Options {
     /// `DB::flush_wal` (or the buffer fills, or a synced write): a process
     /// crash may lose unflushed writes (RocksDB's `manual_wal_flush`).
     pub manual_wal_flush: bool,
+    /// WALs no longer needed move to `<wal_dir>/archive/` instead of being
+    /// deleted (for `DB::get_updates_since`) while either of these is set;
+    /// archived WALs older than this many seconds are deleted (RocksDB's
+    /// `WAL_ttl_seconds`; 0: no age limit).
+    pub wal_ttl_seconds: u64,
+    /// Archived WALs beyond this many MiB in total are deleted, oldest
+    /// first (RocksDB's `WAL_size_limit_MB`; 0: no size limit).
+    pub wal_size_limit_mb: u64,
     /// Options of the default column family.
     pub cf: ColumnFamilyOptions,
 }
@@ -455,6 +463,8 @@ impl Default for Options {
             enable_pipelined_write: false,
             unordered_write: false,
             manual_wal_flush: false,
+            wal_ttl_seconds: 0,
+            wal_size_limit_mb: 0,
             cf: ColumnFamilyOptions::default(),
         }
     }

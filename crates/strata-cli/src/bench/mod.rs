@@ -351,6 +351,9 @@ pub fn run(f: &Flags) -> Result<(), String> {
         enable_pipelined_write: f.bool_or("enable_pipelined_write", true)?,
         unordered_write: f.bool("unordered_write")?,
         manual_wal_flush: f.bool("manual_wal_flush")?,
+        // db_bench's WAL archive flags.
+        wal_ttl_seconds: f.num("wal_ttl_seconds", 0)?,
+        wal_size_limit_mb: f.num("wal_size_limit_MB", 0)?,
         ..Options::default()
     };
     let merge_name = f.get("merge_operator").unwrap_or("").to_string();

@@ -64,11 +64,22 @@ pub struct LiveFileMetaData {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WalFile {
     pub log_number: u64,
-    /// `/NNNNNN.log`, relative to the WAL directory.
+    /// `/NNNNNN.log` (alive) or `/archive/NNNNNN.log`, relative to the WAL
+    /// directory.
     pub path_name: String,
     pub size: u64,
     /// Sequence number of its first record (0 if empty).
     pub start_sequence: SequenceNumber,
+    pub file_type: WalFileType,
+}
+
+/// Whether a WAL may still be needed for recovery (RocksDB's
+/// `kAliveLogFile`) or was archived (`kArchivedLogFile`, see
+/// `Options::wal_ttl_seconds`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WalFileType {
+    Archived,
+    Alive,
 }
 
 impl DbInner {
@@ -560,36 +571,11 @@ impl DB {
         out
     }
 
-    /// The WAL files that may still be needed, oldest first.
+    /// The WAL files, oldest first: those that may still be needed for
+    /// recovery and, when WALs are archived, the archived ones (RocksDB's
+    /// `GetSortedWalFiles`).
     pub fn sorted_wal_files(&self) -> Result<Vec<WalFile>> {
-        let inner = &self.inner;
-        let wals = inner.lock_state().alive_wals.clone();
-        let mut out = Vec::new();
-        for w in wals {
-            let name = crate::wal::log_file_name(w);
-            let path = inner.wal_dir.join(&name);
-            let size = match inner.fs.file_size(&path) {
-                Ok(size) => size,
-                // Deleted since the list was taken.
-                Err(Error::NotFound(_)) => continue,
-                Err(e) => return Err(e),
-            };
-            let mut start_sequence = 0;
-            if size > 0 {
-                let mut r = crate::wal::LogReader::new(inner.fs.new_sequential_file(&path)?, w);
-                if let Ok(Some(rec)) = r.read_record()
-                    && let Ok(b) = crate::format::WriteBatch::from_bytes(rec)
-                {
-                    start_sequence = b.sequence();
-                }
-            }
-            out.push(WalFile {
-                log_number: w,
-                path_name: format!("/{name}"),
-                size,
-                start_sequence,
-            });
-        }
-        Ok(out)
+        let alive = self.inner.lock_state().alive_wals.clone();
+        self.inner.list_wal_files(&alive)
     }
 }

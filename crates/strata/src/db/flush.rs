@@ -301,10 +301,9 @@ impl DbInner {
         super::write_thread::lock(&self.wal).forget_below(min_wal);
         for w in old {
             crate::crash_point!("obsolete::before_delete_wal");
-            let _ = self
-                .fs
-                .delete_file(&self.wal_dir.join(crate::wal::log_file_name(w)));
+            self.retire_wal(w);
         }
+        self.purge_archived_wals(false);
         let mut live: BTreeSet<u64> = st.pending_outputs.iter().copied().collect();
         st.live_versions.retain(|w| w.strong_count() > 0);
         for v in st.live_versions.iter().filter_map(|w| w.upgrade()) {

@@ -31,6 +31,8 @@ mod publisher;
 mod read;
 mod stats;
 mod super_version;
+mod transaction_log;
+mod wal_archive;
 mod wal_set;
 mod write;
 mod write_signals;
@@ -53,12 +55,15 @@ use crate::options::{ColumnFamilyOptions, Options};
 use crate::version::VersionSet;
 
 pub use env::{Env, ThreadPool};
-pub use files::{BottommostLevelCompaction, CompactRangeOptions, LiveFileMetaData, WalFile};
+pub use files::{
+    BottommostLevelCompaction, CompactRangeOptions, LiveFileMetaData, WalFile, WalFileType,
+};
 pub use ingest::IngestExternalFileArg;
 pub use open::ColumnFamilyDescriptor;
 pub use read::{DbIterator, Snapshot};
 pub use stats::{LevelStats, StallStats};
 pub use super_version::SuperVersion;
+pub use transaction_log::{BatchResult, TransactionLogIterator};
 
 /// Identifies a column family in calls that take one.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -242,6 +247,8 @@ pub(crate) struct DbInner {
     pub(crate) max_compactions: usize,
     pub(crate) info_log: info_log::InfoLog,
     pub(crate) started: std::time::Instant,
+    /// When archived WALs were last purged (Unix seconds; `wal_archive`).
+    pub(crate) wal_purge_last_run: AtomicU64,
     /// This DB, for scheduling background jobs from `&self` methods.
     pub(crate) self_ref: std::sync::OnceLock<std::sync::Weak<DbInner>>,
     /// The current SuperVersion of every column family, swapped as a whole

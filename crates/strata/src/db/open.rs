@@ -295,6 +295,7 @@ impl DB {
             }),
             bg_cv: Condvar::new(),
             last_sequence: AtomicU64::new(0),
+            wal_purge_last_run: AtomicU64::new(0),
             shutting_down: AtomicBool::new(false),
             has_unpersisted_data: AtomicBool::new(false),
             user_bytes_written: AtomicU64::new(0),
@@ -689,13 +690,18 @@ impl DbInner {
             wal.current = Some(LogWriter::new(file, new_wal, false));
             wal.dir_synced = true;
         }
+        // As RocksDB, the archive directory exists once archiving is on.
+        if self.archives_wals() {
+            self.fs.create_dir_all(&self.wal_archive_dir())?;
+        }
         // Every older WAL is now covered by the MANIFEST (or was cut off by
-        // point-in-time recovery): delete them all.
+        // point-in-time recovery): retire them all (archived or deleted).
         for name in self.fs.children(&self.wal_dir)? {
-            if parse_wal_number(&name).is_some_and(|n| n < new_wal) {
-                let _ = self.fs.delete_file(&self.wal_dir.join(&name));
+            if let Some(n) = parse_wal_number(&name).filter(|&n| n < new_wal) {
+                self.retire_wal(n);
             }
         }
+        self.purge_archived_wals(true);
         self.install_super_versions(&mut st);
         self.delete_obsolete_files(&mut st);
         Ok(())

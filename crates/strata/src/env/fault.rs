@@ -394,6 +394,11 @@ impl FileSystem for FaultInjectionFileSystem {
         self.inner.file_size(path)
     }
 
+    fn file_modification_time(&self, path: &Path) -> Result<u64> {
+        self.check(OpKind::Size, path)?;
+        self.inner.file_modification_time(path)
+    }
+
     fn delete_file(&self, path: &Path) -> Result<()> {
         self.check(OpKind::Delete, path)?;
         self.inner.delete_file(path)

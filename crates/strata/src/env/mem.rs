@@ -38,11 +38,23 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct FileData {
     data: Vec<u8>,
     /// Bytes made durable by `sync`; always `<= data.len()`.
     synced: usize,
+    /// Last write, in Unix seconds.
+    modified: u64,
+}
+
+impl Default for FileData {
+    fn default() -> Self {
+        FileData {
+            data: Vec::new(),
+            synced: 0,
+            modified: super::unix_seconds_now(),
+        }
+    }
 }
 
 impl FileData {
@@ -373,6 +385,7 @@ impl MemFileSystem {
                     Arc::new(Mutex::new(FileData {
                         data: old.data[..keep].to_vec(),
                         synced: keep,
+                        modified: old.modified,
                     }))
                 });
                 *e = Entry::File(new.clone());
@@ -432,6 +445,14 @@ impl MemFileSystem {
                 f.data.len()
             ))),
         }
+    }
+
+    /// Sets `path`'s modification time (Unix seconds), as if it was last
+    /// written then: tests age files without waiting.
+    pub fn set_modification_time(&self, path: &Path, seconds: u64) -> Result<()> {
+        let f = self.state().lookup_file(path, "touch")?;
+        lock(&f).modified = seconds;
+        Ok(())
     }
 
     /// The synced (durable) length of `path`'s bytes.
@@ -506,7 +527,10 @@ impl MemWritableFile {
 
 impl WritableFile for MemWritableFile {
     fn append(&mut self, data: &[u8]) -> Result<()> {
-        self.data("write")?.data.extend_from_slice(data);
+        let mut f = self.data("write")?;
+        f.data.extend_from_slice(data);
+        f.modified = super::unix_seconds_now();
+        drop(f);
         self.size += data.len() as u64;
         Ok(())
     }
@@ -650,6 +674,12 @@ impl FileSystem for MemFileSystem {
         Ok(len)
     }
 
+    fn file_modification_time(&self, path: &Path) -> Result<u64> {
+        let f = self.live_state("stat", path)?.lookup_file(path, "stat")?;
+        let t = lock(&f).modified;
+        Ok(t)
+    }
+
     fn delete_file(&self, path: &Path) -> Result<()> {
         let mut st = self.live_state("delete", path)?;
         st.lookup_file(path, "delete")?;
@@ -716,6 +746,7 @@ impl FileSystem for MemFileSystem {
             )));
         };
         f.data[range].copy_from_slice(data);
+        f.modified = super::unix_seconds_now();
         // Synced on return, as the contract says: the whole file is durable.
         f.synced = len;
         Ok(())

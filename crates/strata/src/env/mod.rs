@@ -73,6 +73,14 @@ pub trait FileSystem: Send + Sync {
     /// Names (not paths) of the entries of directory `dir`.
     fn children(&self, dir: &Path) -> Result<Vec<String>>;
     fn file_size(&self, path: &Path) -> Result<u64>;
+    /// When `path` was last written, in seconds since the Unix epoch
+    /// (RocksDB's `GetFileModificationTime`; WAL archive TTLs use it).
+    fn file_modification_time(&self, path: &Path) -> Result<u64> {
+        let _ = path;
+        Err(crate::error::Error::NotSupported(
+            "file modification times on this file system".into(),
+        ))
+    }
     fn delete_file(&self, path: &Path) -> Result<()>;
     /// Atomically replaces `to` by `from`. A directory `from` moves with
     /// its contents (`to` must not exist then).
@@ -222,4 +230,11 @@ pub fn copy_file(fs: &dyn FileSystem, src: &Path, dst: &Path, limit: Option<u64>
     }
     output.sync()?;
     output.close()
+}
+
+/// Seconds since the Unix epoch now (0 if the clock is before it).
+pub(crate) fn unix_seconds_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }

@@ -349,6 +349,15 @@ impl FileSystem for PosixFileSystem {
             .map_err(|e| os_err("stat", path, e))
     }
 
+    fn file_modification_time(&self, path: &Path) -> Result<u64> {
+        let m = fs::metadata(path).map_err(|e| os_err("stat", path, e))?;
+        let t = m
+            .modified()
+            .map_err(|e| os_err("modification time of", path, e))?;
+        Ok(t.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()))
+    }
+
     fn delete_file(&self, path: &Path) -> Result<()> {
         fs::remove_file(path).map_err(|e| os_err("delete", path, e))
     }

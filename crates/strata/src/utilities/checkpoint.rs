@@ -107,7 +107,14 @@ impl<'a> Checkpoint<'a> {
         let flush = match log_size_for_flush {
             0 => true,
             u64::MAX => false,
-            limit => db.sorted_wal_files()?.iter().map(|w| w.size).sum::<u64>() >= limit,
+            limit => {
+                db.sorted_wal_files()?
+                    .iter()
+                    .filter(|w| w.file_type == crate::db::WalFileType::Alive)
+                    .map(|w| w.size)
+                    .sum::<u64>()
+                    >= limit
+            }
         };
         // WALs from the oldest one live before the listing on: the
         // MANIFEST copied below may need any of them (a flush between the

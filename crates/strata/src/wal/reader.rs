@@ -100,6 +100,30 @@ impl LogReader {
         }
     }
 
+    /// A reader of `file` (positioned at its start) that begins at
+    /// `offset`, which must be where a record starts (a value
+    /// `end_offset` returned): tailing readers resume there after the end
+    /// of a file that is still being written.
+    pub fn resume_at(
+        mut file: Box<dyn SequentialFile>,
+        log_number: u64,
+        offset: u64,
+    ) -> Result<Self, ReadError> {
+        let block = BLOCK_SIZE as u64;
+        let block_start = offset - offset % block;
+        file.skip(block_start).map_err(ReadError::Other)?;
+        let mut r = Self::new(file, log_number);
+        r.buf_offset = block_start;
+        if offset > block_start {
+            r.read_block()?;
+            r.pos = usize::try_from(offset - block_start)
+                .unwrap_or(usize::MAX)
+                .min(r.buf.len());
+        }
+        debug_assert!(r.end_offset() <= offset);
+        Ok(r)
+    }
+
     /// File offset where the last returned record started.
     pub fn last_record_offset(&self) -> u64 {
         self.last_record_offset
