@@ -596,3 +596,40 @@ fn each_file_goes_to_the_deepest_level_above_what_it_overlaps() {
     assert_eq!(get(&db, "b").as_deref(), Some("3"));
     assert_eq!(get(&db, "a").as_deref(), Some("1"));
 }
+
+#[test]
+fn compactions_into_l0_wait_for_older_memtable_data_below_an_ingested_file() {
+    // Universal compaction with one level writes its outputs to L0. An
+    // ingested file takes a sequence number above a memtable's data that
+    // it does not overlap; merging it with older L0 files before that
+    // memtable is flushed would leave an L0 file whose sequence range
+    // straddles the memtable's, and the flush (or WAL replay) after it
+    // would break L0's order: recovery refused to open.
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("db");
+    let mut o = opts();
+    o.cf.compaction_style = strata::CompactionStyle::Universal;
+    o.cf.num_levels = 1;
+    o.cf.level0_file_num_compaction_trigger = 3;
+    // Every run qualifies for one merge.
+    o.cf.universal.size_ratio = 100_000;
+    let db = DB::open(o.clone(), &db_path).unwrap();
+    put(&db, "a", "old");
+    put(&db, "b", "old");
+    db.flush().unwrap();
+    put(&db, "c", "old");
+    db.flush().unwrap();
+    put(&db, "x", "in the memtable");
+    put(&db, "y", "in the memtable");
+    let f = write_sst(&dir.path().join("a.sst"), &[("a", "new")]);
+    db.ingest_external_file(&[&f], &IngestExternalFileOptions::default())
+        .unwrap();
+    db.wait_for_compactions().unwrap();
+    drop(db);
+    let db = DB::open(o, &db_path).unwrap();
+    assert_eq!(get(&db, "a").as_deref(), Some("new"));
+    assert_eq!(get(&db, "x").as_deref(), Some("in the memtable"));
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    assert_eq!(get(&db, "a").as_deref(), Some("new"));
+}

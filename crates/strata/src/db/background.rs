@@ -151,11 +151,34 @@ impl DbInner {
             };
             if let Some(c) = c
                 && !Self::conflicts(st, &c, &cf.options.comparator)
+                && !Self::straddles_memtables(cf, &c)
             {
                 return Some(c);
             }
         }
         None
+    }
+
+    /// Whether `c` writes L0 and takes an L0 file newer than data still in
+    /// `cf`'s memtables (an ingested file takes a sequence number above
+    /// memtable data it does not overlap). Its output would span that
+    /// data's sequence numbers, and the flush after it would break L0's
+    /// newest-first order; it waits for the flush (RocksDB's rule in
+    /// `FindIntraL0Compaction`, applied to every compaction into L0).
+    fn straddles_memtables(cf: &super::CfData, c: &Compaction) -> bool {
+        if c.output_level != 0 {
+            return false;
+        }
+        let earliest = std::iter::once(&cf.mem)
+            .chain(cf.imms.iter().map(|(m, _)| m))
+            .filter(|m| !m.is_empty())
+            .map(|m| m.first_seqno())
+            .min();
+        let Some(earliest) = earliest else {
+            return false;
+        };
+        c.input_files()
+            .any(|(level, f)| level == 0 && f.largest_seqno > earliest)
     }
 
     fn background_flush(self: Arc<Self>) {
@@ -402,6 +425,7 @@ impl DbInner {
             max_subcompactions: self.options.max_subcompactions,
             now_seconds: unix_now_seconds(),
             cancel: Some(&self.shutting_down),
+            identity: (&self.db_id, &self.db_session_id),
         };
         job::run(c, &ctx)
     }

@@ -807,6 +807,23 @@ impl DbInner {
                 l.bytes_moved += size;
             }
         }
+        // A file that took a new number sits above its column family's
+        // unflushed data: compactions into L0 wait for that data's flush
+        // (`straddles_memtables`), so start the flush now.
+        let behind: Vec<u32> = jobs
+            .iter()
+            .filter(|j| j.files.iter().any(|f| f.assigned_seqno > start_seqno))
+            .filter(|j| st.cfs.get(&j.cf_id).is_some_and(|c| !c.mem.is_empty()))
+            .map(|j| j.cf_id)
+            .collect();
+        if !behind.is_empty()
+            && let Err(e) = self.switch_memtables(&mut st, &behind)
+        {
+            // The ingestion is committed; the failed switch stopped writes
+            // with a background error, which the next write reports.
+            self.info_log
+                .log(&format!("memtable switch after ingestion failed: {e}"));
+        }
         self.install_super_versions(&mut st);
         self.recalculate_write_stall(&mut st);
         self.maybe_schedule_work(&mut st);
