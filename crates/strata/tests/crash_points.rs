@@ -25,6 +25,7 @@ use strata::merge_operator::StringAppendOperator;
 use strata::options::{IngestExternalFileOptions, Options, WriteOptions};
 use strata::table::{SstFileWriter, TableOptions};
 use strata::util::crash_point;
+use strata::utilities::backup::{BackupEngine, BackupEngineOptions, RestoreOptions};
 use strata::utilities::checkpoint::Checkpoint;
 
 fn options(fs: &MemFileSystem) -> Options {
@@ -107,6 +108,10 @@ fn run(point: &'static str, seed: u64) -> Result<bool, String> {
     let mut floor = 0usize;
     // Checkpoints started: directory and batches acknowledged before.
     let mut checkpoints: Vec<(String, usize)> = Vec::new();
+    // Backups started: id, batches acknowledged before, completed.
+    let mut backups: Vec<(u32, usize, bool)> = Vec::new();
+    // Restores started: directory, the backup's entry, completed.
+    let mut restores: Vec<(String, usize, bool)> = Vec::new();
     'sessions: for _ in 0..3 {
         let db = match DB::open(options(&fs), "/db") {
             Ok(db) => db,
@@ -158,6 +163,33 @@ fn run(point: &'static str, seed: u64) -> Result<bool, String> {
                     break 'sessions;
                 }
                 floor = history.len();
+            }
+            if rng.one_in(30) {
+                // A backup (WALs included, no flush), then maybe a restore
+                // of it into a fresh directory.
+                let mut engine = match backup_engine(&fs) {
+                    Ok(e) => e,
+                    Err(_) if dead() => break 'sessions,
+                    Err(e) => return Err(format!("open backup engine: {e}")),
+                };
+                let id = backups.last().map_or(1, |b| b.0 + 1);
+                backups.push((id, history.len(), false));
+                match engine.create_new_backup(&db, false) {
+                    Ok(got) if got == id => backups.last_mut().unwrap().2 = true,
+                    Ok(got) => return Err(format!("backup id {got}, expected {id}")),
+                    Err(_) if dead() => break 'sessions,
+                    Err(e) => return Err(format!("backup failed before the crash: {e}")),
+                }
+                if rng.one_in(2) {
+                    let dir = format!("/restore{}", restores.len());
+                    restores.push((dir.clone(), backups.len() - 1, false));
+                    let p = std::path::Path::new(&dir);
+                    match engine.restore_db_from_backup(&RestoreOptions::default(), id, p, p) {
+                        Ok(()) => restores.last_mut().unwrap().2 = true,
+                        Err(_) if dead() => break 'sessions,
+                        Err(e) => return Err(format!("restore failed before the crash: {e}")),
+                    }
+                }
             }
             if rng.one_in(25) {
                 // An external file ingested: in the history it is a batch
@@ -249,7 +281,79 @@ fn run(point: &'static str, seed: u64) -> Result<bool, String> {
         cp.close()
             .map_err(|e| format!("close checkpoint {dir}: {e}"))?;
     }
+    // Every completed backup survives, and every backup listed restores
+    // to a prefix with every batch acknowledged before it began (one the
+    // crash interrupted may not exist); its files pass verification.
+    let mut engine = backup_engine(&fs).map_err(|e| format!("reopen backup engine: {e}"))?;
+    let listed: Vec<u32> = engine
+        .get_backup_info(false)
+        .iter()
+        .map(|b| b.backup_id)
+        .collect();
+    for (id, before, completed) in &backups {
+        if !listed.contains(id) {
+            if *completed {
+                return Err(format!("completed backup {id} lost{diag}"));
+            }
+            continue;
+        }
+        engine
+            .verify_backup(*id, true)
+            .map_err(|e| format!("verify backup {id}: {e}"))?;
+        let dir = format!("/verify{id}");
+        let p = std::path::Path::new(&dir);
+        engine
+            .restore_db_from_backup(&RestoreOptions::default(), *id, p, p)
+            .map_err(|e| format!("restore backup {id}: {e}"))?;
+        check_prefix(&fs, &dir, &history, *before)?;
+    }
+    // A restore the crash interrupted leaves no database (no CURRENT);
+    // one that has CURRENT holds the backup's state.
+    for (dir, b, completed) in &restores {
+        use strata::env::FileSystem;
+        let current = std::path::Path::new(dir).join("CURRENT");
+        if !fs.file_exists(&current) {
+            if *completed {
+                return Err(format!("completed restore {dir} lost its CURRENT"));
+            }
+            continue;
+        }
+        check_prefix(&fs, dir, &history, backups[*b].1)
+            .map_err(|e| format!("restore {dir}: {e}"))?;
+    }
+    engine
+        .garbage_collect()
+        .map_err(|e| format!("backup gc: {e}"))?;
     Ok(true)
+}
+
+/// A backup engine on `fs` (backups in `/bk`, restores on `fs` too).
+fn backup_engine(fs: &MemFileSystem) -> strata::Result<BackupEngine> {
+    let mut o = BackupEngineOptions::new("/bk");
+    let handle: strata::env::FileSystemRef = Arc::new(fs.process());
+    o.backup_fs = Some(Arc::clone(&handle));
+    BackupEngine::open_with_db_fs(o, handle, false)
+}
+
+/// The database in `dir` opens and holds the state after a prefix of at
+/// least `before` batches of `history`.
+fn check_prefix(
+    fs: &MemFileSystem,
+    dir: &str,
+    history: &[Vec<Op>],
+    before: usize,
+) -> Result<(), String> {
+    let db = DB::open(options(fs), dir).map_err(|e| format!("open {dir}: {e}"))?;
+    let got = scan(&db).map_err(|e| format!("{dir}: {e}"))?;
+    if !matching_prefixes(history, &got)
+        .iter()
+        .any(|&p| p >= before)
+    {
+        return Err(format!(
+            "{dir} is not the state after a prefix of at least {before} batches"
+        ));
+    }
+    db.close().map_err(|e| format!("close {dir}: {e}"))
 }
 
 #[test]

@@ -829,6 +829,7 @@ fn random_case(seed: u64) -> std::result::Result<(), String> {
         })
         .collect();
     let ctx = JobContext {
+        identity: ("", ""),
         fs: Arc::clone(&fs),
         dir,
         table_options: table_options.clone(),
@@ -1022,6 +1023,7 @@ fn output_to_level_0_is_never_split() {
         Ok(Box::new(it))
     };
     let ctx = JobContext {
+        identity: ("", ""),
         fs: Arc::clone(&fs),
         dir,
         table_options: TableOptions {

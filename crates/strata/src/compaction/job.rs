@@ -51,6 +51,8 @@ pub struct JobContext<'a> {
     pub now_seconds: u64,
     /// Set when the DB closes: the job stops early with an error.
     pub cancel: Option<&'a std::sync::atomic::AtomicBool>,
+    /// `(db_id, db_session_id)` recorded in every output's properties.
+    pub identity: (&'a str, &'a str),
 }
 
 impl std::fmt::Debug for JobContext<'_> {
@@ -346,7 +348,7 @@ fn open_file(
     let file = ctx.fs.new_writable_file(&path)?;
     created.push(number);
     let mut builder = TableBuilder::new(ctx.table_options.clone(), file)?;
-    builder.set_identity("", "", number);
+    builder.set_identity(ctx.identity.0, ctx.identity.1, number);
     Ok(OutputFile {
         builder,
         number,

@@ -206,7 +206,7 @@ impl DbInner {
             .join(crate::cache::table_cache::table_file_name(number));
         let file = self.fs.new_writable_file(&path)?;
         let mut builder = TableBuilder::new(opts.table_options(cf_id, cf_name), file)?;
-        builder.set_identity("", "", number);
+        builder.set_identity(&self.db_id, &self.db_session_id, number);
         let mut filter = ShadowFilter::new(snapshots);
         while it.valid() {
             let p = parse_internal_key(it.key())

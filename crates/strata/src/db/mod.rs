@@ -64,6 +64,7 @@ pub use read::{DbIterator, Snapshot};
 pub use stats::{LevelStats, StallStats};
 pub use super_version::SuperVersion;
 pub use transaction_log::{BatchResult, TransactionLogIterator};
+pub use wal_archive::ARCHIVE_DIR_NAME as WAL_ARCHIVE_DIR_NAME;
 
 /// Identifies a column family in calls that take one.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -247,6 +248,12 @@ pub(crate) struct DbInner {
     pub(crate) max_compactions: usize,
     pub(crate) info_log: info_log::InfoLog,
     pub(crate) started: std::time::Instant,
+    /// The database's IDENTITY (empty if it has none) and this open's
+    /// session id (RocksDB's `db_session_id`: 20 base-36 characters), both
+    /// recorded in every table written (backups name shared tables by
+    /// them).
+    pub(crate) db_id: String,
+    pub(crate) db_session_id: String,
     /// When archived WALs were last purged (Unix seconds; `wal_archive`).
     pub(crate) wal_purge_last_run: AtomicU64,
     /// This DB, for scheduling background jobs from `&self` methods.

@@ -296,6 +296,11 @@ impl DB {
             bg_cv: Condvar::new(),
             last_sequence: AtomicU64::new(0),
             wal_purge_last_run: AtomicU64::new(0),
+            db_id: fs
+                .read_file(&dbname.join("IDENTITY"))
+                .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+                .unwrap_or_default(),
+            db_session_id: make_db_session_id(),
             shutting_down: AtomicBool::new(false),
             has_unpersisted_data: AtomicBool::new(false),
             user_bytes_written: AtomicU64::new(0),
@@ -497,6 +502,30 @@ pub(super) fn check_table_size(
             f.file_size
         ),
     ))
+}
+
+/// A fresh session id in RocksDB's form (`DBImpl::GenerateDbSessionId`):
+/// 20 characters of base 36 (`0-9A-Z`) from 104 random bits.
+fn make_db_session_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.write_u32(std::process::id());
+    let a = h.finish();
+    h.write_u64(a);
+    let b = h.finish();
+    let mut x = (u128::from(a) << 64 | u128::from(b)) & ((1u128 << 104) - 1);
+    const DIGITS: &[u8; 36] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let mut out = [b'0'; 20];
+    for c in out.iter_mut().rev() {
+        *c = DIGITS[(x % 36) as usize];
+        x /= 36;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn make_db_id() -> String {

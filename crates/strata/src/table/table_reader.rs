@@ -805,6 +805,49 @@ impl InternalIterator for TableIter {
         self.index.status()
     }
 }
+/// The properties of the table in `file` (`file_size` bytes; `name` for
+/// errors) without opening it for reads: footer, meta-index and the
+/// properties block only (RocksDB's `ReadTableProperties`). Default
+/// properties if the table has none.
+pub fn read_table_properties(
+    file: &dyn RandomAccessFile,
+    name: &str,
+    file_size: u64,
+) -> Result<TableProperties> {
+    let footer = read_footer(file, name, file_size)?;
+    let opts = BlockReadOptions {
+        checksum_type: footer.checksum_type,
+        verify_checksums: true,
+        format_version: footer.format_version,
+        file_size,
+    };
+    let metaindex = read_block(file, name, footer.metaindex_handle, &opts)?;
+    let block = Arc::new(Block::new(
+        metaindex.data,
+        Arc::from(name),
+        footer.metaindex_handle,
+    )?);
+    let mut it = block.iter(KeyOrder::Bytewise, false);
+    let mut found = None;
+    it.seek_to_first();
+    while it.valid() {
+        if it.key() == PROPERTIES_BLOCK.as_bytes() || it.key() == PROPERTIES_BLOCK_OLD.as_bytes() {
+            found = BlockHandle::decode(it.value());
+            if it.key() == PROPERTIES_BLOCK.as_bytes() {
+                break;
+            }
+        }
+        it.next();
+    }
+    it.status()?;
+    let Some(h) = found else {
+        return Ok(TableProperties::default());
+    };
+    let (c, _) = read_properties_block(file, name, h, &opts)?;
+    let b = Arc::new(Block::new(c.data, Arc::from(name), h)?);
+    TableProperties::decode_block(b, name, h.offset)
+}
+
 /// Reads the properties block at `h`. Its checksum is checked as RocksDB
 /// checks it: ingestion may have written a global sequence number into
 /// the block after the checksum was computed, so a mismatch is retried

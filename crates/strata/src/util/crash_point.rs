@@ -38,6 +38,11 @@ pub const POINTS: &[&str] = &[
     "ingest::after_file",
     "ingest::before_manifest",
     "ingest::after_manifest",
+    // Backups: after each file is in the backup directory, before the
+    // meta file takes its name; restores: after each file restored.
+    "backup::after_file",
+    "backup::before_meta_rename",
+    "restore::after_file",
 ];
 
 /// Marks a crash point (see the module documentation).

@@ -101,9 +101,6 @@ impl<'a> Checkpoint<'a> {
         let db = self.db;
         let inner = &db.inner;
         let fs = &*inner.fs;
-        // Buffered WAL records (manual_wal_flush) must reach the files
-        // that are copied.
-        db.flush_wal(false)?;
         let flush = match log_size_for_flush {
             0 => true,
             u64::MAX => false,
@@ -116,26 +113,11 @@ impl<'a> Checkpoint<'a> {
                     >= limit
             }
         };
-        // WALs from the oldest one live before the listing on: the
-        // MANIFEST copied below may need any of them (a flush between the
-        // two moments only makes some unnecessary; replay skips what the
-        // MANIFEST says is flushed).
-        if flush {
-            db.live_files(true)?;
-        }
-        let oldest_wal = inner.lock_state().alive_wals.first().copied();
-        let (names, manifest_size) = db.live_files(false)?;
-        let seq = db.latest_sequence_number();
+        let set = live_file_set(db, flush)?;
         let mut link = true;
-        for name in &names {
-            let name = name.trim_start_matches('/');
+        for name in &set.tables {
             let (src, dst) = (inner.dbname.join(name), tmp.join(name));
-            if name == "CURRENT" {
-                continue;
-            } else if name.starts_with("MANIFEST-") {
-                copy_file(fs, &src, &dst, Some(manifest_size))?;
-                write_current(fs, tmp, name)?;
-            } else if name.ends_with(".sst") && link {
+            if link {
                 match fs.link_file(&src, &dst) {
                     Ok(()) => {}
                     Err(Error::NotSupported(_)) => {
@@ -149,29 +131,102 @@ impl<'a> Checkpoint<'a> {
             }
             crate::crash_point!("checkpoint::after_file");
         }
-        // Every WAL file still there from `oldest_wal` on; the newest may
-        // still grow, so it is copied up to its size now.
-        let mut wals: Vec<(u64, String)> = fs
-            .children(&inner.wal_dir)?
-            .into_iter()
-            .filter_map(|n| match parse_file_name(&n) {
-                Some((num, FileType::Wal)) => Some((num, n)),
-                _ => None,
-            })
-            .filter(|(num, _)| oldest_wal.is_some_and(|o| *num >= o))
-            .collect();
-        wals.sort_unstable();
-        let sizes: Vec<u64> = wals
-            .iter()
-            .map(|(_, n)| fs.file_size(&inner.wal_dir.join(n)))
-            .collect::<Result<_>>()?;
-        for ((_, n), size) in wals.iter().zip(sizes) {
-            copy_file(fs, &inner.wal_dir.join(n), &tmp.join(n), Some(size))?;
+        copy_file(
+            fs,
+            &inner.dbname.join(&set.manifest),
+            &tmp.join(&set.manifest),
+            Some(set.manifest_size),
+        )?;
+        write_current(fs, tmp, &set.manifest)?;
+        crate::crash_point!("checkpoint::after_file");
+        if let Some(o) = &set.options {
+            copy_file(fs, &inner.dbname.join(o), &tmp.join(o), None)?;
+            crate::crash_point!("checkpoint::after_file");
+        }
+        for (n, size) in &set.wals {
+            copy_file(fs, &inner.wal_dir.join(n), &tmp.join(n), Some(*size))?;
             crate::crash_point!("checkpoint::after_file");
         }
         fs.sync_dir(tmp)?;
-        Ok(seq)
+        Ok(set.sequence)
     }
+}
+
+/// The files that make an openable copy of a database, as RocksDB's
+/// `GetLiveFilesStorageInfo` lists them for checkpoints and backups.
+#[derive(Debug)]
+pub(crate) struct LiveFileSet {
+    /// Table file names (`000012.sst`), in the database directory.
+    pub tables: Vec<String>,
+    /// The MANIFEST's name and the size that covers the listed state.
+    pub manifest: String,
+    pub manifest_size: u64,
+    /// The newest OPTIONS file's name, if any.
+    pub options: Option<String>,
+    /// WAL names (in the WAL directory) with the size to copy: every WAL
+    /// the MANIFEST may need, the last one as long as it was when listed.
+    pub wals: Vec<(String, u64)>,
+    /// The latest sequence number when listed: a copy holds every write
+    /// up to it.
+    pub sequence: SequenceNumber,
+}
+
+/// Lists the live files of `db`, flushing the memtables first when
+/// `flush`. REQUIRES: file deletions are disabled (so every listed file
+/// still exists when copied).
+pub(crate) fn live_file_set(db: &DB, flush: bool) -> Result<LiveFileSet> {
+    let inner = &db.inner;
+    let fs = &*inner.fs;
+    // Buffered WAL records (manual_wal_flush) must reach the files that
+    // are copied.
+    db.flush_wal(false)?;
+    // WALs from the oldest one live before the listing on: the MANIFEST
+    // copied may need any of them (a flush between the two moments only
+    // makes some unnecessary; replay skips what the MANIFEST says is
+    // flushed).
+    if flush {
+        db.live_files(true)?;
+    }
+    let oldest_wal = inner.lock_state().alive_wals.first().copied();
+    let (names, manifest_size) = db.live_files(false)?;
+    let sequence = db.latest_sequence_number();
+    let mut set = LiveFileSet {
+        tables: Vec::new(),
+        manifest: String::new(),
+        manifest_size,
+        options: None,
+        wals: Vec::new(),
+        sequence,
+    };
+    for name in &names {
+        let name = name.trim_start_matches('/');
+        if name == "CURRENT" {
+            continue;
+        } else if name.starts_with("MANIFEST-") {
+            set.manifest = name.to_string();
+        } else if name.starts_with("OPTIONS-") {
+            set.options = Some(name.to_string());
+        } else {
+            set.tables.push(name.to_string());
+        }
+    }
+    // Every WAL file still there from `oldest_wal` on; the newest may
+    // still grow, so it is copied up to its size now.
+    let mut wals: Vec<(u64, String)> = fs
+        .children(&inner.wal_dir)?
+        .into_iter()
+        .filter_map(|n| match parse_file_name(&n) {
+            Some((num, FileType::Wal)) => Some((num, n)),
+            _ => None,
+        })
+        .filter(|(num, _)| oldest_wal.is_some_and(|o| *num >= o))
+        .collect();
+    wals.sort_unstable();
+    for (_, n) in wals {
+        let size = fs.file_size(&inner.wal_dir.join(&n))?;
+        set.wals.push((n, size));
+    }
+    Ok(set)
 }
 
 /// Writes `CURRENT` naming `manifest` into `dir`, synced.

@@ -2,6 +2,8 @@
 //! use only the database's public and crate-level calls, and nothing in
 //! `db` depends on them.
 //!
+//! - [`backup`]: backups in RocksDB's backup directory format.
 //! - [`checkpoint`]: openable copies of a live database.
 
+pub mod backup;
 pub mod checkpoint;
