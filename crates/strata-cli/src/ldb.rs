@@ -49,6 +49,8 @@ pub const COMMANDS: &[&str] = &[
     "checkpoint",
     "write_extern_sst",
     "ingest_extern_sst",
+    "backup",
+    "restore",
 ];
 
 struct Ctx<'a> {
@@ -424,6 +426,34 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
             db.ingest_external_file_cf(&cf(&db, f)?, &[path], &o)
                 .map_err(|e| format!("Failed: failed to ingest external SST: {e}"))?;
             eprintln!("external SST files ingested");
+        }
+        "backup" | "restore" => {
+            // ldb's `backup` / `restore --backup_dir=DIR [--num_threads=N]`:
+            // a new backup of the database, or the latest backup restored
+            // into it (database and WAL directory alike).
+            let dir = f
+                .get("backup_dir")
+                .ok_or("Failed: --backup_dir: missing backup directory")?;
+            let mut bo = strata::utilities::backup::BackupEngineOptions::new(dir);
+            bo.max_background_operations = f.num("num_threads", 1usize)?.max(1);
+            let _ = f.get("stderr_log_level");
+            if cmd == "backup" {
+                let db = open(db_path, c.f, false)?;
+                writeln!(out, "open db OK").map_err(|e| e.to_string())?;
+                let mut engine = strata::utilities::backup::BackupEngine::open(bo).map_err(err)?;
+                writeln!(out, "open backup engine OK").map_err(|e| e.to_string())?;
+                engine.create_new_backup(&db, false).map_err(err)?;
+                writeln!(out, "create new backup OK").map_err(|e| e.to_string())?;
+            } else {
+                let engine =
+                    strata::utilities::backup::BackupEngine::open_read_only(bo).map_err(err)?;
+                writeln!(out, "open restore engine OK").map_err(|e| e.to_string())?;
+                let p = std::path::Path::new(db_path);
+                engine
+                    .restore_db_from_latest_backup(&Default::default(), p, p)
+                    .map_err(err)?;
+                writeln!(out, "restore from backup OK").map_err(|e| e.to_string())?;
+            }
         }
         "checkconsistency" => {
             let db = open(db_path, c.f, true)?;

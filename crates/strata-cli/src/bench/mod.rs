@@ -140,6 +140,13 @@ pub struct Config {
     pub write_rate_bytes: u64,
     pub writes_per_second: u64,
     pub has_merge_operator: bool,
+    /// db_bench's `--backup_dir`, `--restore_dir` and their rate limits
+    /// (bytes per second, 0: none) for the `backup` and `restore`
+    /// benchmarks.
+    pub backup_dir: String,
+    pub restore_dir: String,
+    pub backup_rate_limit: u64,
+    pub restore_rate_limit: u64,
 }
 
 impl Config {
@@ -379,6 +386,10 @@ pub fn run(f: &Flags) -> Result<(), String> {
         write_rate_bytes: f.num("benchmark_write_rate_limit", 0)?,
         writes_per_second: f.num("writes_per_second", 0)?,
         has_merge_operator: !merge_name.is_empty(),
+        backup_dir: f.get("backup_dir").unwrap_or("").to_string(),
+        restore_dir: f.get("restore_dir").unwrap_or("").to_string(),
+        backup_rate_limit: f.num("backup_rate_limit", 0)?,
+        restore_rate_limit: f.num("restore_rate_limit", 0)?,
     };
     if cfg.key_size == 0 {
         return Err("--key_size must be at least 1".into());
@@ -529,6 +540,8 @@ pub fn run(f: &Flags) -> Result<(), String> {
             "deleteseq" => Some(workloads::delete_seq),
             "deleterandom" => Some(workloads::delete_random),
             "compact" => Some(workloads::compact),
+            "backup" => Some(workloads::backup),
+            "restore" => Some(workloads::restore),
             "flush" | "waitforcompaction" | "stats" => None,
             other => return Err(format!("unknown benchmark: {other}")),
         };

@@ -419,3 +419,36 @@ pub fn compact(sh: &Shared, ts: &mut ThreadState) -> R {
         .compact_range_cf_opt(&sh.db.default_cf(), None, None, &cro)
         .map_err(|e| err("compact", e))
 }
+
+/// db_bench's `backup`: a fresh backup (old ones destroyed) of the whole
+/// database into `--backup_dir`.
+pub fn backup(sh: &Shared, ts: &mut ThreadState) -> R {
+    use strata::utilities::backup::{BackupEngine, BackupEngineOptions};
+    ts.rand.next(); // SelectDB
+    let cfg = &sh.run.cfg;
+    let mut o = BackupEngineOptions::new(&cfg.backup_dir);
+    o.backup_rate_limit = cfg.backup_rate_limit;
+    o.destroy_old_data = true;
+    let mut engine = BackupEngine::open(o).map_err(|e| err("backup", e))?;
+    engine
+        .create_new_backup(sh.db, false)
+        .map_err(|e| err("backup", e))?;
+    if engine.get_backup_info(false).len() != 1 {
+        return Err("backup: expected exactly one backup".into());
+    }
+    Ok(())
+}
+
+/// db_bench's `restore`: the latest backup in `--backup_dir` restored
+/// into `--restore_dir`.
+pub fn restore(sh: &Shared, _ts: &mut ThreadState) -> R {
+    use strata::utilities::backup::{BackupEngine, BackupEngineOptions};
+    let cfg = &sh.run.cfg;
+    let mut o = BackupEngineOptions::new(&cfg.backup_dir);
+    o.restore_rate_limit = cfg.restore_rate_limit;
+    let engine = BackupEngine::open_read_only(o).map_err(|e| err("restore", e))?;
+    let dir = std::path::Path::new(&cfg.restore_dir);
+    engine
+        .restore_db_from_latest_backup(&Default::default(), dir, dir)
+        .map_err(|e| err("restore", e))
+}

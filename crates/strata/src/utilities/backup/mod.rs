@@ -347,7 +347,13 @@ impl BackupEngine {
     fn meta_ids(&self) -> Result<Vec<BackupId>> {
         let names = match self.backup_fs.children(&self.path(META_DIR)) {
             Ok(n) => n,
-            Err(Error::NotFound(_)) => Vec::new(),
+            // RocksDB's message (a read-only engine creates nothing).
+            Err(Error::NotFound(_)) => {
+                return Err(Error::NotFound(format!(
+                    "{}/{META_DIR} is missing",
+                    self.opts.backup_dir.display()
+                )));
+            }
             Err(e) => return Err(e),
         };
         let mut ids: Vec<BackupId> = names
