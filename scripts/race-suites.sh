@@ -9,6 +9,7 @@
 #   SUITE=sync    ./scripts/race-suites.sh   # fillrandom --sync=1 at 1 and 8 threads
 #   SUITE=flash   ./scripts/race-suites.sh   # seed 001's shapes: 10-byte keys, 800-byte values, no compression
 #   SUITE=latency ./scripts/race-suites.sh   # 10M fillrandom --histogram: P99.99 and max write latency
+#   SUITE=backup  ./scripts/race-suites.sh   # backup and restore of a 1.1 GB database (ops/sec = 1 / seconds)
 #   SUITE=all     ./scripts/race-suites.sh   # all of the above
 #
 # Environment:
@@ -90,13 +91,20 @@ suite_flash() {
     "$f --benchmarks=fillrandom --disable_wal=1 --disable_auto_compactions=1"
   add "overwrite" "$f --benchmarks=fillseq --disable_wal=1" "$f --use_existing_db=1 --benchmarks=overwrite"
 }
+suite_backup() {
+  local f; f="--num=$(n 2000000) --value_size=1000"
+  add "backup (1.1 GB)" "$f --benchmarks=fillseq,compact" \
+    "$f --use_existing_db=1 --benchmarks=backup --backup_dir=$work/bk"
+  add "restore (1.1 GB)" "$f --benchmarks=fillseq,compact" \
+    "$f --use_existing_db=1 --benchmarks=backup,restore --backup_dir=$work/bk --restore_dir=$work/rs"
+}
 suite_latency() {
   add "fillrandom 10M --histogram" - "--benchmarks=fillrandom --num=$(n 10000000) --histogram=1"
 }
 case "$SUITE" in
   all) suite_threads; suite_seed003; suite_sync; suite_flash; suite_latency ;;
-  threads | seed003 | sync | flash | latency) "suite_$SUITE" ;;
-  *) echo "unknown SUITE=$SUITE (threads, seed003, sync, flash, latency, all)" >&2; exit 2 ;;
+  threads | seed003 | sync | flash | latency | backup) "suite_$SUITE" ;;
+  *) echo "unknown SUITE=$SUITE (threads, seed003, sync, flash, latency, backup, all)" >&2; exit 2 ;;
 esac
 
 COMMON=(--seed=1234 --compression_type=snappy --cache_size=8388608)

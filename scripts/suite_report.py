@@ -10,7 +10,7 @@ import re
 import statistics
 import sys
 
-LINE = re.compile(r"^(\S+)\s+:\s+[\d.]+ micros/op (\d+) ops/sec")
+LINE = re.compile(r"^(\S+)\s+:\s+([\d.]+) micros/op (\d+) ops/sec")
 P9999 = re.compile(r"P99\.99: ([\d.]+)")
 MAX = re.compile(r"Max: ([\d.]+)")
 
@@ -23,7 +23,11 @@ def figures(path):
             for line in f:
                 m = LINE.match(line)
                 if m:
-                    ops = int(m.group(2))
+                    ops = int(m.group(3))
+                    # One long operation (backup, restore): 0 ops/sec
+                    # printed; the rate from its duration instead.
+                    if ops == 0 and float(m.group(2)) > 0:
+                        ops = 1e6 / float(m.group(2))
                 m = P9999.search(line)
                 if m and p is None:
                     p = float(m.group(1))
@@ -74,7 +78,8 @@ def main():
                 )
             r_ops, s_ops = per["rocksdb"][0], per["strata"][0]
             ratio = f"{s_ops / r_ops:.2f}" if r_ops and s_ops else "-"
-            print(f"| {name} | `{meas}` | {fmt(r_ops)} | {fmt(s_ops)} | {ratio} |")
+            digits = 3 if r_ops is not None and r_ops < 10 else 0
+            print(f"| {name} | `{meas}` | {fmt(r_ops, digits)} | {fmt(s_ops, digits)} | {ratio} |")
             if "--histogram" in meas:
                 lat.append((name, per))
         if lat:
