@@ -403,6 +403,10 @@ pub struct Options {
     /// Archived WALs beyond this many MiB in total are deleted, oldest
     /// first (RocksDB's `WAL_size_limit_MB`; 0: no size limit).
     pub wal_size_limit_mb: u64,
+    /// Whole-file checksums of every table written, recorded in the
+    /// MANIFEST (RocksDB's `file_checksum_gen_factory`; e.g.
+    /// `FileChecksumGenCrc32cFactory`). `None`: none computed.
+    pub file_checksum_gen_factory: Option<crate::util::file_checksum::FileChecksumGenFactoryRef>,
     /// Options of the default column family.
     pub cf: ColumnFamilyOptions,
 }
@@ -465,6 +469,7 @@ impl Default for Options {
             manual_wal_flush: false,
             wal_ttl_seconds: 0,
             wal_size_limit_mb: 0,
+            file_checksum_gen_factory: None,
             cf: ColumnFamilyOptions::default(),
         }
     }

@@ -358,6 +358,11 @@ pub fn run(f: &Flags) -> Result<(), String> {
         enable_pipelined_write: f.bool_or("enable_pipelined_write", true)?,
         unordered_write: f.bool("unordered_write")?,
         manual_wal_flush: f.bool("manual_wal_flush")?,
+        // db_bench's --file_checksum: FileChecksumGenCrc32cFactory.
+        file_checksum_gen_factory: f.bool("file_checksum")?.then(|| {
+            Arc::new(strata::util::file_checksum::FileChecksumGenCrc32cFactory)
+                as strata::util::file_checksum::FileChecksumGenFactoryRef
+        }),
         // db_bench's WAL archive flags.
         wal_ttl_seconds: f.num("wal_ttl_seconds", 0)?,
         wal_size_limit_mb: f.num("wal_size_limit_MB", 0)?,

@@ -830,6 +830,7 @@ fn random_case(seed: u64) -> std::result::Result<(), String> {
         .collect();
     let ctx = JobContext {
         identity: ("", ""),
+        checksum_factory: None,
         fs: Arc::clone(&fs),
         dir,
         table_options: table_options.clone(),
@@ -1024,6 +1025,7 @@ fn output_to_level_0_is_never_split() {
     };
     let ctx = JobContext {
         identity: ("", ""),
+        checksum_factory: None,
         fs: Arc::clone(&fs),
         dir,
         table_options: TableOptions {

@@ -53,6 +53,8 @@ pub struct JobContext<'a> {
     pub cancel: Option<&'a std::sync::atomic::AtomicBool>,
     /// `(db_id, db_session_id)` recorded in every output's properties.
     pub identity: (&'a str, &'a str),
+    /// Whole-file checksums of the outputs, when set.
+    pub checksum_factory: Option<crate::util::file_checksum::FileChecksumGenFactoryRef>,
 }
 
 impl std::fmt::Debug for JobContext<'_> {
@@ -227,6 +229,7 @@ fn subcompaction_bounds(
 struct OutputFile {
     builder: TableBuilder,
     number: u64,
+    checksum: Option<crate::env::checksum_file::ChecksumHandle>,
     /// Lower clip bound of the file's tombstones.
     lo: Option<Vec<u8>>,
 }
@@ -347,11 +350,14 @@ fn open_file(
         .join(crate::cache::table_cache::table_file_name(number));
     let file = ctx.fs.new_writable_file(&path)?;
     created.push(number);
+    let (file, checksum) =
+        crate::env::checksum_file::maybe_checksummed(file, ctx.checksum_factory.as_ref());
     let mut builder = TableBuilder::new(ctx.table_options.clone(), file)?;
     builder.set_identity(ctx.identity.0, ctx.identity.1, number);
     Ok(OutputFile {
         builder,
         number,
+        checksum,
         lo,
     })
 }
@@ -368,6 +374,9 @@ fn finish_file(
     }
     let info = f.builder.finish(true)?;
     let mut meta = FileMetaData::from_table(f.number, &info);
+    if let Some(h) = &f.checksum {
+        (meta.file_checksum, meta.file_checksum_func_name) = h.finish();
+    }
     meta.file_creation_time = ctx.now_seconds;
     meta.oldest_ancester_time = c
         .input_files()

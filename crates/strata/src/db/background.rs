@@ -426,6 +426,7 @@ impl DbInner {
             now_seconds: unix_now_seconds(),
             cancel: Some(&self.shutting_down),
             identity: (&self.db_id, &self.db_session_id),
+            checksum_factory: self.options.file_checksum_gen_factory.clone(),
         };
         job::run(c, &ctx)
     }

@@ -60,6 +60,20 @@ pub struct LiveFileMetaData {
     pub marked_for_compaction: bool,
 }
 
+/// A user-key range `(begin, end)`; `None` is unbounded (RocksDB's
+/// `RangePtr`).
+pub type KeyRange<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+
+/// One table's whole-file checksum (an entry of RocksDB's
+/// `FileChecksumList`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileChecksumInfo {
+    pub file_number: u64,
+    /// Raw bytes (crc32c: 4 bytes, big-endian); empty when unknown.
+    pub checksum: Vec<u8>,
+    pub checksum_func_name: String,
+}
+
 /// One WAL file that may still be needed (RocksDB's `LogFile`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WalFile {
@@ -480,6 +494,86 @@ impl DB {
         Ok(())
     }
 
+    /// Deletes the table files of levels 1 and deeper whose keys all lie
+    /// in `[begin, end]` (`None` unbounded; `end` excluded unless
+    /// `include_end`), RocksDB's `DeleteFilesInRange`: a fast way to drop
+    /// a key range, file by file. Files that share a user key with a
+    /// neighbour outside the range, L0 files and files being compacted
+    /// stay; older versions of the deleted keys in deeper files become
+    /// visible again, as in RocksDB.
+    pub fn delete_files_in_range(
+        &self,
+        cf: &ColumnFamilyHandle,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+        include_end: bool,
+    ) -> Result<()> {
+        self.delete_files_in_ranges(cf, &[(begin, end)], include_end)
+    }
+
+    /// [`DB::delete_files_in_range`] for several ranges in one MANIFEST
+    /// edit.
+    pub fn delete_files_in_ranges(
+        &self,
+        cf: &ColumnFamilyHandle,
+        ranges: &[KeyRange<'_>],
+        include_end: bool,
+    ) -> Result<()> {
+        let inner = &self.inner;
+        if inner.read_only {
+            return Err(Error::NotSupported(
+                "delete_files_in_range on a read-only database".into(),
+            ));
+        }
+        let mut st = inner.lock_state();
+        let Some(v) = st.versions.current(cf.id) else {
+            return Err(Error::InvalidArgument(format!(
+                "unknown column family {}",
+                cf.name
+            )));
+        };
+        let ucmp = v.icmp().user_comparator().clone();
+        let mut edit = VersionEdit::default();
+        let mut doomed = std::collections::BTreeSet::new();
+        for &(begin, end) in ranges {
+            for level in 1..v.num_levels() {
+                for f in clean_files_within(&v, &ucmp, level, begin, end) {
+                    if st.being_compacted.contains(&f.number) || doomed.contains(&f.number) {
+                        continue;
+                    }
+                    if !include_end
+                        && let Some(e) = end
+                        && ucmp
+                            .compare(crate::format::dbformat::extract_user_key(&f.largest), e)
+                            .is_eq()
+                    {
+                        continue;
+                    }
+                    edit.delete_file(level as u32, f.number);
+                    doomed.insert(f.number);
+                }
+            }
+        }
+        if doomed.is_empty() {
+            return Ok(());
+        }
+        if let Err(e) = st.versions.log_and_apply(cf.id, edit) {
+            if st.versions.background_error().is_some() {
+                st.bg_error.get_or_insert(e.duplicate());
+            }
+            return Err(e);
+        }
+        inner.info_log.log(&format!(
+            "[{}] delete_files_in_range: removed tables {doomed:?}",
+            cf.name
+        ));
+        inner.install_super_versions(&mut st);
+        inner.recalculate_write_stall(&mut st);
+        inner.delete_obsolete_files(&mut st);
+        inner.maybe_schedule_work(&mut st);
+        Ok(())
+    }
+
     /// Stops deleting obsolete files (calls nest) until
     /// `enable_file_deletions`.
     pub fn disable_file_deletions(&self) -> Result<()> {
@@ -544,6 +638,32 @@ impl DB {
         Ok((names, st.versions.manifest_file_size()))
     }
 
+    /// Every live table file's whole-file checksum as the MANIFEST
+    /// records it (RocksDB's `GetLiveFilesChecksumInfo`), by file number;
+    /// tables written without `file_checksum_gen_factory` have an empty
+    /// checksum and the function name `Unknown`.
+    pub fn get_live_files_checksum_info(&self) -> Vec<FileChecksumInfo> {
+        let st = self.inner.lock_state();
+        let mut out: Vec<FileChecksumInfo> = st
+            .cfs
+            .values()
+            .filter(|c| !c.dropped)
+            .filter_map(|c| st.versions.current(c.id))
+            .flat_map(|v| {
+                v.all_files()
+                    .map(|(_, f)| FileChecksumInfo {
+                        file_number: f.number,
+                        checksum: f.file_checksum.clone(),
+                        checksum_func_name: f.file_checksum_func_name.clone(),
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        out.sort_by_key(|f| f.file_number);
+        out.dedup_by_key(|f| f.file_number);
+        out
+    }
+
     /// Every live table file with its level, key and sequence ranges.
     pub fn live_files_metadata(&self) -> Vec<LiveFileMetaData> {
         let st = self.inner.lock_state();
@@ -578,4 +698,51 @@ impl DB {
         let alive = self.inner.lock_state().alive_wals.clone();
         self.inner.list_wal_files(&alive)
     }
+}
+
+/// The files of `level` (>= 1) wholly inside `[begin, end]` (user keys,
+/// `None` unbounded) that share no user key with a file outside them
+/// (RocksDB's `GetCleanInputsWithinInterval`).
+fn clean_files_within(
+    v: &crate::version::Version,
+    ucmp: &crate::util::comparator::ComparatorRef,
+    level: usize,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> Vec<std::sync::Arc<crate::version::FileMetaData>> {
+    use crate::format::dbformat::extract_user_key;
+    use crate::version::version::sstable_key_compare;
+    let files = v.files(level);
+    let n = files.len();
+    let mut start = match begin {
+        None => 0,
+        Some(b) => {
+            files.partition_point(|f| ucmp.compare(extract_user_key(&f.smallest), b).is_lt())
+        }
+    };
+    if begin.is_some() {
+        while start > 0
+            && start < n
+            && sstable_key_compare(ucmp, &files[start - 1].largest, &files[start].smallest).is_eq()
+        {
+            start += 1;
+        }
+    }
+    let mut stop = match end {
+        None => n,
+        Some(e) => {
+            start
+                + files[start..]
+                    .partition_point(|f| ucmp.compare(extract_user_key(&f.largest), e).is_le())
+        }
+    };
+    if end.is_some() {
+        while stop < n
+            && stop > start
+            && sstable_key_compare(ucmp, &files[stop - 1].largest, &files[stop].smallest).is_eq()
+        {
+            stop -= 1;
+        }
+    }
+    files[start..stop.max(start)].to_vec()
 }

@@ -205,6 +205,10 @@ impl DbInner {
             .dbname
             .join(crate::cache::table_cache::table_file_name(number));
         let file = self.fs.new_writable_file(&path)?;
+        let (file, checksum) = crate::env::checksum_file::maybe_checksummed(
+            file,
+            self.options.file_checksum_gen_factory.as_ref(),
+        );
         let mut builder = TableBuilder::new(opts.table_options(cf_id, cf_name), file)?;
         builder.set_identity(&self.db_id, &self.db_session_id, number);
         let mut filter = ShadowFilter::new(snapshots);
@@ -228,6 +232,9 @@ impl DbInner {
         crate::crash_point!("flush::after_dir_sync");
         let now = crate::compaction_filter::unix_now_seconds();
         let mut meta = FileMetaData::from_table(number, &info);
+        if let Some(h) = &checksum {
+            (meta.file_checksum, meta.file_checksum_func_name) = h.finish();
+        }
         meta.file_creation_time = now;
         meta.oldest_ancester_time = now;
         meta.marked_for_compaction = crate::compaction::job::deletion_heavy(&info);

@@ -47,7 +47,7 @@ use crate::table::iterator::InternalIterator;
 use crate::table::{Table, TableOptions};
 use crate::util::comparator::ComparatorRef;
 use crate::version::filename::table_file_name;
-use crate::version::version::is_range_del_sentinel;
+use crate::version::version::sstable_key_compare;
 use crate::version::{FileMetaData, Version, VersionEdit};
 
 /// One column family's files for [`DB::ingest_external_files`].
@@ -90,21 +90,6 @@ struct IngestionJob {
     /// Two of the files overlap: all go to L0 with new sequence numbers.
     files_overlap: bool,
     consumed_seqnos: u64,
-}
-
-/// RocksDB's `sstableKeyCompare`: user keys first; on a tie a range
-/// tombstone's end sentinel (an exclusive bound) sorts before any key.
-fn sstable_key_compare(ucmp: &ComparatorRef, a: &[u8], b: &[u8]) -> Ordering {
-    let (Some(pa), Some(pb)) = (parse_internal_key(a), parse_internal_key(b)) else {
-        return a.cmp(b);
-    };
-    ucmp.compare(pa.user_key, pb.user_key).then_with(|| {
-        match (is_range_del_sentinel(a), is_range_del_sentinel(b)) {
-            (true, false) => Ordering::Less,
-            (false, true) => Ordering::Greater,
-            _ => Ordering::Equal,
-        }
-    })
 }
 
 fn user_key(ikey: &[u8]) -> &[u8] {
@@ -409,6 +394,15 @@ impl IngestionJob {
                 f.assigned_seqno,
                 f.assigned_seqno,
             );
+            // After the global sequence number was written into it.
+            if let (Some(factory), Some(path)) =
+                (&db.options.file_checksum_gen_factory, &f.internal_path)
+                && let Some((sum, name)) =
+                    crate::env::checksum_file::file_checksum(&*db.fs, path, factory)?
+            {
+                meta.file_checksum = sum;
+                meta.file_checksum_func_name = name;
+            }
             meta.oldest_ancester_time = now;
             meta.file_creation_time = now;
             edit.new_files.push((f.picked_level as u32, meta));

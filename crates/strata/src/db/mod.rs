@@ -56,7 +56,8 @@ use crate::version::VersionSet;
 
 pub use env::{Env, ThreadPool};
 pub use files::{
-    BottommostLevelCompaction, CompactRangeOptions, LiveFileMetaData, WalFile, WalFileType,
+    BottommostLevelCompaction, CompactRangeOptions, FileChecksumInfo, KeyRange, LiveFileMetaData,
+    WalFile, WalFileType,
 };
 pub use ingest::IngestExternalFileArg;
 pub use open::ColumnFamilyDescriptor;

@@ -112,6 +112,9 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
     kv(&mut s, "manual_wal_flush", &opts.manual_wal_flush);
     kv(&mut s, "WAL_ttl_seconds", &opts.wal_ttl_seconds);
     kv(&mut s, "WAL_size_limit_MB", &opts.wal_size_limit_mb);
+    if let Some(f) = &opts.file_checksum_gen_factory {
+        kv(&mut s, "file_checksum_gen_factory", &f.name());
+    }
     kv(&mut s, "max_log_file_size", &opts.max_log_file_size);
     kv(&mut s, "log_file_time_to_roll", &opts.log_file_time_to_roll);
     kv(&mut s, "keep_log_file_num", &opts.keep_log_file_num);

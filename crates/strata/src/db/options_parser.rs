@@ -201,6 +201,15 @@ impl OptionsFile {
                 "manual_wal_flush" => o.manual_wal_flush = boolean(file, k, v)?,
                 "WAL_ttl_seconds" => o.wal_ttl_seconds = num(file, k, v)?,
                 "WAL_size_limit_MB" => o.wal_size_limit_mb = num(file, k, v)?,
+                "file_checksum_gen_factory" => {
+                    o.file_checksum_gen_factory = match v.as_str() {
+                        "FileChecksumGenCrc32cFactory" => Some(std::sync::Arc::new(
+                            crate::util::file_checksum::FileChecksumGenCrc32cFactory,
+                        )),
+                        // nullptr, or a factory of the application's own.
+                        _ => None,
+                    };
+                }
                 _ => {}
             }
         }

@@ -18,6 +18,7 @@
 //! * `RandomAccessFile::read_at` returns fewer bytes than asked only at EOF.
 
 pub mod buffer;
+pub mod checksum_file;
 pub mod fault;
 pub mod mem;
 pub mod posix;

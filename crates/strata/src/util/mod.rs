@@ -5,6 +5,7 @@ pub mod checksum;
 pub mod coding;
 pub mod comparator;
 pub mod crash_point;
+pub mod file_checksum;
 pub mod hash;
 pub mod histogram;
 pub mod slice_transform;

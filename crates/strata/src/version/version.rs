@@ -59,6 +59,25 @@ pub fn is_range_del_sentinel(ikey: &[u8]) -> bool {
     })
 }
 
+/// RocksDB's `sstableKeyCompare` for file boundaries (internal keys): user
+/// keys first; on a tie a range tombstone's end sentinel (an exclusive
+/// bound) sorts before any other key, and two other keys are equal.
+pub fn sstable_key_compare(
+    ucmp: &crate::util::comparator::ComparatorRef,
+    a: &[u8],
+    b: &[u8],
+) -> Ordering {
+    use crate::format::dbformat::extract_user_key;
+    ucmp.compare(extract_user_key(a), extract_user_key(b))
+        .then_with(
+            || match (is_range_del_sentinel(a), is_range_del_sentinel(b)) {
+                (true, false) => Ordering::Less,
+                (false, true) => Ordering::Greater,
+                _ => Ordering::Equal,
+            },
+        )
+}
+
 /// L0 order: newest first (RocksDB `NewestFirstBySeqNo`).
 pub fn newest_first(a: &FileMetaData, b: &FileMetaData) -> Ordering {
     b.largest_seqno
