@@ -52,6 +52,7 @@ pub const COMMANDS: &[&str] = &[
     "backup",
     "restore",
     "file_checksum_dump",
+    "idump",
 ];
 
 struct Ctx<'a> {
@@ -482,6 +483,75 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
             }
             raw.extend_from_slice(b"Print SST file checksum information finished \n");
             out.write_all(&raw).map_err(|e| e.to_string())?;
+        }
+        "idump" => {
+            // ldb's `idump`: every stored version of each key (internal
+            // keys not covered by a range tombstone) from --from to --to
+            // (excluded), at most --max_keys; --count_only prints only the
+            // count. --input_key_hex reads --from/--to as hex.
+            if f.get("count_delim").is_some() {
+                return Err("Failed: --count_delim is not supported".into());
+            }
+            let input_hex = f.bool("input_key_hex")?;
+            let key_arg = |name: &str| -> Result<Option<Vec<u8>>, String> {
+                f.get(name)
+                    .map(|v| {
+                        if input_hex {
+                            from_hex(v)
+                        } else {
+                            Ok(v.as_bytes().to_vec())
+                        }
+                    })
+                    .transpose()
+            };
+            let (from, to) = (key_arg("from")?, key_arg("to")?);
+            let max_keys: i64 = f.num("max_keys", -1)?;
+            let count_only = f.bool("count_only")?;
+            let db = open(db_path, c.f, true)?;
+            let h = cf(&db, f)?;
+            if f.bool("stats")?
+                && let Some(s) = db.property_cf(&h, "rocksdb.stats")
+            {
+                writeln!(out, "{s}").map_err(|e| e.to_string())?;
+            }
+            let versions = db
+                .get_all_key_versions(
+                    &h,
+                    from.as_deref(),
+                    to.as_deref(),
+                    usize::try_from(max_keys).unwrap_or(0),
+                )
+                .map_err(err)?;
+            let mut count = 0i64;
+            for v in versions {
+                if to.as_deref() == Some(v.user_key.as_slice()) {
+                    break;
+                }
+                count += 1;
+                if !count_only {
+                    let key = strata::format::make_internal_key(
+                        &v.user_key,
+                        v.sequence,
+                        strata::format::ValueType::from_u8(v.value_type)
+                            .unwrap_or(strata::format::ValueType::Value),
+                    );
+                    let value = if c.value_hex {
+                        to_hex(&v.value)
+                    } else {
+                        String::from_utf8_lossy(&v.value).into_owned()
+                    };
+                    writeln!(
+                        out,
+                        "{} => {value}",
+                        strata::version::internal_key_debug_string(&key, c.key_hex)
+                    )
+                    .map_err(|e| e.to_string())?;
+                }
+                if max_keys > 0 && count >= max_keys {
+                    break;
+                }
+            }
+            writeln!(out, "Internal keys in range: {count}").map_err(|e| e.to_string())?;
         }
         "checkconsistency" => {
             let db = open(db_path, c.f, true)?;

@@ -148,6 +148,20 @@ impl DB {
 
     /// A snapshot of the current state; pass `snapshot.sequence()` in
     /// `ReadOptions::snapshot` to read at it.
+    /// Every stored version of the keys of `cf` in `[begin, end]` (both
+    /// inclusive, `None` unbounded) that no range tombstone covers, in
+    /// internal-key order, at most `max` (0: all): RocksDB's
+    /// `GetAllKeyVersions`, for debugging (`strata idump`).
+    pub fn get_all_key_versions(
+        &self,
+        cf: &ColumnFamilyHandle,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+        max: usize,
+    ) -> Result<Vec<super::KeyVersion>> {
+        self.inner.all_key_versions(cf.id, begin, end, max)
+    }
+
     pub fn snapshot(&self) -> Snapshot {
         self.inner.snapshot()
     }

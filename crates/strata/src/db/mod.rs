@@ -61,7 +61,7 @@ pub use files::{
 };
 pub use ingest::IngestExternalFileArg;
 pub use open::ColumnFamilyDescriptor;
-pub use read::{DbIterator, Snapshot};
+pub use read::{DbIterator, KeyVersion, Snapshot};
 pub use stats::{LevelStats, StallStats};
 pub use super_version::SuperVersion;
 pub use transaction_log::{BatchResult, TransactionLogIterator};

@@ -70,6 +70,18 @@ impl std::fmt::Debug for DbIterator {
     }
 }
 
+/// One version of a key (RocksDB's `KeyVersion`, from
+/// [`crate::DB::get_all_key_versions`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyVersion {
+    pub user_key: Vec<u8>,
+    pub value: Vec<u8>,
+    pub sequence: SequenceNumber,
+    /// RocksDB's value type byte (1 value, 0 deletion, 2 merge, 7 single
+    /// deletion, ...).
+    pub value_type: u8,
+}
+
 impl DbIterator {
     pub fn valid(&self) -> bool {
         self.iter.valid()
@@ -344,16 +356,100 @@ impl DbInner {
         let opts = Arc::clone(&sv.options);
         let seq = self.snapshot_seq(ro);
         let icmp = crate::format::InternalKeyComparator::new(opts.comparator.clone());
+        // Prefix seeks may skip whole tables by their prefix filter: only
+        // when iteration is confined to the seek prefix (then exact).
+        let prefix_mode = ro.prefix_same_as_start && opts.prefix_extractor.is_some();
+        let children = self.internal_children(&sv, &icmp, prefix_mode)?;
+        let agg = self.range_dels(&sv, seq)?;
+        let inner = MergingIterator::new(icmp, children);
+        let iter = DBIter::new(
+            Box::new(inner),
+            opts.comparator.clone(),
+            seq,
+            opts.merge_operator.clone(),
+            agg,
+            DBIterOptions {
+                lower_bound: ro.iterate_lower_bound.clone(),
+                upper_bound: ro.iterate_upper_bound.clone(),
+                prefix_same_as_start: opts
+                    .prefix_extractor
+                    .clone()
+                    .filter(|_| ro.prefix_same_as_start),
+            },
+        );
+        Ok(DbIterator {
+            iter,
+            _sv: sv,
+            stats: self.options.statistics.clone(),
+        })
+    }
+
+    /// Every point entry of `cf` (all versions, except those a range
+    /// tombstone covers) from user key `begin` through `end` (both inclusive,
+    /// `None` unbounded), at most `max` of them (0: no limit): RocksDB's
+    /// `GetAllKeyVersions`.
+    pub(crate) fn all_key_versions(
+        &self,
+        cf: u32,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+        max: usize,
+    ) -> Result<Vec<KeyVersion>> {
+        let sv = self.super_version(cf)?;
+        let ucmp = sv.options.comparator.clone();
+        let icmp = crate::format::InternalKeyComparator::new(ucmp.clone());
+        let children = self.internal_children(&sv, &icmp, false)?;
+        // Entries a range tombstone covers are skipped, as RocksDB 7.x's
+        // merging iterator skips them.
+        let agg = self.range_dels(&sv, crate::format::MAX_SEQUENCE_NUMBER)?;
+        let mut it = MergingIterator::new(icmp, children);
+        match begin {
+            Some(b) => it.seek(&crate::format::make_internal_key(
+                b,
+                crate::format::MAX_SEQUENCE_NUMBER,
+                crate::format::dbformat::VALUE_TYPE_FOR_SEEK,
+            )),
+            None => it.seek_to_first(),
+        }
+        let mut out = Vec::new();
+        while it.valid() && (max == 0 || out.len() < max) {
+            let Some(p) = crate::format::parse_internal_key(it.key()) else {
+                return Err(crate::Error::corruption("", 0, "unparsable internal key"));
+            };
+            if end.is_some_and(|e| ucmp.compare(p.user_key, e).is_gt()) {
+                break;
+            }
+            if agg.covers(p.user_key, p.sequence) {
+                it.next();
+                continue;
+            }
+            out.push(KeyVersion {
+                user_key: p.user_key.to_vec(),
+                value: it.value().to_vec(),
+                sequence: p.sequence,
+                value_type: p.value_type as u8,
+            });
+            it.next();
+        }
+        it.status()?;
+        Ok(out)
+    }
+
+    /// Iterators over every source of `sv`: memtables, L0 tables, one
+    /// lazily opening iterator per deeper level.
+    fn internal_children(
+        &self,
+        sv: &Arc<SuperVersion>,
+        icmp: &crate::format::InternalKeyComparator,
+        prefix_mode: bool,
+    ) -> Result<Vec<Box<dyn InternalIterator + Send>>> {
         let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
         children.push(Box::new(sv.mem.iter()));
         for m in &sv.imms {
             children.push(Box::new(m.iter()));
         }
-        // Prefix seeks may skip whole tables by their prefix filter: only
-        // when iteration is confined to the seek prefix (then exact).
-        let prefix_mode = ro.prefix_same_as_start && opts.prefix_extractor.is_some();
         for f in sv.version.files(0) {
-            let table = self.sv_table(&sv, f)?;
+            let table = self.sv_table(sv, f)?;
             if prefix_mode {
                 children.push(Box::new(PrefixSeekIter::new(table)));
             } else {
@@ -377,28 +473,7 @@ impl DbInner {
                 )));
             }
         }
-        let agg = self.range_dels(&sv, seq)?;
-        let inner = MergingIterator::new(icmp, children);
-        let iter = DBIter::new(
-            Box::new(inner),
-            opts.comparator.clone(),
-            seq,
-            opts.merge_operator.clone(),
-            agg,
-            DBIterOptions {
-                lower_bound: ro.iterate_lower_bound.clone(),
-                upper_bound: ro.iterate_upper_bound.clone(),
-                prefix_same_as_start: opts
-                    .prefix_extractor
-                    .clone()
-                    .filter(|_| ro.prefix_same_as_start),
-            },
-        );
-        Ok(DbIterator {
-            iter,
-            _sv: sv,
-            stats: self.options.statistics.clone(),
-        })
+        Ok(children)
     }
 
     pub(crate) fn snapshot(self: &Arc<Self>) -> Snapshot {
