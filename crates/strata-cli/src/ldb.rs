@@ -53,6 +53,7 @@ pub const COMMANDS: &[&str] = &[
     "restore",
     "file_checksum_dump",
     "idump",
+    "repair",
 ];
 
 struct Ctx<'a> {
@@ -552,6 +553,14 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
                 }
             }
             writeln!(out, "Internal keys in range: {count}").map_err(|e| e.to_string())?;
+        }
+        "repair" => {
+            // ldb's `repair`: rebuilds the MANIFEST from the tables and
+            // WALs (the database is not opened), with the options of its
+            // newest OPTIONS file when there is one.
+            let (opts, descs) = db_options(db_path, f)?;
+            strata::db::repair_db_cf(&opts, db_path, descs).map_err(err)?;
+            writeln!(out, "OK").map_err(|e| e.to_string())?;
         }
         "checkconsistency" => {
             let db = open(db_path, c.f, true)?;

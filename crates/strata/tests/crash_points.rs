@@ -198,8 +198,12 @@ fn run(point: &'static str, seed: u64) -> Result<bool, String> {
                 // acknowledged before it.
                 let ops = external_file_ops(&mut rng, history.len());
                 let path = format!("/ext/{}.sst", history.len());
-                write_external_file(&fs, &path, &ops)
-                    .map_err(|e| format!("write external file: {e}"))?;
+                match write_external_file(&fs, &path, &ops) {
+                    Ok(()) => {}
+                    // A background job may crash the file system meanwhile.
+                    Err(_) if dead() => break 'sessions,
+                    Err(e) => return Err(format!("write external file: {e}")),
+                }
                 history.push(ops);
                 let io = IngestExternalFileOptions {
                     move_files: rng.one_in(2),

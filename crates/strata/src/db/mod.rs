@@ -29,6 +29,7 @@ pub mod options_parser;
 mod properties;
 mod publisher;
 mod read;
+mod repair;
 mod stats;
 mod super_version;
 mod transaction_log;
@@ -62,6 +63,7 @@ pub use files::{
 pub use ingest::IngestExternalFileArg;
 pub use open::ColumnFamilyDescriptor;
 pub use read::{DbIterator, KeyVersion, Snapshot};
+pub use repair::{repair_db, repair_db_cf};
 pub use stats::{LevelStats, StallStats};
 pub use super_version::SuperVersion;
 pub use transaction_log::{BatchResult, TransactionLogIterator};

@@ -583,6 +583,33 @@ impl VersionSet {
         r.map(|()| id)
     }
 
+    /// [`VersionSet::create_column_family_with`] under id `id` (repair
+    /// keeps the ids tables record).
+    pub fn create_column_family_with_id(
+        &mut self,
+        name: &str,
+        comparator: ComparatorRef,
+        log_number: u64,
+        id: u32,
+    ) -> Result<()> {
+        if self.column_family_by_name(name).is_some() || self.cfs.contains_key(&id) {
+            return Err(invalid(format!(
+                "column family already exists: {name} ({id})"
+            )));
+        }
+        let edit = VersionEdit {
+            column_family_add: Some(name.to_string()),
+            comparator: Some(comparator.name().to_string()),
+            log_number: Some(log_number),
+            max_column_family: Some(self.max_column_family.max(id)),
+            ..VersionEdit::default()
+        };
+        self.opts
+            .cf_comparators
+            .insert(name.to_string(), comparator);
+        self.log_and_apply(id, edit)
+    }
+
     /// Sets the number of levels column family `name` gets when created.
     pub fn set_num_levels_for(&mut self, name: &str, num_levels: usize) {
         self.opts.cf_num_levels.insert(name.to_string(), num_levels);

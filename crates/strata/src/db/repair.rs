@@ -1,0 +1,525 @@
+//! Repair (RocksDB's `RepairDB`): rebuilds the MANIFEST of a database
+//! whose MANIFEST is lost or damaged, from its table files and WALs.
+//!
+//! As RocksDB: every MANIFEST goes to `lost/`; each table is scanned (its
+//! column family from its properties, its key and sequence ranges from
+//! its entries) and one that cannot be read goes to `lost/`; each WAL is
+//! replayed into per-column-family memtables that become new tables, then
+//! goes to `lost/`; a fresh MANIFEST names every surviving table, with the
+//! largest sequence number found as the last sequence.
+//!
+//! Unlike RocksDB, which puts every table into L0 whatever their sequence
+//! ranges, a column family whose tables' sequence ranges overlap (tables
+//! from several levels of a compacted tree, where L0's newest-first order
+//! would read stale versions) is merged by one full compaction into its
+//! last level; its old tables then go to `lost/` too. A column family
+//! whose tables' ranges are disjoint keeps them in L0, newest first.
+//!
+//! Invariants: nothing is deleted (only moved to `lost/`), and the new
+//! MANIFEST is written only after every table it names is complete.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::ColumnFamilyDescriptor;
+use super::DEFAULT_COLUMN_FAMILY_NAME;
+use crate::cache::TableCache;
+use crate::compaction::iterator::CompactionRules;
+use crate::compaction::job::{self, JobContext};
+use crate::compaction::{Compaction, CompactionReason, LevelInputs};
+use crate::env::{FileSystemRef, default_fs};
+use crate::error::{Error, Result};
+use crate::format::{InternalKeyComparator, MAX_SEQUENCE_NUMBER, WriteBatch, parse_internal_key};
+use crate::memtable::MemTable;
+use crate::options::{ColumnFamilyOptions, Options};
+use crate::table::iterator::InternalIterator;
+use crate::table::properties::UNKNOWN_COLUMN_FAMILY;
+use crate::table::{Table, TableBuilder};
+use crate::version::filename::table_file_name;
+use crate::version::{FileMetaData, FileType, Version, VersionEdit, VersionSet, parse_file_name};
+
+/// Rebuilds the MANIFEST of the database at `path` (RocksDB's
+/// `RepairDB(dbname, options)`); column families found in tables take
+/// `opts.cf`.
+pub fn repair_db(opts: &Options, path: impl AsRef<Path>) -> Result<()> {
+    repair_db_cf(opts, path, Vec::new())
+}
+
+/// [`repair_db`] with options for named column families (comparators,
+/// merge operators): RocksDB's `RepairDB(dbname, db_options,
+/// column_families, unknown_cf_opts)` with `opts.cf` for the unknown ones.
+pub fn repair_db_cf(
+    opts: &Options,
+    path: impl AsRef<Path>,
+    descs: Vec<ColumnFamilyDescriptor>,
+) -> Result<()> {
+    let fs = opts.fs.clone().unwrap_or_else(default_fs);
+    let dbname = path.as_ref().to_path_buf();
+    let _lock = fs.lock_file(&dbname.join("LOCK"))?;
+    let info_log = super::info_log::InfoLog::open(
+        Arc::clone(&fs),
+        &dbname,
+        opts.max_log_file_size,
+        opts.log_file_time_to_roll,
+        opts.keep_log_file_num,
+    );
+    let mut r = Repairer {
+        info_log,
+        fs: Arc::clone(&fs),
+        dbname: dbname.clone(),
+        wal_dir: opts.wal_dir.clone().unwrap_or_else(|| dbname.clone()),
+        cf_opts: descs.into_iter().map(|d| (d.name, d.options)).collect(),
+        default_opts: opts.cf.clone(),
+        tables: Vec::new(),
+        next_file_number: 1,
+        cf_names: BTreeMap::new(),
+        recovered: 0,
+    };
+    let result = r.run();
+    match &result {
+        Ok(()) => r.info_log.log(&format!(
+            "**** Repaired {}; recovered {} files. Some data may have been lost. ****",
+            dbname.display(),
+            r.recovered
+        )),
+        Err(e) => r
+            .info_log
+            .log(&format!("repair of {} failed: {e}", dbname.display())),
+    }
+    r.info_log.close();
+    result
+}
+
+/// A table that survived the scan.
+struct TableInfo {
+    meta: FileMetaData,
+    cf_id: u32,
+}
+
+struct Repairer {
+    info_log: super::info_log::InfoLog,
+    fs: FileSystemRef,
+    dbname: PathBuf,
+    wal_dir: PathBuf,
+    cf_opts: HashMap<String, ColumnFamilyOptions>,
+    default_opts: ColumnFamilyOptions,
+    tables: Vec<TableInfo>,
+    next_file_number: u64,
+    /// Column families seen: id -> name (the default always).
+    cf_names: BTreeMap<u32, String>,
+    /// Tables the new MANIFEST names.
+    recovered: usize,
+}
+
+impl Repairer {
+    fn options_for(&self, name: &str) -> ColumnFamilyOptions {
+        self.cf_opts
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| self.default_opts.clone())
+    }
+
+    fn run(&mut self) -> Result<()> {
+        self.cf_names
+            .insert(0, DEFAULT_COLUMN_FAMILY_NAME.to_string());
+        let (manifests, wals, tables) = self.find_files()?;
+        for m in &manifests {
+            self.archive(&self.dbname.join(m));
+        }
+        let current = self.dbname.join("CURRENT");
+        if self.fs.file_exists(&current) {
+            self.archive(&current);
+        }
+        for n in tables {
+            self.scan_table(n);
+        }
+        for w in wals {
+            if let Err(e) = self.convert_wal(w) {
+                // As RocksDB: a WAL that cannot be converted is skipped.
+                self.info_log
+                    .log(&format!("repair: WAL #{w}: ignoring conversion error: {e}"));
+            }
+            self.archive(&self.wal_dir.join(crate::wal::log_file_name(w)));
+        }
+        self.write_descriptor()
+    }
+
+    /// MANIFEST names, WAL numbers and table numbers, as RocksDB's
+    /// `FindFiles`; also the next file number.
+    fn find_files(&mut self) -> Result<(Vec<String>, Vec<u64>, Vec<u64>)> {
+        let mut dirs = vec![self.dbname.clone()];
+        if self.wal_dir != self.dbname {
+            dirs.push(self.wal_dir.clone());
+        }
+        let (mut manifests, mut wals, mut tables) = (Vec::new(), Vec::new(), Vec::new());
+        let mut found = false;
+        for (i, d) in dirs.iter().enumerate() {
+            let names = self.fs.children(d)?;
+            // The LOCK and LOG repair itself made do not count.
+            found |= names.iter().any(|n| n != "LOCK" && !n.starts_with("LOG"));
+            for n in names {
+                let Some((number, kind)) = parse_file_name(&n) else {
+                    continue;
+                };
+                match kind {
+                    FileType::Descriptor if i == 0 => manifests.push(n),
+                    FileType::Wal => {
+                        self.next_file_number = self.next_file_number.max(number + 1);
+                        wals.push(number);
+                    }
+                    FileType::Table if i == 0 => {
+                        self.next_file_number = self.next_file_number.max(number + 1);
+                        tables.push(number);
+                    }
+                    // Numbered files (OPTIONS, temporaries); not LOG.old.<time>,
+                    // whose "number" is a timestamp.
+                    FileType::InfoLog | FileType::DbLock | FileType::Current => {}
+                    _ => {
+                        self.next_file_number = self.next_file_number.max(number + 1);
+                    }
+                }
+            }
+        }
+        if !found {
+            return Err(Error::corruption(
+                self.dbname.display(),
+                0,
+                "repair found no files",
+            ));
+        }
+        wals.sort_unstable();
+        wals.dedup();
+        tables.sort_unstable();
+        Ok((manifests, wals, tables))
+    }
+
+    /// Moves `path` into `lost/` next to it (RocksDB's `ArchiveFile`).
+    fn archive(&self, path: &Path) {
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            return;
+        };
+        let lost = dir.join("lost");
+        let _ = self.fs.create_dir_all(&lost);
+        let _ = self.fs.rename_file(path, &lost.join(name));
+    }
+
+    /// Scans table `number`; a table that cannot be read goes to `lost/`.
+    fn scan_table(&mut self, number: u64) {
+        let path = self.dbname.join(table_file_name(number));
+        match self.scan(&path, number) {
+            Ok(t) => {
+                self.cf_names
+                    .entry(t.0.cf_id)
+                    .or_insert_with(|| t.1.clone());
+                self.tables.push(t.0);
+            }
+            Err(e) => {
+                self.info_log
+                    .log(&format!("repair: table #{number}: ignoring {e}"));
+                self.archive(&path);
+            }
+        }
+    }
+
+    /// The metadata of the table at `path` and its column family's name.
+    fn scan(&self, path: &Path, number: u64) -> Result<(TableInfo, String)> {
+        let name = path.to_string_lossy().into_owned();
+        let size = self.fs.file_size(path)?;
+        let file = self.fs.new_random_access_file(path)?;
+        let props = crate::table::table_reader::read_table_properties(&*file, &name, size)?;
+        let mut cf_id = props.column_family_id;
+        let mut cf_name = String::from_utf8_lossy(&props.column_family_name).into_owned();
+        if cf_id == UNKNOWN_COLUMN_FAMILY {
+            // A file of unknown family (an old format): the default one.
+            cf_id = 0;
+            cf_name = DEFAULT_COLUMN_FAMILY_NAME.to_string();
+        }
+        let cf_id = u32::try_from(cf_id)
+            .map_err(|_| Error::corruption(&name, 0, format!("column family id {cf_id}")))?;
+        if let Some(known) = self.cf_names.get(&cf_id)
+            && *known != cf_name
+        {
+            return Err(Error::corruption(
+                &name,
+                0,
+                format!(
+                    "inconsistent column family name '{cf_name}'; expected '{known}' for column family id {cf_id}"
+                ),
+            ));
+        }
+        let opts = self.options_for(&cf_name);
+        let table = Arc::new(Table::open(
+            file,
+            &name,
+            size,
+            &opts.table_options(cf_id, &cf_name),
+        )?);
+        let icmp = InternalKeyComparator::new(opts.comparator.clone());
+        let mut meta =
+            FileMetaData::new(number, size, Vec::new(), Vec::new(), MAX_SEQUENCE_NUMBER, 0);
+        let mut it = table.iter();
+        it.seek_to_first();
+        while it.valid() {
+            let Some(p) = parse_internal_key(it.key()) else {
+                it.next();
+                continue;
+            };
+            extend(&icmp, &mut meta, it.key(), p.sequence);
+            it.next();
+        }
+        it.status()?;
+        for (begin, end) in table.range_tombstones() {
+            if let Some(p) = parse_internal_key(begin) {
+                extend(&icmp, &mut meta, begin, p.sequence);
+                let end_key = crate::format::make_internal_key(
+                    end,
+                    MAX_SEQUENCE_NUMBER,
+                    crate::format::ValueType::RangeDeletion,
+                );
+                extend(&icmp, &mut meta, &end_key, p.sequence);
+            }
+        }
+        if meta.smallest.is_empty() {
+            return Err(Error::corruption(&name, 0, "table has no entries"));
+        }
+        meta.oldest_ancester_time = props.creation_time;
+        meta.file_creation_time = props.file_creation_time;
+        Ok((TableInfo { meta, cf_id }, cf_name))
+    }
+
+    /// Replays WAL `number` into memtables and writes each non-empty one
+    /// as a new table (RocksDB's `ConvertLogToTable`).
+    fn convert_wal(&mut self, number: u64) -> Result<()> {
+        let path = self.wal_dir.join(crate::wal::log_file_name(number));
+        let mut reader = crate::wal::LogReader::new(self.fs.new_sequential_file(&path)?, number);
+        let mut mems: HashMap<u32, Arc<MemTable>> = HashMap::new();
+        for (&id, name) in &self.cf_names {
+            let o = self.options_for(name);
+            mems.insert(
+                id,
+                super::new_memtable(&InternalKeyComparator::new(o.comparator.clone()), &o),
+            );
+        }
+        loop {
+            let rec = match reader.read_record() {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                // Checksummed reading skips damage (as RocksDB's reporter).
+                Err(crate::wal::reader::ReadError::Corruption { .. }) => continue,
+                Err(_) => break,
+            };
+            let Ok(batch) = WriteBatch::from_bytes(rec) else {
+                continue;
+            };
+            if let Err(e) = super::write::insert_batch(&batch, batch.sequence(), &mems, None) {
+                self.info_log
+                    .log(&format!("repair: WAL #{number}: ignoring {e}"));
+            }
+        }
+        for (id, mem) in mems {
+            if mem.is_empty() {
+                continue;
+            }
+            let name = self.cf_names.get(&id).cloned().unwrap_or_default();
+            let file_number = self.next_file_number;
+            self.next_file_number += 1;
+            let meta = self.write_memtable(&mem, id, &name, file_number)?;
+            self.tables.push(TableInfo { meta, cf_id: id });
+        }
+        Ok(())
+    }
+
+    /// Writes `mem` (every entry, every range tombstone) as table
+    /// `number` of column family `cf_id`.
+    fn write_memtable(
+        &self,
+        mem: &Arc<MemTable>,
+        cf_id: u32,
+        cf_name: &str,
+        number: u64,
+    ) -> Result<FileMetaData> {
+        let o = self.options_for(cf_name);
+        let path = self.dbname.join(table_file_name(number));
+        let file = self.fs.new_writable_file(&path)?;
+        let mut b = TableBuilder::new(o.table_options(cf_id, cf_name), file)?;
+        let mut it = mem.iter();
+        it.seek_to_first();
+        while it.valid() {
+            b.add(it.key(), it.value())?;
+            it.next();
+        }
+        for (k, end) in mem.range_tombstones() {
+            if let Some(p) = parse_internal_key(&k) {
+                b.add_range_tombstone(p.user_key, &end, p.sequence)?;
+            }
+        }
+        let info = b.finish(true)?;
+        self.fs.sync_dir(&self.dbname)?;
+        let now = crate::compaction_filter::unix_now_seconds();
+        let mut meta = FileMetaData::from_table(number, &info);
+        meta.file_creation_time = now;
+        meta.oldest_ancester_time = now;
+        Ok(meta)
+    }
+
+    /// Writes the new MANIFEST (RocksDB's `AddTables`), merging the
+    /// tables of column families whose sequence ranges overlap.
+    fn write_descriptor(&mut self) -> Result<()> {
+        let default_cmp = self.options_for(DEFAULT_COLUMN_FAMILY_NAME).comparator;
+        let mut vopts = crate::version::VersionSetOptions::new(default_cmp);
+        for name in self.cf_names.values() {
+            let o = self.options_for(name);
+            vopts
+                .cf_comparators
+                .insert(name.clone(), o.comparator.clone());
+            vopts
+                .cf_num_levels
+                .insert(name.clone(), o.num_levels.max(1));
+        }
+        vopts.num_levels = self.default_opts.num_levels.max(1);
+        let mut vs = VersionSet::create_new_with(Arc::clone(&self.fs), &self.dbname, vopts)?;
+        let names: Vec<(u32, String)> =
+            self.cf_names.iter().map(|(i, n)| (*i, n.clone())).collect();
+        for (id, name) in &names {
+            if *id != 0 {
+                let cmp = self.options_for(name).comparator;
+                vs.create_column_family_with_id(name, cmp, 0, *id)?;
+            }
+        }
+        let max_seq = self
+            .tables
+            .iter()
+            .map(|t| t.meta.largest_seqno)
+            .max()
+            .unwrap_or(0);
+        let mut by_cf: BTreeMap<u32, Vec<FileMetaData>> = BTreeMap::new();
+        for t in std::mem::take(&mut self.tables) {
+            by_cf.entry(t.cf_id).or_default().push(t.meta);
+        }
+        for (id, mut files) in by_cf {
+            let name = self.cf_names.get(&id).cloned().unwrap_or_default();
+            let o = self.options_for(&name);
+            files.sort_by(crate::version::version::newest_first);
+            let disjoint = files
+                .windows(2)
+                .all(|w| w[0].smallest_seqno > w[1].largest_seqno);
+            let mut edit = VersionEdit {
+                log_number: Some(0),
+                ..VersionEdit::default()
+            };
+            if disjoint || files.len() == 1 {
+                for f in files {
+                    edit.new_files.push((0, f));
+                }
+            } else {
+                let last = o.num_levels.max(1) - 1;
+                for f in self.merge(id, &name, &o, &files, last)? {
+                    edit.new_files.push((last as u32, f));
+                }
+                for f in &files {
+                    self.archive(&self.dbname.join(table_file_name(f.number)));
+                }
+            }
+            self.recovered += edit.new_files.len();
+            vs.mark_file_number_used(self.next_file_number.saturating_sub(1));
+            vs.set_last_sequence(max_seq);
+            vs.log_and_apply(id, edit)?;
+        }
+        vs.mark_file_number_used(self.next_file_number.saturating_sub(1));
+        vs.set_last_sequence(max_seq);
+        // A last edit records the counters even without tables.
+        vs.log_and_apply(0, VersionEdit::default())?;
+        Ok(())
+    }
+
+    /// One full compaction of `files` (column family `id`) into `level`.
+    fn merge(
+        &mut self,
+        id: u32,
+        name: &str,
+        o: &ColumnFamilyOptions,
+        files: &[FileMetaData],
+        level: usize,
+    ) -> Result<Vec<FileMetaData>> {
+        let icmp = InternalKeyComparator::new(o.comparator.clone());
+        let inputs: Vec<Arc<FileMetaData>> = files.iter().cloned().map(Arc::new).collect();
+        let version = Arc::new(Version::new(icmp.clone(), level + 1));
+        let c = Compaction {
+            cf_id: id,
+            inputs: vec![LevelInputs {
+                level: 0,
+                files: inputs.clone(),
+            }],
+            output_level: level,
+            target_file_size: o.target_file_size(level.max(1)),
+            max_grandparent_overlap_bytes: u64::MAX,
+            grandparents: Vec::new(),
+            reason: CompactionReason::ManualCompaction,
+            score: 0.0,
+            deletion_only: false,
+            allow_trivial_move: false,
+            version,
+        };
+        let table_options = o.table_options(id, name);
+        let cache = TableCache::new(Arc::clone(&self.fs), self.dbname.clone(), 1000);
+        let read_options = Arc::new(table_options.clone());
+        let mut tombstones = Vec::new();
+        for f in &inputs {
+            tombstones.extend_from_slice(
+                cache
+                    .get(f.number, f.file_size, f.largest_seqno, &read_options)?
+                    .range_tombstones(),
+            );
+        }
+        let next = std::sync::atomic::AtomicU64::new(self.next_file_number);
+        let new_file_number = || next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let make_input = || -> Result<Box<dyn InternalIterator + Send + '_>> {
+            let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
+            for f in &inputs {
+                let t = cache.get(f.number, f.file_size, f.largest_seqno, &read_options)?;
+                children.push(Box::new(t.compaction_iter()));
+            }
+            Ok(Box::new(crate::iter::MergingIterator::new(
+                icmp.clone(),
+                children,
+            )))
+        };
+        let ctx = JobContext {
+            fs: Arc::clone(&self.fs),
+            dir: &self.dbname,
+            table_options,
+            rules: CompactionRules {
+                ucmp: o.comparator.clone(),
+                snapshots: Vec::new(),
+                merge_operator: o.merge_operator.clone(),
+                filter: None,
+                output_level: level,
+            },
+            input_tombstones: tombstones,
+            new_file_number: &new_file_number,
+            make_input: &make_input,
+            max_subcompactions: 1,
+            now_seconds: crate::compaction_filter::unix_now_seconds(),
+            cancel: None,
+            identity: ("", ""),
+            checksum_factory: None,
+        };
+        let out = job::run(&c, &ctx).map_err(|e| e.error)?;
+        self.next_file_number = next.load(std::sync::atomic::Ordering::SeqCst);
+        self.fs.sync_dir(&self.dbname)?;
+        Ok(out.files)
+    }
+}
+
+/// Widens `meta`'s key and sequence ranges to take internal key `ikey`.
+fn extend(icmp: &InternalKeyComparator, meta: &mut FileMetaData, ikey: &[u8], seq: u64) {
+    if meta.smallest.is_empty() || icmp.compare(ikey, &meta.smallest).is_lt() {
+        meta.smallest = ikey.to_vec();
+    }
+    if meta.largest.is_empty() || icmp.compare(ikey, &meta.largest).is_gt() {
+        meta.largest = ikey.to_vec();
+    }
+    meta.smallest_seqno = meta.smallest_seqno.min(seq);
+    meta.largest_seqno = meta.largest_seqno.max(seq);
+}
