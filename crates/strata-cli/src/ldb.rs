@@ -54,6 +54,8 @@ pub const COMMANDS: &[&str] = &[
     "file_checksum_dump",
     "idump",
     "repair",
+    "list_file_range_deletes",
+    "unsafe_remove_sst_file",
 ];
 
 struct Ctx<'a> {
@@ -561,6 +563,27 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
             let (opts, descs) = db_options(db_path, f)?;
             strata::db::repair_db_cf(&opts, db_path, descs).map_err(err)?;
             writeln!(out, "OK").map_err(|e| e.to_string())?;
+        }
+        "list_file_range_deletes" => {
+            // ldb's `list_file_range_deletes [--max_keys=N]` (1000 by
+            // default): each table's range tombstones, fragmented.
+            let max_keys: i64 = f.num("max_keys", 1000)?;
+            let db = open(db_path, c.f, true)?;
+            let s = db
+                .range_tombstone_summary(&cf(&db, f)?, usize::try_from(max_keys).unwrap_or(0))
+                .map_err(err)?;
+            writeln!(out, "{s}").map_err(|e| e.to_string())?;
+        }
+        "unsafe_remove_sst_file" => {
+            // ldb's `unsafe_remove_sst_file <number>`: drops a table from
+            // the MANIFEST (its data is lost). Not for a live database.
+            let number: u64 = arg(0, "SST file number")?
+                .parse()
+                .map_err(|_| "Failed: Failed to parse SST file number".to_string())?;
+            let (opts, descs) = db_options(db_path, f)?;
+            strata::db::unsafe_remove_sst_file(&opts, db_path, &descs, number)
+                .map_err(|e| format!("Failed: failed to unsafely remove SST file: {e}"))?;
+            eprintln!("unsafely removed SST file");
         }
         "checkconsistency" => {
             let db = open(db_path, c.f, true)?;

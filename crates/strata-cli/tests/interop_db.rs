@@ -523,3 +523,70 @@ fn repair_command_matches_ldb() {
         );
     }
 }
+
+#[test]
+fn list_file_range_deletes_and_unsafe_remove_sst_file_match_ldb() {
+    let Some(_) = rocksdb_tool("ldb") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    run(
+        {
+            let mut c = ours(&db);
+            c.arg("--create_if_missing").arg("load");
+            c
+        },
+        load_input(61, 500).as_bytes(),
+    );
+    // Three L0 tables (below the compaction trigger, so the tombstones
+    // stay): the loaded keys, then one range deletion each.
+    for (b, e) in [("key010000", "key030000"), ("key020000", "key040000")] {
+        let mut c = ours(&db);
+        c.arg("deleterange").arg(b).arg(e);
+        run(c, b"");
+    }
+    let mut fl = ours(&db);
+    fl.arg("flush");
+    run(fl, b"");
+    for extra in [vec![], vec!["--max_keys=2"]] {
+        let mut a = ldb(&db);
+        a.arg("list_file_range_deletes").args(&extra);
+        let mut b = ours(&db);
+        b.arg("list_file_range_deletes").args(&extra);
+        let (x, y) = (run(a, b""), run(b, b""));
+        assert_eq!(x, y, "{extra:?}");
+        assert!(x.contains("start: "), "{x}");
+    }
+    // Each tool drops the same table from a copy of the database.
+    let table: u64 = std::fs::read_dir(&db)
+        .unwrap()
+        .filter_map(|e| {
+            let n = e.unwrap().file_name().to_string_lossy().into_owned();
+            n.strip_suffix(".sst")?.parse().ok()
+        })
+        .max()
+        .unwrap();
+    let copies = [dir.path().join("a"), dir.path().join("b")];
+    for c in &copies {
+        std::fs::create_dir_all(c).unwrap();
+        for e in std::fs::read_dir(&db).unwrap() {
+            let e = e.unwrap();
+            if e.path().is_file() {
+                std::fs::copy(e.path(), c.join(e.file_name())).unwrap();
+            }
+        }
+    }
+    let remove = |mut c: std::process::Command| {
+        let o = c
+            .arg("unsafe_remove_sst_file")
+            .arg(table.to_string())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    assert_eq!(remove(ours(&copies[0])), remove(ldb(&copies[1])));
+    let (a, b) = (scan_both(&copies[0], &[]), scan_both(&copies[1], &[]));
+    assert_eq!(a, b);
+    assert_eq!(a.0, a.1);
+    assert_ne!(a.0, scan_both(&db, &[]).0, "the table's keys are gone");
+}

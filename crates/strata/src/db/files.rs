@@ -664,6 +664,61 @@ impl DB {
         out
     }
 
+    /// The range tombstones of `cf`'s tables, fragmented, level by level
+    /// (RocksDB's `TablesRangeTombstoneSummary`, which `ldb
+    /// list_file_range_deletes` prints): for each table `=== file : PATH
+    /// ===`, then up to `max_entries` lines in all of `start: HEX end: HEX
+    /// seq: N`.
+    pub fn range_tombstone_summary(
+        &self,
+        cf: &ColumnFamilyHandle,
+        max_entries: usize,
+    ) -> Result<String> {
+        use std::fmt::Write;
+        let mut out = String::new();
+        if max_entries == 0 {
+            return Ok(out);
+        }
+        let sv = self.inner.super_version(cf.id)?;
+        let mut left = max_entries;
+        'levels: for level in 0..sv.version.num_levels() {
+            for f in sv.version.files(level) {
+                let _ = writeln!(
+                    out,
+                    "=== file : {}/{} ===",
+                    self.inner.dbname.display(),
+                    crate::cache::table_cache::table_file_name(f.number)
+                );
+                let t = self.inner.sv_table(&sv, f)?;
+                let frags = crate::compaction::fragments::Fragments::from_encoded(
+                    sv.options.comparator.clone(),
+                    t.range_tombstones(),
+                );
+                for fr in &frags.list {
+                    for seq in &fr.seqs {
+                        if left == 0 {
+                            break 'levels;
+                        }
+                        let _ = writeln!(
+                            out,
+                            "start: {} end: {} seq: {seq}",
+                            crate::version::hex(&fr.start),
+                            crate::version::hex(&fr.end)
+                        );
+                        left -= 1;
+                    }
+                }
+                if left == 0 {
+                    break 'levels;
+                }
+            }
+        }
+        if left == 0 {
+            out.push_str("(results may not be complete)\n");
+        }
+        Ok(out)
+    }
+
     /// Every live table file with its level, key and sequence ranges.
     pub fn live_files_metadata(&self) -> Vec<LiveFileMetaData> {
         let st = self.inner.lock_state();

@@ -63,7 +63,7 @@ pub use files::{
 pub use ingest::IngestExternalFileArg;
 pub use open::ColumnFamilyDescriptor;
 pub use read::{DbIterator, KeyVersion, Snapshot};
-pub use repair::{repair_db, repair_db_cf};
+pub use repair::{repair_db, repair_db_cf, unsafe_remove_sst_file};
 pub use stats::{LevelStats, StallStats};
 pub use super_version::SuperVersion;
 pub use transaction_log::{BatchResult, TransactionLogIterator};

@@ -42,7 +42,10 @@ impl ColumnFamilyDescriptor {
     }
 }
 
-fn version_set_options(opts: &Options, descs: &[ColumnFamilyDescriptor]) -> VersionSetOptions {
+pub(crate) fn version_set_options(
+    opts: &Options,
+    descs: &[ColumnFamilyDescriptor],
+) -> VersionSetOptions {
     let mut v = VersionSetOptions::new(opts.cf.comparator.clone());
     // Each column family is checked against (and created with) its own
     // comparator.
