@@ -205,8 +205,24 @@ const COPY_CHUNK_SIZE: usize = 1 << 20;
 /// Copies `src` to `dst` on `fs` (at most `limit` bytes; an error if
 /// `src` is shorter than `limit`), synced.
 pub fn copy_file(fs: &dyn FileSystem, src: &Path, dst: &Path, limit: Option<u64>) -> Result<()> {
-    let mut input = fs.new_sequential_file(src)?;
-    let mut output = fs.new_writable_file(dst)?;
+    copy_file_between(fs, src, fs, dst, limit, true, &mut |_| {}).map(|_| ())
+}
+
+/// Copies `src` on `src_fs` to `dst` on `dst_fs` (at most `limit` bytes;
+/// an error if `src` is shorter than `limit`), handing each chunk to
+/// `on_chunk` once written; with `sync`, durable on return. Returns the
+/// bytes copied.
+pub fn copy_file_between(
+    src_fs: &dyn FileSystem,
+    src: &Path,
+    dst_fs: &dyn FileSystem,
+    dst: &Path,
+    limit: Option<u64>,
+    sync: bool,
+    on_chunk: &mut dyn FnMut(&[u8]),
+) -> Result<u64> {
+    let mut input = src_fs.new_sequential_file(src)?;
+    let mut output = dst_fs.new_writable_file(dst)?;
     let mut left = limit.unwrap_or(u64::MAX);
     let mut buf = vec![0u8; COPY_CHUNK_SIZE];
     while left > 0 {
@@ -216,21 +232,26 @@ pub fn copy_file(fs: &dyn FileSystem, src: &Path, dst: &Path, limit: Option<u64>
             break;
         }
         output.append(&buf[..n])?;
+        on_chunk(&buf[..n]);
         left -= n as u64;
     }
+    let size = output.size();
     if let Some(limit) = limit
-        && output.size() < limit
+        && size < limit
     {
         return Err(Error::io(
             format!("copy {}", src.display()),
             std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
-                format!("file too small: {} bytes, {limit} expected", output.size()),
+                format!("file too small: {size} bytes, {limit} expected"),
             ),
         ));
     }
-    output.sync()?;
-    output.close()
+    if sync {
+        output.sync()?;
+    }
+    output.close()?;
+    Ok(size)
 }
 
 /// Seconds since the Unix epoch now (0 if the clock is before it).

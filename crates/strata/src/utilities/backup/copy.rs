@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::env::FileSystem;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::util::checksum::crc32c_extend;
 
 /// Bytes read per step of a copy (RocksDB's `kDefaultCopyFileBufferSize`
@@ -123,56 +123,31 @@ pub fn copy_with_crc(
     dst: &Path,
     o: CopyOptions<'_>,
 ) -> Result<(u64, u32)> {
-    let mut out = dst_fs.new_writable_file(dst)?;
     let mut crc = 0u32;
-    let mut size = 0u64;
-    match src {
+    let mut on_chunk = |b: &[u8]| {
+        if let Some(r) = o.rate {
+            r.request(b.len() as u64);
+        }
+        crc = crc32c_extend(crc, b);
+        if let Some(p) = o.progress {
+            p.add(b.len() as u64);
+        }
+    };
+    let size = match src {
         Source::Bytes(b) => {
-            if let Some(r) = o.rate {
-                r.request(b.len() as u64);
-            }
+            let mut out = dst_fs.new_writable_file(dst)?;
             out.append(b)?;
-            crc = crc32c_extend(crc, b);
-            size = b.len() as u64;
+            on_chunk(b);
+            if o.sync {
+                out.sync()?;
+            }
+            out.close()?;
+            b.len() as u64
         }
         Source::File { fs, path, limit } => {
-            let mut input = fs.new_sequential_file(path)?;
-            let mut left = limit.unwrap_or(u64::MAX);
-            let mut buf = vec![0u8; CHUNK];
-            while left > 0 {
-                let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-                let n = input.read(&mut buf[..want])?;
-                if n == 0 {
-                    break;
-                }
-                if let Some(r) = o.rate {
-                    r.request(n as u64);
-                }
-                out.append(&buf[..n])?;
-                crc = crc32c_extend(crc, &buf[..n]);
-                size += n as u64;
-                left -= n as u64;
-                if let Some(p) = o.progress {
-                    p.add(n as u64);
-                }
-            }
-            if let Some(limit) = limit
-                && size < limit
-            {
-                return Err(Error::io(
-                    format!("copy {}", path.display()),
-                    std::io::Error::new(
-                        std::io::ErrorKind::UnexpectedEof,
-                        format!("file too small: {size} bytes, {limit} expected"),
-                    ),
-                ));
-            }
+            crate::env::copy_file_between(fs, path, dst_fs, dst, limit, o.sync, &mut on_chunk)?
         }
-    }
-    if o.sync {
-        out.sync()?;
-    }
-    out.close()?;
+    };
     Ok((size, crc))
 }
 
