@@ -11,9 +11,10 @@
 //! Unlike RocksDB, which puts every table into L0 whatever their sequence
 //! ranges, a column family whose tables' sequence ranges overlap (tables
 //! from several levels of a compacted tree, where L0's newest-first order
-//! would read stale versions) is merged by one full compaction into its
-//! last level; its old tables then go to `lost/` too. A column family
-//! whose tables' ranges are disjoint keeps them in L0, newest first.
+//! would read stale versions) is merged into one table in its last level,
+//! every entry kept with its sequence number (compactions then do the
+//! rest); its old tables then go to `lost/` too. A column family whose
+//! tables' ranges are disjoint keeps them in L0, newest first.
 //!
 //! Invariants: nothing is deleted (only moved to `lost/`), and the new
 //! MANIFEST is written only after every table it names is complete.
@@ -24,10 +25,6 @@ use std::sync::Arc;
 
 use super::ColumnFamilyDescriptor;
 use super::DEFAULT_COLUMN_FAMILY_NAME;
-use crate::cache::TableCache;
-use crate::compaction::iterator::CompactionRules;
-use crate::compaction::job::{self, JobContext};
-use crate::compaction::{Compaction, CompactionReason, LevelInputs};
 use crate::env::{FileSystemRef, default_fs};
 use crate::error::{Error, Result};
 use crate::format::{InternalKeyComparator, MAX_SEQUENCE_NUMBER, WriteBatch, parse_internal_key};
@@ -37,7 +34,7 @@ use crate::table::iterator::InternalIterator;
 use crate::table::properties::UNKNOWN_COLUMN_FAMILY;
 use crate::table::{Table, TableBuilder};
 use crate::version::filename::table_file_name;
-use crate::version::{FileMetaData, FileType, Version, VersionEdit, VersionSet, parse_file_name};
+use crate::version::{FileMetaData, FileType, VersionEdit, VersionSet, parse_file_name};
 
 /// Rebuilds the MANIFEST of the database at `path` (RocksDB's
 /// `RepairDB(dbname, options)`); column families found in tables take
@@ -166,6 +163,10 @@ impl Repairer {
         if self.fs.file_exists(&current) {
             self.archive(&current);
         }
+        // Durable before anything else moves: after a crash from here on
+        // the database has no MANIFEST and repair runs again, rather than
+        // an old MANIFEST coming back to name WALs already set aside.
+        self.fs.sync_dir(&self.dbname)?;
         for n in tables {
             self.scan_table(n);
         }
@@ -413,13 +414,21 @@ impl Repairer {
                 .insert(name.clone(), o.num_levels.max(1));
         }
         vopts.num_levels = self.default_opts.num_levels.max(1);
-        let mut vs = VersionSet::create_new_with(Arc::clone(&self.fs), &self.dbname, vopts)?;
+        // One MANIFEST, installed (CURRENT) only once complete.
+        vopts.max_manifest_file_size = u64::MAX;
+        let mut vs = VersionSet::create_new_uninstalled(Arc::clone(&self.fs), &self.dbname, vopts)?;
+        // Every WAL this repair read is in a table now: the edits record a
+        // log number above them all, so none is replayed again, even one a
+        // crash put back.
+        let log_number = self.next_file_number;
+        self.next_file_number += 1;
+        vs.mark_file_number_used(log_number);
         let names: Vec<(u32, String)> =
             self.cf_names.iter().map(|(i, n)| (*i, n.clone())).collect();
         for (id, name) in &names {
             if *id != 0 {
                 let cmp = self.options_for(name).comparator;
-                vs.create_column_family_with_id(name, cmp, 0, *id)?;
+                vs.create_column_family_with_id(name, cmp, log_number, *id)?;
             }
         }
         let max_seq = self
@@ -440,7 +449,7 @@ impl Repairer {
                 .windows(2)
                 .all(|w| w[0].smallest_seqno > w[1].largest_seqno);
             let mut edit = VersionEdit {
-                log_number: Some(0),
+                log_number: Some(log_number),
                 ..VersionEdit::default()
             };
             if disjoint || files.len() == 1 {
@@ -465,85 +474,68 @@ impl Repairer {
         vs.set_last_sequence(max_seq);
         // A last edit records the counters even without tables.
         vs.log_and_apply(0, VersionEdit::default())?;
-        Ok(())
+        vs.install_current()
     }
 
-    /// One full compaction of `files` (column family `id`) into `level`.
+    /// Merges `files` (column family `id`) into one table for `level`,
+    /// keeping every entry with its sequence number (no compaction rule
+    /// applied): an entry found twice (a repair that a crash interrupted
+    /// after writing this table, run again) is written once, so nothing
+    /// counts twice, merge operands included.
     fn merge(
         &mut self,
         id: u32,
         name: &str,
         o: &ColumnFamilyOptions,
         files: &[FileMetaData],
-        level: usize,
+        _level: usize,
     ) -> Result<Vec<FileMetaData>> {
         let icmp = InternalKeyComparator::new(o.comparator.clone());
-        let inputs: Vec<Arc<FileMetaData>> = files.iter().cloned().map(Arc::new).collect();
-        let version = Arc::new(Version::new(icmp.clone(), level + 1));
-        let c = Compaction {
-            cf_id: id,
-            inputs: vec![LevelInputs {
-                level: 0,
-                files: inputs.clone(),
-            }],
-            output_level: level,
-            target_file_size: o.target_file_size(level.max(1)),
-            max_grandparent_overlap_bytes: u64::MAX,
-            grandparents: Vec::new(),
-            reason: CompactionReason::ManualCompaction,
-            score: 0.0,
-            deletion_only: false,
-            allow_trivial_move: false,
-            version,
-        };
-        let table_options = o.table_options(id, name);
-        let cache = TableCache::new(Arc::clone(&self.fs), self.dbname.clone(), 1000);
-        let read_options = Arc::new(table_options.clone());
-        let mut tombstones = Vec::new();
-        for f in &inputs {
-            tombstones.extend_from_slice(
-                cache
-                    .get(f.number, f.file_size, f.largest_seqno, &read_options)?
-                    .range_tombstones(),
-            );
+        let topts = o.table_options(id, name);
+        let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
+        let mut tombstones: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        for f in files {
+            let path = self.dbname.join(table_file_name(f.number));
+            let file = self.fs.new_random_access_file(&path)?;
+            let t = Arc::new(Table::open(
+                file,
+                &path.to_string_lossy(),
+                f.file_size,
+                &topts,
+            )?);
+            tombstones.extend_from_slice(t.range_tombstones());
+            children.push(Box::new(t.compaction_iter()));
         }
-        let next = std::sync::atomic::AtomicU64::new(self.next_file_number);
-        let new_file_number = || next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let make_input = || -> Result<Box<dyn InternalIterator + Send + '_>> {
-            let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
-            for f in &inputs {
-                let t = cache.get(f.number, f.file_size, f.largest_seqno, &read_options)?;
-                children.push(Box::new(t.compaction_iter()));
+        tombstones.sort_by(|a, b| icmp.compare(&a.0, &b.0).then_with(|| a.1.cmp(&b.1)));
+        tombstones.dedup();
+        let number = self.next_file_number;
+        self.next_file_number += 1;
+        let path = self.dbname.join(table_file_name(number));
+        let mut b = TableBuilder::new(topts, self.fs.new_writable_file(&path)?)?;
+        let mut it = Dedup::new(crate::iter::MergingIterator::new(icmp, children));
+        it.seek_to_first();
+        while it.valid() {
+            b.add(it.key(), it.value())?;
+            it.next();
+        }
+        it.status()?;
+        for (k, end) in &tombstones {
+            if let Some(p) = parse_internal_key(k) {
+                b.add_range_tombstone(p.user_key, end, p.sequence)?;
             }
-            Ok(Box::new(crate::iter::MergingIterator::new(
-                icmp.clone(),
-                children,
-            )))
-        };
-        let ctx = JobContext {
-            fs: Arc::clone(&self.fs),
-            dir: &self.dbname,
-            table_options,
-            rules: CompactionRules {
-                ucmp: o.comparator.clone(),
-                snapshots: Vec::new(),
-                merge_operator: o.merge_operator.clone(),
-                filter: None,
-                output_level: level,
-            },
-            input_tombstones: tombstones,
-            new_file_number: &new_file_number,
-            make_input: &make_input,
-            max_subcompactions: 1,
-            now_seconds: crate::compaction_filter::unix_now_seconds(),
-            cancel: None,
-            identity: ("", ""),
-            checksum_factory: None,
-        };
-        let out = job::run(&c, &ctx).map_err(|e| e.error)?;
-        self.next_file_number = next.load(std::sync::atomic::Ordering::SeqCst);
+        }
+        let info = b.finish(true)?;
         self.fs.sync_dir(&self.dbname)?;
-        Ok(out.files)
+        let now = crate::compaction_filter::unix_now_seconds();
+        let mut meta = FileMetaData::from_table(number, &info);
+        meta.file_creation_time = now;
+        meta.oldest_ancester_time = files
+            .iter()
+            .map(|f| f.oldest_ancester_time)
+            .filter(|&t| t > 0)
+            .min()
+            .unwrap_or(now);
+        Ok(vec![meta])
     }
 }
 
@@ -557,4 +549,71 @@ fn extend(icmp: &InternalKeyComparator, meta: &mut FileMetaData, ikey: &[u8], se
     }
     meta.smallest_seqno = meta.smallest_seqno.min(seq);
     meta.largest_seqno = meta.largest_seqno.max(seq);
+}
+
+/// Skips entries whose internal key equals the previous one: a repair
+/// interrupted after a WAL became a table, but before the WAL was set
+/// aside, finds the same entries twice at its next run (merge operands
+/// must not apply twice). Forward iteration only, as compactions read.
+struct Dedup<I> {
+    inner: I,
+    last: Vec<u8>,
+}
+
+impl<I: InternalIterator> Dedup<I> {
+    fn new(inner: I) -> Self {
+        Dedup {
+            inner,
+            last: Vec::new(),
+        }
+    }
+
+    fn remember(&mut self) {
+        self.last.clear();
+        if self.inner.valid() {
+            self.last.extend_from_slice(self.inner.key());
+        }
+    }
+}
+
+impl<I: InternalIterator> InternalIterator for Dedup<I> {
+    fn valid(&self) -> bool {
+        self.inner.valid()
+    }
+    fn seek_to_first(&mut self) {
+        self.inner.seek_to_first();
+        self.remember();
+    }
+    fn seek_to_last(&mut self) {
+        self.inner.seek_to_last();
+        self.remember();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.inner.seek(target);
+        self.remember();
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.inner.seek_for_prev(target);
+        self.remember();
+    }
+    fn next(&mut self) {
+        self.inner.next();
+        while self.inner.valid() && self.inner.key() == self.last.as_slice() {
+            self.inner.next();
+        }
+        self.remember();
+    }
+    fn prev(&mut self) {
+        self.inner.prev();
+        self.remember();
+    }
+    fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+    fn status(&self) -> Result<()> {
+        self.inner.status()
+    }
 }

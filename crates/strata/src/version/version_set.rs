@@ -242,6 +242,21 @@ impl VersionSet {
         dbname: &Path,
         opts: VersionSetOptions,
     ) -> Result<VersionSet> {
+        let vs = Self::create_new_uninstalled(fs, dbname, opts)?;
+        vs.install_current()?;
+        Ok(vs)
+    }
+
+    /// [`VersionSet::create_new_with`] without CURRENT: the MANIFEST can be
+    /// filled (repair) before [`VersionSet::install_current`] makes it the
+    /// database's, so a crash meanwhile leaves no half-built database
+    /// that opens. REQUIRES (until installed): no MANIFEST rollover, which
+    /// would install itself (`opts.max_manifest_file_size` = `u64::MAX`).
+    pub fn create_new_uninstalled(
+        fs: FileSystemRef,
+        dbname: &Path,
+        opts: VersionSetOptions,
+    ) -> Result<VersionSet> {
         fs.create_dir_all(dbname)?;
         if fs.file_exists(&current_file_path(dbname)) {
             return Err(invalid(format!(
@@ -257,7 +272,6 @@ impl VersionSet {
             ..VersionEdit::default()
         };
         let writer = write_manifest(&*fs, dbname, 1, &[edit.encode()])?;
-        set_current_file(&*fs, dbname, 1)?;
         let mut cfs = BTreeMap::new();
         let default = EditApplier::new_cf(&opts, 0, DEFAULT_COLUMN_FAMILY_NAME);
         cfs.insert(0, ColumnFamilyData::from_state(default));
@@ -265,6 +279,12 @@ impl VersionSet {
         vs.manifest_file_number = 1;
         vs.manifest = Some(writer);
         Ok(vs)
+    }
+
+    /// Points CURRENT at this version set's MANIFEST (synced, with the
+    /// directory).
+    pub fn install_current(&self) -> Result<()> {
+        set_current_file(&*self.fs, &self.dbname, self.manifest_file_number)
     }
 
     pub(crate) fn from_parts(
