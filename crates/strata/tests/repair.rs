@@ -293,3 +293,28 @@ fn rocksdb_and_strata_repair_each_other_s_databases() {
     }
     assert_eq!(got, m0);
 }
+
+#[test]
+fn a_database_without_its_manifest_is_not_replaced_by_a_new_one() {
+    // Opening with create_if_missing where tables lie without CURRENT
+    // would make a new database that deletes them as obsolete: refused,
+    // with what to do; repair then brings the data back.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let o = opts();
+    let db = DB::open(o.clone(), &path).unwrap();
+    db.put(&WriteOptions::default(), b"k", b"v").unwrap();
+    db.flush().unwrap();
+    db.close().unwrap();
+    lose_manifest(&path);
+    match DB::open(o.clone(), &path) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("repair"), "{m}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    repair_db(&o, &path).unwrap();
+    let db = DB::open(o, &path).unwrap();
+    assert_eq!(
+        db.get(&ReadOptions::default(), b"k").unwrap().as_deref(),
+        Some(&b"v"[..])
+    );
+}

@@ -179,7 +179,30 @@ impl DB {
             )?
         } else {
             // (A missing database without create_if_missing was refused
-            // above.)
+            // above.) Tables without CURRENT are a database that lost its
+            // MANIFEST (or a repair or restore a crash interrupted): a new
+            // database here would delete them as obsolete. Stricter than
+            // RocksDB, which creates it. (A MANIFEST alone is a creation
+            // that a crash cut short: starting again is right.)
+            let leftovers: Vec<String> = fs
+                .children(&dbname)?
+                .into_iter()
+                .filter(|n| {
+                    matches!(
+                        crate::version::parse_file_name(n),
+                        Some((_, crate::version::FileType::Table))
+                    )
+                })
+                .collect();
+            if let Some(first) = leftovers.first() {
+                return Err(Error::InvalidArgument(format!(
+                    "{}: no CURRENT file, but {} table files ({first}, ...) are there: a \
+                     database whose MANIFEST is lost; run repair_db (strata repair), or remove \
+                     them to start a new database",
+                    dbname.display(),
+                    leftovers.len()
+                )));
+            }
             let vs = VersionSet::create_new_with(
                 Arc::clone(&fs),
                 &dbname,
