@@ -1,7 +1,8 @@
 //! Model test: random operation sequences against a `BTreeMap`, on the
 //! crashable in-memory file system, under several option sets. Every seed
 //! is printed on failure and replays with `STRATA_SEED=<seed>`; the seed
-//! count is `STRATA_MODEL_SEEDS` (default 200 per option set).
+//! count is `STRATA_MODEL_SEEDS` (default 200 per option set), and
+//! `STRATA_OPTION_SET=<name>` runs one option set only.
 
 mod common;
 
@@ -203,6 +204,20 @@ fn apply_merge(model: &mut Model, k: &[u8], v: &[u8]) {
     model.insert(k.to_vec(), new);
 }
 
+/// The LOG files' text (older ones hold only what was synced before a
+/// crash).
+fn info_logs(fs: &MemFileSystem) -> String {
+    let dir = std::path::Path::new("/db");
+    let mut names = fs.children(dir).unwrap_or_default();
+    names.sort();
+    let mut all = String::new();
+    for n in names.iter().filter(|n| n.starts_with("LOG")) {
+        let log = fs.read_file(&dir.join(n)).unwrap_or_default();
+        all += &format!("==== {n}\n{}", String::from_utf8_lossy(&log));
+    }
+    all
+}
+
 fn scan(db: &DB, ro: &ReadOptions) -> Model {
     let mut it = db.iter(ro).unwrap();
     let mut out = Model::new();
@@ -247,7 +262,10 @@ fn run_seed(seed: u64, set: &OptionSet) {
             0..=34 => {
                 let (k, v) = (rng.key(), rng.value());
                 let sync = rng.below(10) == 0;
-                d.put(&wo(sync), &k, &v).unwrap();
+                if let Err(e) = d.put(&wo(sync), &k, &v) {
+                    // Usually a background error: the LOG says which.
+                    panic!("{ctx}: put: {e}\n{}", info_logs(&fs));
+                }
                 model.insert(k, v);
                 // A synced write is a durable point only through the WAL.
                 if sync && !set.disable_wal {
@@ -586,7 +604,11 @@ fn model_random_sequences() {
     let only: Option<u64> = std::env::var("STRATA_SEED")
         .ok()
         .and_then(|s| s.parse().ok());
+    let only_set = std::env::var("STRATA_OPTION_SET").ok();
     for set in &OPTION_SETS {
+        if only_set.as_deref().is_some_and(|n| n != set.name) {
+            continue;
+        }
         let list: Vec<u64> = match only {
             Some(s) => vec![s],
             None => (1..=seeds).collect(),

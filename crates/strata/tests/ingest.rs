@@ -633,3 +633,96 @@ fn compactions_into_l0_wait_for_older_memtable_data_below_an_ingested_file() {
     db.wait_for_compactions().unwrap();
     assert_eq!(get(&db, "a").as_deref(), Some("new"));
 }
+
+#[test]
+fn an_empty_range_deletion_in_an_external_file_does_not_invert_its_bounds() {
+    // A file with a point key and an empty tombstone [k, k) (RocksDB's
+    // SstFileWriter writes those; ours skips them): the file's range is
+    // its point key's, so later compactions find it in its level.
+    let dir = tempfile::tempdir().unwrap();
+    let db = DB::open(opts(), dir.path().join("db")).unwrap();
+    let path = dir.path().join("e.sst");
+    let mut w = SstFileWriter::create(&path, TableOptions::default()).unwrap();
+    w.put(b"k5", b"v").unwrap();
+    w.delete_range(b"k2", b"k2").unwrap();
+    let info = w.finish().unwrap();
+    assert_eq!(info.num_entries, 1);
+    db.ingest_external_file(&[&path], &IngestExternalFileOptions::default())
+        .unwrap();
+    let f = &db.live_files_metadata()[0];
+    assert_eq!(
+        (f.smallest_key.as_slice(), f.largest_key.as_slice()),
+        (&b"k5"[..], &b"k5"[..])
+    );
+    for i in 0..10 {
+        put(&db, &format!("k{i}"), "x");
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    assert_eq!(get(&db, "k5").as_deref(), Some("x"));
+}
+
+/// Writes `path` as RocksDB 7.8.3's SstFileWriter does, keeping empty
+/// range deletions (ours drops them).
+fn write_sst_like_rocksdb(path: &Path, puts: &[&str], ranges: &[(&str, &str)]) {
+    let file = strata::env::default_fs().new_writable_file(path).unwrap();
+    let topts = TableOptions {
+        column_family_id: strata::table::properties::UNKNOWN_COLUMN_FAMILY,
+        column_family_name: String::new(),
+        ..TableOptions::default()
+    };
+    let mut b = strata::table::TableBuilder::new(topts, file).unwrap();
+    b.add_user_property(
+        "rocksdb.external_sst_file.version",
+        2u32.to_le_bytes().to_vec(),
+    );
+    b.add_user_property(
+        "rocksdb.external_sst_file.global_seqno",
+        0u64.to_le_bytes().to_vec(),
+    );
+    for k in puts {
+        let ikey = strata::format::dbformat::make_internal_key(
+            k.as_bytes(),
+            0,
+            strata::format::dbformat::ValueType::Value,
+        );
+        b.add(&ikey, b"v").unwrap();
+    }
+    for (s, e) in ranges {
+        b.add_range_tombstone(s.as_bytes(), e.as_bytes(), 0)
+            .unwrap();
+    }
+    b.finish(true).unwrap();
+}
+
+#[test]
+fn an_empty_range_deletion_written_by_rocksdb_is_ignored_at_ingestion() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = DB::open(opts(), dir.path().join("db")).unwrap();
+    let path = dir.path().join("r.sst");
+    write_sst_like_rocksdb(&path, &["k5"], &[("k2", "k2")]);
+    db.ingest_external_file(&[&path], &IngestExternalFileOptions::default())
+        .unwrap();
+    let f = &db.live_files_metadata()[0];
+    assert_eq!(
+        (f.smallest_key.as_slice(), f.largest_key.as_slice()),
+        (&b"k5"[..], &b"k5"[..])
+    );
+    // A file of nothing but empty tombstones changes nothing: refused as
+    // empty, not called corrupt.
+    let path = dir.path().join("only-empty.sst");
+    write_sst_like_rocksdb(&path, &[], &[("k2", "k2")]);
+    let e = db
+        .ingest_external_file(&[&path], &IngestExternalFileOptions::default())
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    assert!(e.to_string().contains("no entries"), "{e}");
+    // Compactions place later files around it correctly.
+    for i in 0..10 {
+        put(&db, &format!("k{i}"), "x");
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    assert_eq!(get(&db, "k5").as_deref(), Some("x"));
+    assert_eq!(get(&db, "k2").as_deref(), Some("x"));
+}

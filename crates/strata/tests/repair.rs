@@ -318,3 +318,36 @@ fn a_database_without_its_manifest_is_not_replaced_by_a_new_one() {
         Some(&b"v"[..])
     );
 }
+
+#[test]
+fn empty_range_deletions_in_a_wal_do_not_become_tables() {
+    // `delete_range(k, k)` deletes nothing: a WAL of nothing else gives
+    // no table, and next to a put it does not widen (invert) the table's
+    // bounds.
+    let dir = tempfile::tempdir().unwrap();
+    let o = opts();
+    for (name, with_put) in [("only", false), ("mixed", true)] {
+        let path = dir.path().join(name);
+        let db = DB::open(o.clone(), &path).unwrap();
+        let wo = WriteOptions::default();
+        db.delete_range(&wo, b"k2", b"k2").unwrap();
+        if with_put {
+            db.put(&wo, b"k5", b"v").unwrap();
+        }
+        drop(db);
+        lose_manifest(&path);
+        repair_db(&o, &path).unwrap();
+        let db = DB::open(o.clone(), &path).unwrap();
+        let files = db.live_files_metadata();
+        if with_put {
+            assert_eq!(files.len(), 1, "{files:?}");
+            assert_eq!(
+                (files[0].smallest_key.as_slice(), files[0].largest_key.as_slice()),
+                (&b"k5"[..], &b"k5"[..])
+            );
+            assert_eq!(scan_cf(&db, "default").len(), 1);
+        } else {
+            assert!(files.is_empty(), "{files:?}");
+        }
+    }
+}

@@ -374,6 +374,11 @@ fn finish_file(
     }
     let info = f.builder.finish(true)?;
     let mut meta = FileMetaData::from_table(f.number, &info);
+    debug_assert!(
+        meta.bounds_in_order(c.version.icmp()),
+        "compaction output #{}: inverted bounds",
+        f.number
+    );
     if let Some(h) = &f.checksum {
         (meta.file_checksum, meta.file_checksum_func_name) = h.finish();
     }

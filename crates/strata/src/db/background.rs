@@ -224,8 +224,24 @@ impl DbInner {
             if let Err(e) = r
                 && !self.shutting_down.load(Ordering::Acquire)
             {
-                self.info_log
-                    .log(&format!("[{}] compaction failed: {e}", c.cf_id));
+                // The inputs, so the LOG alone explains a failed install.
+                let inputs: Vec<String> = c
+                    .input_files()
+                    .map(|(l, f)| {
+                        format!(
+                            "L{l} #{} [{} .. {}]",
+                            f.number,
+                            crate::version::internal_key_debug_string(&f.smallest, false),
+                            crate::version::internal_key_debug_string(&f.largest, false)
+                        )
+                    })
+                    .collect();
+                self.info_log.log(&format!(
+                    "[{}] compaction to L{} failed: {e}; inputs: {}",
+                    c.cf_id,
+                    c.output_level,
+                    inputs.join(", ")
+                ));
                 st.bg_error.get_or_insert(e);
             }
         }

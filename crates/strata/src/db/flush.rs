@@ -17,6 +17,7 @@ use std::sync::{Arc, PoisonError};
 
 use super::{DbInner, DbState};
 use crate::error::{Error, Result};
+use crate::format::dbformat::is_empty_range_tombstone;
 use crate::format::{SequenceNumber, ValueType, parse_internal_key};
 use crate::iter::MergingIterator;
 use crate::memtable::MemTable;
@@ -193,8 +194,14 @@ impl DbInner {
             .map(|m| Box::new(m.iter()) as Box<dyn InternalIterator + Send>)
             .collect();
         let mut it = MergingIterator::new(icmp.clone(), children);
-        let mut tombstones: Vec<(Vec<u8>, Vec<u8>)> =
-            mems.iter().flat_map(|m| m.range_tombstones()).collect();
+        // An empty tombstone (`delete_range(k, k)`) deletes nothing and
+        // would invert the file's bounds, hiding the file from overlap
+        // checks; it is not written (RocksDB's fragmenter drops it too).
+        let mut tombstones: Vec<(Vec<u8>, Vec<u8>)> = mems
+            .iter()
+            .flat_map(|m| m.range_tombstones())
+            .filter(|(k, end)| !is_empty_range_tombstone(opts.comparator.as_ref(), k, end))
+            .collect();
         tombstones.sort_by(|a, b| icmp.compare(&a.0, &b.0));
         it.seek_to_first();
         if !it.valid() && tombstones.is_empty() {
@@ -232,6 +239,10 @@ impl DbInner {
         crate::crash_point!("flush::after_dir_sync");
         let now = crate::compaction_filter::unix_now_seconds();
         let mut meta = FileMetaData::from_table(number, &info);
+        debug_assert!(
+            meta.bounds_in_order(&icmp),
+            "flush #{number}: inverted bounds"
+        );
         if let Some(h) = &checksum {
             (meta.file_checksum, meta.file_checksum_func_name) = h.finish();
         }

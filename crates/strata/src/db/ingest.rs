@@ -283,6 +283,13 @@ impl IngestionJob {
             let Some(p) = parse_internal_key(begin) else {
                 return corrupt("Corrupted key in external file.");
             };
+            // An empty tombstone ([k, k): RocksDB's SstFileWriter writes
+            // them) covers nothing; its bounds would invert the file's
+            // (largest before smallest), and compactions would then miss
+            // the file in its level.
+            if self.ucmp.compare(p.user_key, end) != Ordering::Less {
+                continue;
+            }
             let start = make_internal_key(p.user_key, p.sequence, ValueType::RangeDeletion);
             let end = make_internal_key(end, MAX_SEQUENCE_NUMBER, ValueType::RangeDeletion);
             bounds = Some(match bounds {
@@ -302,7 +309,10 @@ impl IngestionJob {
             });
         }
         let Some((smallest, largest)) = bounds else {
-            return corrupt("Generated table have corrupted keys");
+            // Only empty range deletions: nothing to ingest.
+            return Err(Error::InvalidArgument(format!(
+                "File contain no entries: {name} (only empty range deletions)"
+            )));
         };
         Ok(IngestedFile {
             external_path: path.to_path_buf(),

@@ -27,6 +27,7 @@ use super::ColumnFamilyDescriptor;
 use super::DEFAULT_COLUMN_FAMILY_NAME;
 use crate::env::{FileSystemRef, default_fs};
 use crate::error::{Error, Result};
+use crate::format::dbformat::is_empty_range_tombstone;
 use crate::format::{InternalKeyComparator, MAX_SEQUENCE_NUMBER, WriteBatch, parse_internal_key};
 use crate::memtable::MemTable;
 use crate::options::{ColumnFamilyOptions, Options};
@@ -306,6 +307,10 @@ impl Repairer {
         }
         it.status()?;
         for (begin, end) in table.range_tombstones() {
+            if is_empty_range_tombstone(icmp.user_comparator().as_ref(), begin, end) {
+                // Deletes nothing; would invert the bounds.
+                continue;
+            }
             if let Some(p) = parse_internal_key(begin) {
                 extend(&icmp, &mut meta, begin, p.sequence);
                 let end_key = crate::format::make_internal_key(
@@ -360,22 +365,29 @@ impl Repairer {
             let name = self.cf_names.get(&id).cloned().unwrap_or_default();
             let file_number = self.next_file_number;
             self.next_file_number += 1;
-            let meta = self.write_memtable(&mem, id, &name, file_number)?;
-            self.tables.push(TableInfo { meta, cf_id: id });
+            if let Some(meta) = self.write_memtable(&mem, id, &name, file_number)? {
+                self.tables.push(TableInfo { meta, cf_id: id });
+            }
         }
         Ok(())
     }
 
-    /// Writes `mem` (every entry, every range tombstone) as table
-    /// `number` of column family `cf_id`.
+    /// Writes `mem` (every entry, every non-empty range tombstone) as
+    /// table `number` of column family `cf_id`; `None` if that is nothing.
     fn write_memtable(
         &self,
         mem: &Arc<MemTable>,
         cf_id: u32,
         cf_name: &str,
         number: u64,
-    ) -> Result<FileMetaData> {
+    ) -> Result<Option<FileMetaData>> {
         let o = self.options_for(cf_name);
+        let mut tombstones = mem.range_tombstones();
+        tombstones.retain(|(k, end)| !is_empty_range_tombstone(o.comparator.as_ref(), k, end));
+        let point_entries = mem.num_entries() - mem.num_range_deletes();
+        if point_entries == 0 && tombstones.is_empty() {
+            return Ok(None);
+        }
         let path = self.dbname.join(table_file_name(number));
         let file = self.fs.new_writable_file(&path)?;
         let mut b = TableBuilder::new(o.table_options(cf_id, cf_name), file)?;
@@ -385,7 +397,7 @@ impl Repairer {
             b.add(it.key(), it.value())?;
             it.next();
         }
-        for (k, end) in mem.range_tombstones() {
+        for (k, end) in tombstones {
             if let Some(p) = parse_internal_key(&k) {
                 b.add_range_tombstone(p.user_key, &end, p.sequence)?;
             }
@@ -396,7 +408,7 @@ impl Repairer {
         let mut meta = FileMetaData::from_table(number, &info);
         meta.file_creation_time = now;
         meta.oldest_ancester_time = now;
-        Ok(meta)
+        Ok(Some(meta))
     }
 
     /// Writes the new MANIFEST (RocksDB's `AddTables`), merging the
@@ -506,6 +518,7 @@ impl Repairer {
             tombstones.extend_from_slice(t.range_tombstones());
             children.push(Box::new(t.compaction_iter()));
         }
+        tombstones.retain(|(k, end)| !is_empty_range_tombstone(o.comparator.as_ref(), k, end));
         tombstones.sort_by(|a, b| icmp.compare(&a.0, &b.0).then_with(|| a.1.cmp(&b.1)));
         tombstones.dedup();
         let number = self.next_file_number;

@@ -136,6 +136,19 @@ pub struct ParsedInternalKey<'a> {
     pub value_type: ValueType,
 }
 
+/// Whether the range tombstone `(start_ikey, end)` (as tables and
+/// memtables store it) deletes nothing: `[k, k)` or backwards. Such a
+/// tombstone must not reach a table the engine writes, whose bounds it
+/// would invert (its start `k@seq` sorts after its end sentinel `k@max`).
+/// A malformed start key is not empty: its reader reports it.
+pub fn is_empty_range_tombstone(
+    ucmp: &dyn crate::util::comparator::Comparator,
+    start_ikey: &[u8],
+    end: &[u8],
+) -> bool {
+    parse_internal_key(start_ikey).is_some_and(|p| ucmp.compare(p.user_key, end) != Ordering::Less)
+}
+
 /// Parses an internal key; `None` if shorter than 8 bytes or its type is not
 /// a valid extended value type ("Corrupted Key" in RocksDB).
 pub fn parse_internal_key(ikey: &[u8]) -> Option<ParsedInternalKey<'_>> {

@@ -100,13 +100,17 @@ impl SstFileWriter {
 
     /// Deletes user keys in `[begin, end)`.
     pub fn delete_range(&mut self, begin: &[u8], end: &[u8]) -> Result<()> {
-        if self.opts.comparator.compare(begin, end).is_gt() {
-            return Err(Error::InvalidArgument(
+        match self.opts.comparator.compare(begin, end) {
+            std::cmp::Ordering::Greater => Err(Error::InvalidArgument(
                 "end key comes before start key".into(),
-            ));
+            )),
+            // Empty: covers nothing, so nothing is written.
+            std::cmp::Ordering::Equal => Ok(()),
+            std::cmp::Ordering::Less => {
+                self.range_dels.push((begin.to_vec(), end.to_vec()));
+                Ok(())
+            }
         }
-        self.range_dels.push((begin.to_vec(), end.to_vec()));
-        Ok(())
     }
 
     /// Entries added so far.

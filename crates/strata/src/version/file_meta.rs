@@ -117,6 +117,14 @@ impl FileMetaData {
     }
 
     /// The metadata of table `number` as its builder reported it.
+    /// Whether the smallest key does not sort after the largest. Every
+    /// file the engine writes keeps this; an empty range tombstone
+    /// (`[k, k)`) written as is would break it and hide the file from
+    /// overlap checks.
+    pub fn bounds_in_order(&self, icmp: &crate::format::InternalKeyComparator) -> bool {
+        icmp.compare(&self.smallest, &self.largest) != std::cmp::Ordering::Greater
+    }
+
     pub fn from_table(number: u64, info: &crate::table::TableInfo) -> FileMetaData {
         FileMetaData::new(
             number,
