@@ -52,12 +52,36 @@ pub enum Error {
     /// The disk is full (or an injected quota was reached).
     #[error("IO error: No space left on device: {0}")]
     NoSpace(String),
+    /// A wait ran out of time (for example a transaction's lock wait:
+    /// RocksDB's `TimedOut` with `kLockTimeout`).
+    #[error("Operation timed out: {0}")]
+    TimedOut(String),
+    /// The object outlived its allowed time (an expired transaction).
+    #[error("Operation expired: {0}")]
+    Expired(String),
+    /// Merge operands were found without their base value where the
+    /// base lies elsewhere (a write batch's own lookup).
+    #[error("Merge in progress: {0}")]
+    MergeInProgress(String),
+    /// The operation was given up (for example a transaction's batch
+    /// reached its size limit: RocksDB's `Aborted` with `kMemoryLimit`).
+    #[error("Operation aborted: {0}")]
+    Aborted(String),
 }
+
+/// The message of the `Busy` a transaction gets when waiting for a lock
+/// would close a cycle of waiters (RocksDB's `Busy` with `kDeadlock`).
+pub const DEADLOCK_MSG: &str = "Deadlock";
 
 /// The result type used throughout Strata.
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
+    /// Whether this is the `Busy` of a detected deadlock.
+    pub fn is_deadlock(&self) -> bool {
+        matches!(self, Error::Busy(m) if m == DEADLOCK_MSG)
+    }
+
     /// A corruption error at `offset` of `file`.
     pub fn corruption(file: impl fmt::Display, offset: u64, msg: impl Into<String>) -> Error {
         Error::Corruption {
@@ -98,6 +122,10 @@ impl Error {
             Error::TryAgain(m) => Error::TryAgain(m.clone()),
             Error::Incomplete(m) => Error::Incomplete(m.clone()),
             Error::NoSpace(m) => Error::NoSpace(m.clone()),
+            Error::TimedOut(m) => Error::TimedOut(m.clone()),
+            Error::Expired(m) => Error::Expired(m.clone()),
+            Error::MergeInProgress(m) => Error::MergeInProgress(m.clone()),
+            Error::Aborted(m) => Error::Aborted(m.clone()),
         }
     }
 

@@ -235,28 +235,72 @@ impl DbInner {
         seq: SequenceNumber,
         key: &[u8],
     ) -> Result<Option<Vec<u8>>> {
-        let opts = &sv.options;
         let agg = self.range_dels(sv, seq)?;
         let mut ctx = GetContext::new(agg.max_covering_seq(key));
+        let in_memtables = self.visit_key(sv, seq, key, |s, t, v| ctx.add(s, t, v))?;
+        let ticker = if in_memtables {
+            Ticker::MemtableHit
+        } else {
+            Ticker::MemtableMiss
+        };
+        record(&self.options.statistics, ticker, 1);
+        ctx.finish(key, sv.options.merge_operator.as_ref())
+    }
+
+    /// The sequence number of the newest write to `key` in column family
+    /// `cf`: an entry or a range tombstone covering it (RocksDB's
+    /// `GetLatestSequenceForKey`, reading tables too); `None` if nothing
+    /// ever wrote it. Transactions check write conflicts with it.
+    pub(crate) fn latest_sequence_for_key(
+        &self,
+        cf: u32,
+        key: &[u8],
+    ) -> Result<Option<SequenceNumber>> {
+        let sv = self.super_version(cf)?;
+        let seq = crate::format::MAX_SEQUENCE_NUMBER;
+        let tombstone = self.range_dels(&sv, seq)?.max_covering_seq(key);
+        let mut newest = None;
+        self.visit_key(&sv, seq, key, |s, _, _| {
+            newest = Some(s);
+            true
+        })?;
+        Ok(match (newest, tombstone) {
+            (Some(s), t) => Some(s.max(t)),
+            (None, 0) => None,
+            (None, t) => Some(t),
+        })
+    }
+
+    /// Feeds `f` the entries of `key` visible at `seq`, newest first:
+    /// memtables, then level-0 files newest first, then deeper levels,
+    /// until `f` returns true (resolved). Returns whether the memtables
+    /// resolved it.
+    fn visit_key(
+        &self,
+        sv: &SuperVersion,
+        seq: SequenceNumber,
+        key: &[u8],
+        mut f: impl FnMut(SequenceNumber, crate::format::ValueType, &[u8]) -> bool,
+    ) -> Result<bool> {
+        let mut done = false;
         for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-            if ctx.done() {
+            if done {
                 break;
             }
             m.get_with(key, seq, |s, t, v| {
-                if ctx.add(s, t, v) {
+                done = f(s, t, v);
+                if done {
                     std::ops::ControlFlow::Break(())
                 } else {
                     std::ops::ControlFlow::Continue(())
                 }
             });
         }
-        if ctx.done() {
-            record(&self.options.statistics, Ticker::MemtableHit, 1);
-            return ctx.finish(key, opts.merge_operator.as_ref());
+        if done {
+            return Ok(true);
         }
-        record(&self.options.statistics, Ticker::MemtableMiss, 1);
         let lookup = make_internal_key(key, seq, VALUE_TYPE_FOR_SEEK);
-        let ucmp = &opts.comparator;
+        let ucmp = &sv.options.comparator;
         for level in 0..sv.version.num_levels() {
             let files = sv.version.files(level);
             // L0 files may overlap: try each. Deeper levels are sorted and
@@ -271,12 +315,12 @@ impl DbInner {
                 });
                 &files[start..]
             };
-            for f in candidates {
-                if ctx.done() {
-                    break;
+            for file in candidates {
+                if done {
+                    return Ok(false);
                 }
-                let smallest = crate::format::extract_user_key(&f.smallest);
-                let largest = crate::format::extract_user_key(&f.largest);
+                let smallest = crate::format::extract_user_key(&file.smallest);
+                let largest = crate::format::extract_user_key(&file.largest);
                 if ucmp.compare(key, smallest).is_lt() {
                     if level == 0 {
                         continue;
@@ -286,7 +330,7 @@ impl DbInner {
                 if ucmp.compare(key, largest).is_gt() {
                     continue;
                 }
-                let t = self.sv_table(sv, f)?;
+                let t = self.sv_table(sv, file)?;
                 if !t.key_may_match(key) {
                     continue;
                 }
@@ -300,9 +344,11 @@ impl DbInner {
                             "corrupted internal key",
                         ));
                     };
-                    if !ucmp.compare(p.user_key, key).is_eq()
-                        || ctx.add(p.sequence, p.value_type, it.value())
-                    {
+                    if !ucmp.compare(p.user_key, key).is_eq() {
+                        break;
+                    }
+                    done = f(p.sequence, p.value_type, it.value());
+                    if done {
                         break;
                     }
                     it.next();
@@ -310,7 +356,7 @@ impl DbInner {
                 it.status()?;
             }
         }
-        ctx.finish(key, opts.merge_operator.as_ref())
+        Ok(false)
     }
 
     /// Reads several keys from one consistent view.

@@ -40,7 +40,9 @@ use std::time::{Duration, Instant};
 use super::flow_control::StallCondition;
 use super::wal_set::{ClosedWal, predecessor_record};
 use super::write_signals::WriteSignals;
-use super::write_thread::{STATE_COMPLETED, STATE_LEADER, STATE_MEMTABLE_WRITER, Writer, lock};
+use super::write_thread::{
+    STATE_COMPLETED, STATE_LEADER, STATE_MEMTABLE_WRITER, WriteCallback, Writer, lock,
+};
 use super::{DbInner, DbState, MemTables};
 use crate::error::{Error, Result};
 use crate::format::write_batch::BatchRecord;
@@ -229,6 +231,34 @@ impl DbInner {
 
     /// Applies `batch` atomically.
     pub(crate) fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        self.write_impl(opts, batch, None)
+    }
+
+    /// Applies `batch` atomically if `callback`, run in the WAL stage with
+    /// every earlier write visible and no other write able to start,
+    /// succeeds (RocksDB's `WriteWithCallback`). An empty batch writes
+    /// nothing but still runs the callback under the same exclusion.
+    pub(crate) fn write_with_callback(
+        &self,
+        opts: &WriteOptions,
+        batch: WriteBatch,
+        callback: WriteCallback,
+    ) -> Result<()> {
+        let records = batch.data().len() > crate::format::write_batch::HEADER_LEN;
+        if batch.count() == 0 && (!records || opts.disable_wal) {
+            let _stage = lock(&self.write_mutex);
+            self.wait_for_pending_writes();
+            return callback(self);
+        }
+        self.write_impl(opts, batch, Some(callback))
+    }
+
+    fn write_impl(
+        &self,
+        opts: &WriteOptions,
+        batch: WriteBatch,
+        callback: Option<WriteCallback>,
+    ) -> Result<()> {
         if self.read_only {
             return Err(Error::NotSupported("write on a read-only database".into()));
         }
@@ -255,7 +285,7 @@ impl DbInner {
                 s.record(Ticker::WriteWithWal, 1);
             }
         }
-        let w = Writer::new(batch, *opts);
+        let w = Writer::new(batch, *opts, callback);
         let mut lone_group = self.write_thread.join(&w);
         let state = if lone_group.is_some() {
             STATE_LEADER
@@ -509,6 +539,15 @@ impl DbInner {
                 st.memtables()
             }
         };
+        if let Some(cb) = lone.as_mut().and_then(|d| d.callback.take()) {
+            // Exclusive writers are groups of one (`build_group`).
+            self.wait_for_pending_writes();
+            cb(self)?;
+        }
+        debug_assert!(
+            group.len() == 1 || group.iter().all(|w| !w.exclusive),
+            "a writer with a callback shares its group"
+        );
         let first_seq = self.write_path.last_allocated.load(Ordering::Acquire) + 1;
         let last_seq = if let Some(d) = &mut lone {
             // A group of one writes its own batch (no merged copy).

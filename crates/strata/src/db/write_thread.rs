@@ -46,8 +46,16 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// What a writer brings and what it gets back.
+/// Runs in the WAL stage just before a writer's batch gets its sequence
+/// numbers, with every earlier write visible and no other write able to
+/// start (RocksDB's `WriteCallback`); an error fails the write, nothing of
+/// it written. Optimistic transactions validate with it.
+pub(crate) type WriteCallback = Box<dyn FnOnce(&super::DbInner) -> crate::Result<()> + Send>;
+
 pub(crate) struct WriterData {
     pub(crate) batch: WriteBatch,
+    /// Taken by the leader of the writer's group (always its own group).
+    pub(crate) callback: Option<WriteCallback>,
     /// Set by whoever completes the writer.
     pub(crate) result: Option<Result<()>>,
     /// The group this writer was put in, once its leader wrote the WAL.
@@ -59,20 +67,28 @@ pub(crate) struct Writer {
     state: AtomicU8,
     thread: Thread,
     pub(crate) opts: WriteOptions,
+    /// Has a callback: the writer is a group of its own.
+    pub(crate) exclusive: bool,
     /// `batch.byte_size()`, readable without locking `data`.
     pub(crate) size: usize,
     pub(crate) data: Mutex<WriterData>,
 }
 
 impl Writer {
-    pub(crate) fn new(batch: WriteBatch, opts: WriteOptions) -> Arc<Writer> {
+    pub(crate) fn new(
+        batch: WriteBatch,
+        opts: WriteOptions,
+        callback: Option<WriteCallback>,
+    ) -> Arc<Writer> {
         Arc::new(Writer {
             state: AtomicU8::new(STATE_INIT),
             thread: std::thread::current(),
             opts,
+            exclusive: callback.is_some(),
             size: batch.byte_size(),
             data: Mutex::new(WriterData {
                 batch,
+                callback,
                 result: None,
                 group: None,
             }),
@@ -147,8 +163,9 @@ impl WriteThread {
 
     /// The group `leader` leads: the longest prefix of the queue whose
     /// writers are compatible with the leader's (same WAL choice, no sync
-    /// under a non-synced leader) and fit `MAX_GROUP_BYTES`. REQUIRES:
-    /// `leader` is the queue's front.
+    /// under a non-synced leader) and fit `MAX_GROUP_BYTES`; a writer with
+    /// a callback is a group of its own. REQUIRES: `leader` is the
+    /// queue's front.
     pub(crate) fn build_group(&self, leader: &Arc<Writer>) -> Vec<Arc<Writer>> {
         let q = lock(&self.queue);
         debug_assert!(q.front().is_some_and(|f| Arc::ptr_eq(f, leader)));
@@ -157,7 +174,9 @@ impl WriteThread {
         let mut group = Vec::new();
         for w in q.iter() {
             if !group.is_empty()
-                && (w.opts.disable_wal != lead.disable_wal
+                && (leader.exclusive
+                    || w.exclusive
+                    || w.opts.disable_wal != lead.disable_wal
                     || (w.opts.sync && !lead.sync)
                     || bytes + w.size > MAX_GROUP_BYTES)
             {

@@ -286,6 +286,30 @@ impl WriteBatch {
         }
     }
 
+    /// The record starting `offset` bytes into `data()` (an offset that
+    /// [`BatchIter::offset`] gave, or `data().len()` before the record
+    /// was added).
+    pub fn record_at(&self, offset: usize) -> Result<BatchRecord<'_>> {
+        let bad = || Error::corruption("", offset as u64, "no WriteBatch record at this offset");
+        if offset < HEADER_LEN || offset >= self.rep.len() {
+            return Err(bad());
+        }
+        let mut it = BatchIter {
+            d: Decoder::new(&self.rep[offset..]),
+            failed: false,
+        };
+        it.decode().ok_or_else(bad)
+    }
+
+    /// Cuts the batch back to its first `len` bytes holding `count`
+    /// counted records (a save point: `data().len()` and `count()` taken
+    /// earlier).
+    pub fn truncate(&mut self, len: usize, count: u32) {
+        debug_assert!(len >= HEADER_LEN && len <= self.rep.len());
+        self.rep.truncate(len.max(HEADER_LEN));
+        self.set_count(count);
+    }
+
     /// Decodes every record and checks the header count.
     pub fn validate(&self) -> Result<()> {
         let mut found: u64 = 0;
@@ -316,6 +340,11 @@ pub struct BatchIter<'a> {
 }
 
 impl<'a> BatchIter<'a> {
+    /// Offset in the batch's `data()` of the record `next` returns.
+    pub fn offset(&self) -> usize {
+        HEADER_LEN + self.d.position()
+    }
+
     fn decode(&mut self) -> Option<BatchRecord<'a>> {
         let d = &mut self.d;
         let tag = d.u8()?;

@@ -4,6 +4,9 @@
 //!
 //! - [`backup`]: backups in RocksDB's backup directory format.
 //! - [`checkpoint`]: openable copies of a live database.
+//! - [`transactions`]: write batches with an index, pessimistic and
+//!   optimistic transactions.
 
 pub mod backup;
 pub mod checkpoint;
+pub mod transactions;

@@ -1,0 +1,571 @@
+//! One transaction, pessimistic or optimistic (RocksDB's `Transaction`):
+//! its writes collect in a [`WriteBatchWithIndex`] that its reads see, the
+//! keys it writes or reads for update are tracked (and, pessimistically,
+//! locked), and commit writes the batch atomically.
+//!
+//! Invariants: only a `Started` transaction reads, writes or commits;
+//! every tracked key of a pessimistic transaction is locked by it until it
+//! commits, rolls back or drops; each save point lists the keys first
+//! tracked after it, so rolling back to it untracks (and unlocks) exactly
+//! those.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::base_delta_iterator::BaseDeltaIterator;
+use super::lock_manager::{LockRequest, TransactionId};
+use super::optimistic::OptimisticTransactionDB;
+use super::transaction_db::TransactionDB;
+use super::write_batch_with_index::{BatchLookup, WriteBatchWithIndex, full_merge};
+use crate::db::{ColumnFamilyHandle, DB, Snapshot};
+use crate::error::{Error, Result};
+use crate::format::SequenceNumber;
+use crate::options::{ReadOptions, WriteOptions};
+
+/// Where a transaction is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransactionState {
+    Started,
+    Committed,
+    RolledBack,
+}
+
+pub(crate) enum Backend<'db> {
+    Pessimistic(&'db TransactionDB),
+    Optimistic(&'db OptimisticTransactionDB),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Tracked {
+    /// Optimistic: a write to the key above this is a conflict.
+    seq: SequenceNumber,
+    /// Pessimistic: the lock held is exclusive.
+    exclusive: bool,
+}
+
+struct SavePoint {
+    snapshot: Option<Arc<Snapshot>>,
+    /// Keys first tracked after this save point.
+    new_keys: Vec<(u32, Vec<u8>)>,
+}
+
+/// Pessimistic settings of one transaction.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LockSettings {
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) deadlock_detect: bool,
+    pub(crate) deadlock_detect_depth: usize,
+    pub(crate) expires_at: Option<Instant>,
+    pub(crate) max_write_batch_size: usize,
+}
+
+pub struct Transaction<'db> {
+    backend: Backend<'db>,
+    db: &'db DB,
+    id: TransactionId,
+    write_options: WriteOptions,
+    batch: WriteBatchWithIndex,
+    snapshot: Option<Arc<Snapshot>>,
+    snapshot_on_next_op: bool,
+    tracked: HashMap<(u32, Vec<u8>), Tracked>,
+    save_points: Vec<SavePoint>,
+    state: TransactionState,
+    locks: LockSettings,
+    name: Option<String>,
+}
+
+impl std::fmt::Debug for Transaction<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transaction")
+            .field("id", &self.id)
+            .field("state", &self.state)
+            .field("writes", &self.batch.count())
+            .finish()
+    }
+}
+
+impl<'db> Transaction<'db> {
+    pub(crate) fn new(
+        backend: Backend<'db>,
+        db: &'db DB,
+        id: TransactionId,
+        write_options: WriteOptions,
+        set_snapshot: bool,
+        locks: LockSettings,
+    ) -> Self {
+        let mut t = Transaction {
+            backend,
+            db,
+            id,
+            write_options,
+            batch: WriteBatchWithIndex::default(),
+            snapshot: None,
+            snapshot_on_next_op: false,
+            tracked: HashMap::new(),
+            save_points: Vec::new(),
+            state: TransactionState::Started,
+            locks,
+            name: None,
+        };
+        if set_snapshot {
+            t.set_snapshot();
+        }
+        t
+    }
+
+    /// A number no other transaction of the database has.
+    pub fn id(&self) -> TransactionId {
+        self.id
+    }
+
+    pub fn state(&self) -> TransactionState {
+        self.state
+    }
+
+    fn check_started(&self) -> Result<()> {
+        match self.state {
+            TransactionState::Started => {
+                if self.locks.expires_at.is_some_and(|e| Instant::now() > e) {
+                    return Err(Error::Expired(String::new()));
+                }
+                Ok(())
+            }
+            TransactionState::Committed => Err(Error::InvalidArgument(
+                "Transaction has already been committed".into(),
+            )),
+            TransactionState::RolledBack => Err(Error::InvalidArgument(
+                "Transaction has already been rolled back".into(),
+            )),
+        }
+    }
+
+    /// Names the transaction (for two-phase commit).
+    pub fn set_name(&mut self, name: &str) -> Result<()> {
+        self.check_started()?;
+        if self.name.is_some() {
+            return Err(Error::InvalidArgument(
+                "Transaction's name cannot be changed".into(),
+            ));
+        }
+        if name.is_empty() || name.len() > 512 {
+            return Err(Error::InvalidArgument(
+                "Transaction name length must be between 1 and 512 chars".into(),
+            ));
+        }
+        self.name = Some(name.to_string());
+        Ok(())
+    }
+
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// Two-phase commit's first phase: not supported yet (it needs the
+    /// WAL's prepare markers and their recovery); refused rather than
+    /// pretended.
+    pub fn prepare(&mut self) -> Result<()> {
+        self.check_started()?;
+        if self.name.is_none() {
+            return Err(Error::InvalidArgument(
+                "Cannot prepare a transaction that has not been named.".into(),
+            ));
+        }
+        Err(Error::NotSupported(
+            "two-phase commit (Transaction::prepare) is not supported yet".into(),
+        ))
+    }
+
+    /// Takes a snapshot now: later reads for update and writes conflict
+    /// with writes made after it.
+    pub fn set_snapshot(&mut self) {
+        self.snapshot = Some(Arc::new(self.db.snapshot()));
+        self.snapshot_on_next_op = false;
+    }
+
+    /// Takes the snapshot at the next read for update or write.
+    pub fn set_snapshot_on_next_operation(&mut self) {
+        self.snapshot_on_next_op = true;
+    }
+
+    /// The transaction's snapshot, to read at it (`ReadOptions::snapshot`).
+    pub fn snapshot(&self) -> Option<SequenceNumber> {
+        self.snapshot.as_ref().map(|s| s.sequence())
+    }
+
+    pub fn clear_snapshot(&mut self) {
+        self.snapshot = None;
+        self.snapshot_on_next_op = false;
+    }
+
+    /// The writes so far.
+    pub fn write_batch(&self) -> &WriteBatchWithIndex {
+        &self.batch
+    }
+
+    fn prepare_cf(&mut self, cf: u32) -> Result<()> {
+        if !self.batch.has_comparator(cf) {
+            let sv = self.db.inner.super_version(cf)?;
+            self.batch.set_comparator(cf, sv.options.comparator.clone());
+        }
+        Ok(())
+    }
+
+    /// Tracks `key` (locking it if pessimistic) before a read for update
+    /// (`exclusive` as asked) or a write (exclusive).
+    fn track(&mut self, cf: u32, key: &[u8], exclusive: bool) -> Result<()> {
+        self.check_started()?;
+        if self.snapshot_on_next_op {
+            self.set_snapshot();
+        }
+        self.prepare_cf(cf)?;
+        let k = (cf, key.to_vec());
+        let prior = self.tracked.get(&k).copied();
+        match self.backend {
+            Backend::Pessimistic(tdb) => {
+                let need_lock = prior.is_none_or(|p| exclusive && !p.exclusive);
+                if need_lock {
+                    let req = LockRequest {
+                        exclusive,
+                        timeout: self.locks.timeout,
+                        deadlock_detect: self.locks.deadlock_detect,
+                        deadlock_detect_depth: self.locks.deadlock_detect_depth,
+                        expires_at: self.locks.expires_at,
+                    };
+                    tdb.lock_manager().try_lock(self.id, cf, key, req)?;
+                }
+                // A key locked before is safe from others' writes since.
+                if prior.is_none()
+                    && let Some(s) = &self.snapshot
+                    && let Err(e) = check_conflict(self.db, cf, key, s.sequence())
+                {
+                    tdb.lock_manager().unlock(self.id, cf, key);
+                    return Err(e);
+                }
+                let seq = self.snapshot().unwrap_or(0);
+                self.tracked.insert(
+                    k.clone(),
+                    Tracked {
+                        seq,
+                        exclusive: exclusive || prior.is_some_and(|p| p.exclusive),
+                    },
+                );
+            }
+            Backend::Optimistic(_) => {
+                if prior.is_none() {
+                    let seq = self
+                        .snapshot()
+                        .unwrap_or_else(|| self.db.latest_sequence_number());
+                    self.tracked.insert(k.clone(), Tracked { seq, exclusive });
+                }
+            }
+        }
+        if prior.is_none()
+            && let Some(sp) = self.save_points.last_mut()
+        {
+            sp.new_keys.push(k);
+        }
+        Ok(())
+    }
+
+    fn before_write(&mut self, cf: u32, key: &[u8], bytes: usize) -> Result<()> {
+        self.track(cf, key, true)?;
+        let max = self.locks.max_write_batch_size;
+        if max > 0 && self.batch.write_batch().data().len() + bytes > max {
+            return Err(Error::Aborted(format!(
+                "Memory limit reached: the write batch would exceed max_write_batch_size {max}"
+            )));
+        }
+        Ok(())
+    }
+
+    pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put_cf_id(0, key, value)
+    }
+
+    pub fn put_cf(&mut self, cf: &ColumnFamilyHandle, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put_cf_id(cf.id, key, value)
+    }
+
+    fn put_cf_id(&mut self, cf: u32, key: &[u8], value: &[u8]) -> Result<()> {
+        self.before_write(cf, key, key.len() + value.len())?;
+        self.batch.put_cf_id(cf, key, value);
+        Ok(())
+    }
+
+    pub fn delete(&mut self, key: &[u8]) -> Result<()> {
+        self.delete_cf_id(0, key)
+    }
+
+    pub fn delete_cf(&mut self, cf: &ColumnFamilyHandle, key: &[u8]) -> Result<()> {
+        self.delete_cf_id(cf.id, key)
+    }
+
+    fn delete_cf_id(&mut self, cf: u32, key: &[u8]) -> Result<()> {
+        self.before_write(cf, key, key.len())?;
+        self.batch.delete_cf_id(cf, key);
+        Ok(())
+    }
+
+    pub fn single_delete(&mut self, key: &[u8]) -> Result<()> {
+        self.single_delete_cf_id(0, key)
+    }
+
+    pub fn single_delete_cf(&mut self, cf: &ColumnFamilyHandle, key: &[u8]) -> Result<()> {
+        self.single_delete_cf_id(cf.id, key)
+    }
+
+    fn single_delete_cf_id(&mut self, cf: u32, key: &[u8]) -> Result<()> {
+        self.before_write(cf, key, key.len())?;
+        self.batch.single_delete_cf_id(cf, key);
+        Ok(())
+    }
+
+    pub fn merge(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.merge_cf_id(0, key, value)
+    }
+
+    pub fn merge_cf(&mut self, cf: &ColumnFamilyHandle, key: &[u8], value: &[u8]) -> Result<()> {
+        self.merge_cf_id(cf.id, key, value)
+    }
+
+    fn merge_cf_id(&mut self, cf: u32, key: &[u8], value: &[u8]) -> Result<()> {
+        let sv = self.db.inner.super_version(cf)?;
+        if sv.options.merge_operator.is_none() {
+            return Err(Error::NotSupported(
+                "Provide a merge_operator when opening DB".into(),
+            ));
+        }
+        self.before_write(cf, key, key.len() + value.len())?;
+        self.batch.merge_cf_id(cf, key, value);
+        Ok(())
+    }
+
+    /// Reads `key` through the transaction's writes, then the database as
+    /// `ro` says (RocksDB: the transaction's snapshot is not implied).
+    pub fn get(&mut self, ro: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_cf_id(ro, 0, key)
+    }
+
+    pub fn get_cf(
+        &mut self,
+        ro: &ReadOptions,
+        cf: &ColumnFamilyHandle,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        self.get_cf_id(ro, cf.id, key)
+    }
+
+    fn get_cf_id(&mut self, ro: &ReadOptions, cf: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_started()?;
+        self.prepare_cf(cf)?;
+        get_from_batch_and_db(&self.batch, self.db, ro, cf, key)
+    }
+
+    /// Reads `key` and tracks it (locked: exclusive or shared), so a
+    /// write by someone else before commit is a conflict.
+    pub fn get_for_update(
+        &mut self,
+        ro: &ReadOptions,
+        key: &[u8],
+        exclusive: bool,
+    ) -> Result<Option<Vec<u8>>> {
+        self.get_for_update_cf_id(ro, 0, key, exclusive)
+    }
+
+    pub fn get_for_update_cf(
+        &mut self,
+        ro: &ReadOptions,
+        cf: &ColumnFamilyHandle,
+        key: &[u8],
+        exclusive: bool,
+    ) -> Result<Option<Vec<u8>>> {
+        self.get_for_update_cf_id(ro, cf.id, key, exclusive)
+    }
+
+    fn get_for_update_cf_id(
+        &mut self,
+        ro: &ReadOptions,
+        cf: u32,
+        key: &[u8],
+        exclusive: bool,
+    ) -> Result<Option<Vec<u8>>> {
+        self.track(cf, key, exclusive)?;
+        get_from_batch_and_db(&self.batch, self.db, ro, cf, key)
+    }
+
+    /// Several keys of the default column family.
+    pub fn multi_get(&mut self, ro: &ReadOptions, keys: &[&[u8]]) -> Vec<Result<Option<Vec<u8>>>> {
+        keys.iter().map(|k| self.get(ro, k)).collect()
+    }
+
+    /// An iterator over the database (as `ro` says) with the
+    /// transaction's writes on top.
+    pub fn iter(&mut self, ro: &ReadOptions) -> Result<BaseDeltaIterator<'_>> {
+        self.iter_cf_id(ro, 0)
+    }
+
+    pub fn iter_cf(
+        &mut self,
+        ro: &ReadOptions,
+        cf: &ColumnFamilyHandle,
+    ) -> Result<BaseDeltaIterator<'_>> {
+        self.iter_cf_id(ro, cf.id)
+    }
+
+    fn iter_cf_id(&mut self, ro: &ReadOptions, cf: u32) -> Result<BaseDeltaIterator<'_>> {
+        self.check_started()?;
+        self.prepare_cf(cf)?;
+        let merge = self.db.inner.super_version(cf)?.options.merge_operator.clone();
+        let base = self.db.inner.new_iterator(ro, cf)?;
+        Ok(BaseDeltaIterator::new(
+            base,
+            &self.batch,
+            cf,
+            merge,
+            ro.iterate_lower_bound.clone(),
+            ro.iterate_upper_bound.clone(),
+        ))
+    }
+
+    pub fn set_save_point(&mut self) {
+        self.batch.set_save_point();
+        self.save_points.push(SavePoint {
+            snapshot: self.snapshot.clone(),
+            new_keys: Vec::new(),
+        });
+    }
+
+    /// Undoes the writes since the last save point, restores its snapshot
+    /// and untracks (unlocks) the keys first tracked since; `NotFound`
+    /// without a save point.
+    pub fn rollback_to_save_point(&mut self) -> Result<()> {
+        self.check_started()?;
+        let sp = self
+            .save_points
+            .pop()
+            .ok_or_else(|| Error::NotFound("No savepoint".into()))?;
+        self.batch.rollback_to_save_point()?;
+        self.snapshot = sp.snapshot;
+        for (cf, key) in sp.new_keys {
+            self.tracked.remove(&(cf, key.clone()));
+            if let Backend::Pessimistic(tdb) = self.backend {
+                tdb.lock_manager().unlock(self.id, cf, &key);
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets the last save point (its keys stay tracked).
+    pub fn pop_save_point(&mut self) -> Result<()> {
+        let sp = self
+            .save_points
+            .pop()
+            .ok_or_else(|| Error::NotFound("No savepoint".into()))?;
+        self.batch.pop_save_point()?;
+        if let Some(below) = self.save_points.last_mut() {
+            below.new_keys.extend(sp.new_keys);
+        }
+        Ok(())
+    }
+
+    /// Writes the transaction's batch atomically; optimistic transactions
+    /// first check that no tracked key was written by someone else since
+    /// it was tracked (`Busy` if one was: nothing is written).
+    pub fn commit(&mut self) -> Result<()> {
+        self.check_started()?;
+        // A copy: after a failure the transaction still holds its writes
+        // (to roll back, or retry a pessimistic commit).
+        let batch = self.batch.write_batch().clone();
+        match self.backend {
+            Backend::Pessimistic(_) => self.db.write(&self.write_options, batch)?,
+            Backend::Optimistic(odb) => {
+                let keys: Vec<(u32, Vec<u8>, SequenceNumber)> = self
+                    .tracked
+                    .iter()
+                    .map(|((cf, k), t)| (*cf, k.clone(), t.seq))
+                    .collect();
+                odb.commit(&self.write_options, batch, keys)?
+            }
+        }
+        self.batch.clear();
+        self.state = TransactionState::Committed;
+        self.release();
+        Ok(())
+    }
+
+    /// Drops the writes and releases the locks.
+    pub fn rollback(&mut self) -> Result<()> {
+        if self.state != TransactionState::Started {
+            return self.check_started();
+        }
+        self.batch.clear();
+        self.state = TransactionState::RolledBack;
+        self.release();
+        Ok(())
+    }
+
+    fn release(&mut self) {
+        if let Backend::Pessimistic(tdb) = self.backend {
+            for (cf, key) in self.tracked.keys() {
+                tdb.lock_manager().unlock(self.id, *cf, key);
+            }
+        }
+        self.tracked.clear();
+        self.save_points.clear();
+        self.snapshot = None;
+    }
+}
+
+impl Drop for Transaction<'_> {
+    fn drop(&mut self) {
+        if self.state == TransactionState::Started {
+            self.release();
+        }
+    }
+}
+
+/// `Busy` if `key` was written after `snapshot` (RocksDB's
+/// `TransactionUtil::CheckKey`).
+pub(crate) fn check_conflict(
+    db: &DB,
+    cf: u32,
+    key: &[u8],
+    snapshot: SequenceNumber,
+) -> Result<()> {
+    conflict_in(&db.inner, cf, key, snapshot)
+}
+
+pub(crate) fn conflict_in(
+    inner: &crate::db::DbInner,
+    cf: u32,
+    key: &[u8],
+    seq: SequenceNumber,
+) -> Result<()> {
+    match inner.latest_sequence_for_key(cf, key)? {
+        Some(latest) if latest > seq => Err(Error::Busy(String::new())),
+        _ => Ok(()),
+    }
+}
+
+/// Reads `key` through `batch`, then `db` as `ro` says (RocksDB's
+/// `GetFromBatchAndDB`): the batch's merges apply to the database's value.
+pub(crate) fn get_from_batch_and_db(
+    batch: &WriteBatchWithIndex,
+    db: &DB,
+    ro: &ReadOptions,
+    cf: u32,
+    key: &[u8],
+) -> Result<Option<Vec<u8>>> {
+    let sv = db.inner.super_version(cf)?;
+    let merge = sv.options.merge_operator.as_deref();
+    match batch.lookup(cf, key, merge)? {
+        BatchLookup::Found(v) => Ok(Some(v)),
+        BatchLookup::Deleted => Ok(None),
+        BatchLookup::NotFound => db.inner.get(ro, cf, key),
+        BatchLookup::MergeInProgress(ops) => {
+            let base = db.inner.get(ro, cf, key)?;
+            full_merge(merge, key, base.as_deref(), &ops).map(Some)
+        }
+    }
+}

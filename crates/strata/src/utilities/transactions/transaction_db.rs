@@ -1,0 +1,284 @@
+//! `TransactionDB`: a database whose writers lock keys (RocksDB's
+//! `PessimisticTransactionDB` with the WriteCommitted policy). Writes made
+//! through it outside a transaction lock their keys too, so they wait for
+//! (and never slip under) a transaction holding one.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use super::lock_manager::{DeadlockPath, LockManager, LockRequest};
+use super::transaction::{Backend, LockSettings, Transaction};
+use crate::db::{ColumnFamilyDescriptor, ColumnFamilyHandle, DB};
+use crate::error::{Error, Result};
+use crate::format::WriteBatch;
+use crate::format::write_batch::BatchRecord;
+use crate::options::{Options, ReadOptions, WriteOptions};
+
+/// When a transaction's writes reach the memtable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TxnDBWritePolicy {
+    /// At commit (the default, and the only one supported yet).
+    #[default]
+    WriteCommitted,
+    /// At prepare, with a commit cache deciding visibility (not yet).
+    WritePrepared,
+    /// Before prepare (not yet).
+    WriteUnprepared,
+}
+
+/// RocksDB 7.8.3's `TransactionDBOptions` (times in milliseconds; a
+/// negative time means none).
+#[derive(Clone, Debug)]
+pub struct TransactionDBOptions {
+    /// Locks held at most at once (negative: no limit).
+    pub max_num_locks: i64,
+    /// Deadlocks remembered for `deadlock_info_buffer`.
+    pub max_num_deadlocks: usize,
+    /// Lock-table stripes.
+    pub num_stripes: usize,
+    /// Lock wait of transactions whose own `lock_timeout` is negative.
+    pub transaction_lock_timeout: i64,
+    /// Lock wait of writes made outside transactions.
+    pub default_lock_timeout: i64,
+    pub write_policy: TxnDBWritePolicy,
+}
+
+impl Default for TransactionDBOptions {
+    fn default() -> Self {
+        TransactionDBOptions {
+            max_num_locks: -1,
+            max_num_deadlocks: 5,
+            num_stripes: 16,
+            transaction_lock_timeout: 1000,
+            default_lock_timeout: 1000,
+            write_policy: TxnDBWritePolicy::WriteCommitted,
+        }
+    }
+}
+
+/// RocksDB 7.8.3's `TransactionOptions` (times in milliseconds).
+#[derive(Clone, Debug)]
+pub struct TransactionOptions {
+    /// Take a snapshot at begin (as `Transaction::set_snapshot`).
+    pub set_snapshot: bool,
+    pub deadlock_detect: bool,
+    /// Negative: the database's `transaction_lock_timeout`; 0: fail at
+    /// once when a lock is taken.
+    pub lock_timeout: i64,
+    /// After this long the transaction cannot commit and its locks may be
+    /// taken by others (negative: never).
+    pub expiration: i64,
+    pub deadlock_detect_depth: i64,
+    /// Bytes the batch may reach (0: no limit).
+    pub max_write_batch_size: usize,
+}
+
+impl Default for TransactionOptions {
+    fn default() -> Self {
+        TransactionOptions {
+            set_snapshot: false,
+            deadlock_detect: false,
+            lock_timeout: -1,
+            expiration: -1,
+            deadlock_detect_depth: 50,
+            max_write_batch_size: 0,
+        }
+    }
+}
+
+fn millis(ms: i64) -> Option<Duration> {
+    u64::try_from(ms).ok().map(Duration::from_millis)
+}
+
+pub struct TransactionDB {
+    db: DB,
+    options: TransactionDBOptions,
+    locks: LockManager,
+    next_id: AtomicU64,
+}
+
+impl std::fmt::Debug for TransactionDB {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TransactionDB").field("db", &self.db).finish()
+    }
+}
+
+impl TransactionDB {
+    pub fn open(opts: Options, topts: TransactionDBOptions, path: impl AsRef<Path>) -> Result<Self> {
+        Self::check_policy(&topts)?;
+        Self::wrap(DB::open(opts, path)?, topts)
+    }
+
+    pub fn open_cf(
+        opts: Options,
+        topts: TransactionDBOptions,
+        path: impl AsRef<Path>,
+        cfs: Vec<ColumnFamilyDescriptor>,
+    ) -> Result<Self> {
+        Self::check_policy(&topts)?;
+        Self::wrap(DB::open_cf(opts, path, cfs)?, topts)
+    }
+
+    fn check_policy(topts: &TransactionDBOptions) -> Result<()> {
+        if topts.write_policy != TxnDBWritePolicy::WriteCommitted {
+            return Err(Error::NotSupported(format!(
+                "TransactionDB write policy {:?} (only WriteCommitted is supported yet)",
+                topts.write_policy
+            )));
+        }
+        Ok(())
+    }
+
+    /// Stacks transactions on an open database (RocksDB's `WrapDB`).
+    pub fn wrap(db: DB, topts: TransactionDBOptions) -> Result<Self> {
+        Self::check_policy(&topts)?;
+        let locks = LockManager::new(
+            topts.num_stripes,
+            (topts.max_num_locks >= 0).then_some(topts.max_num_locks),
+        );
+        locks.set_deadlock_info_buffer_size(topts.max_num_deadlocks);
+        Ok(TransactionDB {
+            db,
+            options: topts,
+            locks,
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    /// The database underneath, for reads, flushes and the rest. Writing
+    /// through it directly bypasses the locks.
+    pub fn db(&self) -> &DB {
+        &self.db
+    }
+
+    pub fn into_db(self) -> DB {
+        self.db
+    }
+
+    pub(crate) fn lock_manager(&self) -> &LockManager {
+        &self.locks
+    }
+
+    pub fn begin_transaction(
+        &self,
+        write_options: WriteOptions,
+        txn_options: TransactionOptions,
+    ) -> Transaction<'_> {
+        let timeout = if txn_options.lock_timeout < 0 {
+            millis(self.options.transaction_lock_timeout)
+        } else {
+            millis(txn_options.lock_timeout)
+        };
+        let locks = LockSettings {
+            timeout,
+            deadlock_detect: txn_options.deadlock_detect,
+            deadlock_detect_depth: usize::try_from(txn_options.deadlock_detect_depth).unwrap_or(0),
+            expires_at: millis(txn_options.expiration).map(|d| Instant::now() + d),
+            max_write_batch_size: txn_options.max_write_batch_size,
+        };
+        Transaction::new(
+            Backend::Pessimistic(self),
+            &self.db,
+            self.next_id.fetch_add(1, Ordering::Relaxed),
+            write_options,
+            txn_options.set_snapshot,
+            locks,
+        )
+    }
+
+    /// The last detected deadlocks (RocksDB's `GetDeadlockInfoBuffer`).
+    pub fn deadlock_info_buffer(&self) -> Vec<DeadlockPath> {
+        self.locks.deadlock_info()
+    }
+
+    pub fn set_deadlock_info_buffer_size(&self, n: usize) {
+        self.locks.set_deadlock_info_buffer_size(n);
+    }
+
+    /// Locks held now.
+    pub fn num_locks(&self) -> i64 {
+        self.locks.num_locks()
+    }
+
+    pub fn get(&self, ro: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.db.get(ro, key)
+    }
+
+    pub fn put(&self, wo: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write(wo, b)
+    }
+
+    pub fn put_cf(
+        &self,
+        wo: &WriteOptions,
+        cf: &ColumnFamilyHandle,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put_cf(cf.id, key, value);
+        self.write(wo, b)
+    }
+
+    pub fn delete(&self, wo: &WriteOptions, key: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.write(wo, b)
+    }
+
+    pub fn merge(&self, wo: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.merge(key, value);
+        self.write(wo, b)
+    }
+
+    /// Writes `batch` outside any transaction: its keys are locked
+    /// (waiting `default_lock_timeout`) for the write, as RocksDB does.
+    /// Range deletions cannot be locked and are refused.
+    pub fn write(&self, wo: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        let mut keys: Vec<(u32, Vec<u8>)> = Vec::new();
+        for r in batch.iter() {
+            match r? {
+                BatchRecord::Put { cf, key, .. }
+                | BatchRecord::Delete { cf, key }
+                | BatchRecord::SingleDelete { cf, key }
+                | BatchRecord::Merge { cf, key, .. } => keys.push((cf, key.to_vec())),
+                BatchRecord::DeleteRange { .. } => {
+                    return Err(Error::NotSupported(
+                        "DeleteRange cannot be locked in a TransactionDB".into(),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        keys.sort();
+        keys.dedup();
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let req = LockRequest {
+            exclusive: true,
+            timeout: millis(self.options.default_lock_timeout),
+            deadlock_detect: false,
+            deadlock_detect_depth: 0,
+            expires_at: None,
+        };
+        let mut held = 0;
+        let mut r = Ok(());
+        for (cf, key) in &keys {
+            r = self.locks.try_lock(id, *cf, key, req);
+            if r.is_err() {
+                break;
+            }
+            held += 1;
+        }
+        if r.is_ok() {
+            r = self.db.write(wo, batch);
+        }
+        for (cf, key) in &keys[..held] {
+            self.locks.unlock(id, *cf, key);
+        }
+        r
+    }
+}
