@@ -342,7 +342,10 @@ fn empty_range_deletions_in_a_wal_do_not_become_tables() {
         if with_put {
             assert_eq!(files.len(), 1, "{files:?}");
             assert_eq!(
-                (files[0].smallest_key.as_slice(), files[0].largest_key.as_slice()),
+                (
+                    files[0].smallest_key.as_slice(),
+                    files[0].largest_key.as_slice()
+                ),
                 (&b"k5"[..], &b"k5"[..])
             );
             assert_eq!(scan_cf(&db, "default").len(), 1);

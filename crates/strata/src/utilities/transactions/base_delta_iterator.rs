@@ -241,7 +241,9 @@ impl<'a> BaseDeltaIterator<'a> {
             let resolved = self.delta.resolve_with(
                 &dkey,
                 offsets,
-                self.merge.as_deref().map(|m| m as &dyn crate::merge_operator::MergeOperator),
+                self.merge
+                    .as_deref()
+                    .map(|m| m as &dyn crate::merge_operator::MergeOperator),
             );
             let value = match resolved {
                 Err(e) => {

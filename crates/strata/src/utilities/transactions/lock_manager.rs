@@ -105,7 +105,13 @@ impl LockManager {
     }
 
     /// Takes (or upgrades) `txn`'s lock on `key`, waiting as `req` allows.
-    pub fn try_lock(&self, txn: TransactionId, cf: u32, key: &[u8], req: LockRequest) -> Result<()> {
+    pub fn try_lock(
+        &self,
+        txn: TransactionId,
+        cf: u32,
+        key: &[u8],
+        req: LockRequest,
+    ) -> Result<()> {
         let stripe = self.stripe(cf, key);
         let deadline = req.timeout.map(|t| Instant::now() + t);
         let mut locks = lock(&stripe.locks);

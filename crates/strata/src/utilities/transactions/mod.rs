@@ -33,5 +33,7 @@ pub use base_delta_iterator::BaseDeltaIterator;
 pub use lock_manager::{DeadlockInfo, DeadlockPath, TransactionId};
 pub use optimistic::{OccValidationPolicy, OptimisticTransactionDB, OptimisticTransactionOptions};
 pub use transaction::{Transaction, TransactionState};
-pub use transaction_db::{TransactionDB, TransactionDBOptions, TransactionOptions, TxnDBWritePolicy};
+pub use transaction_db::{
+    TransactionDB, TransactionDBOptions, TransactionOptions, TxnDBWritePolicy,
+};
 pub use write_batch_with_index::{BatchLookup, WriteBatchWithIndex, WriteEntry, WriteType};

@@ -59,7 +59,10 @@ impl std::fmt::Debug for OptimisticTransactionDB {
 
 impl OptimisticTransactionDB {
     pub fn open(opts: Options, path: impl AsRef<Path>) -> Result<Self> {
-        Ok(Self::wrap(DB::open(opts, path)?, OccValidationPolicy::default()))
+        Ok(Self::wrap(
+            DB::open(opts, path)?,
+            OccValidationPolicy::default(),
+        ))
     }
 
     pub fn open_cf(
@@ -141,7 +144,11 @@ impl OptimisticTransactionDB {
                 // in a cycle.
                 let _held: Vec<_> = ids
                     .iter()
-                    .map(|&i| self.buckets[i].lock().unwrap_or_else(PoisonError::into_inner))
+                    .map(|&i| {
+                        self.buckets[i]
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                    })
                     .collect();
                 for (cf, k, seq) in &keys {
                     conflict_in(&self.db.inner, *cf, k, *seq)?;

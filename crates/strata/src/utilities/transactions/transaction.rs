@@ -416,7 +416,13 @@ impl<'db> Transaction<'db> {
     fn iter_cf_id(&mut self, ro: &ReadOptions, cf: u32) -> Result<BaseDeltaIterator<'_>> {
         self.check_started()?;
         self.prepare_cf(cf)?;
-        let merge = self.db.inner.super_version(cf)?.options.merge_operator.clone();
+        let merge = self
+            .db
+            .inner
+            .super_version(cf)?
+            .options
+            .merge_operator
+            .clone();
         let base = self.db.inner.new_iterator(ro, cf)?;
         Ok(BaseDeltaIterator::new(
             base,
@@ -527,12 +533,7 @@ impl Drop for Transaction<'_> {
 
 /// `Busy` if `key` was written after `snapshot` (RocksDB's
 /// `TransactionUtil::CheckKey`).
-pub(crate) fn check_conflict(
-    db: &DB,
-    cf: u32,
-    key: &[u8],
-    snapshot: SequenceNumber,
-) -> Result<()> {
+pub(crate) fn check_conflict(db: &DB, cf: u32, key: &[u8], snapshot: SequenceNumber) -> Result<()> {
     conflict_in(&db.inner, cf, key, snapshot)
 }
 

@@ -100,12 +100,18 @@ pub struct TransactionDB {
 
 impl std::fmt::Debug for TransactionDB {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TransactionDB").field("db", &self.db).finish()
+        f.debug_struct("TransactionDB")
+            .field("db", &self.db)
+            .finish()
     }
 }
 
 impl TransactionDB {
-    pub fn open(opts: Options, topts: TransactionDBOptions, path: impl AsRef<Path>) -> Result<Self> {
+    pub fn open(
+        opts: Options,
+        topts: TransactionDBOptions,
+        path: impl AsRef<Path>,
+    ) -> Result<Self> {
         Self::check_policy(&topts)?;
         Self::wrap(DB::open(opts, path)?, topts)
     }

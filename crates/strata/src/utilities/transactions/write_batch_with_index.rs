@@ -137,7 +137,7 @@ impl WriteBatchWithIndex {
     /// Orders column family `cf`'s keys with `cmp` (its comparator in the
     /// database). REQUIRES: nothing was added to `cf` yet.
     pub fn set_comparator(&mut self, cf: u32, cmp: ComparatorRef) {
-        debug_assert!(!self.index.get(&cf).is_some_and(|i| !i.is_empty()));
+        debug_assert!(self.index.get(&cf).is_none_or(|i| i.is_empty()));
         self.cmps.insert(cf, cmp);
     }
 
