@@ -6,7 +6,9 @@
 //! - [`checkpoint`]: openable copies of a live database.
 //! - [`transactions`]: write batches with an index, pessimistic and
 //!   optimistic transactions.
+//! - [`ttl`]: a database whose values expire (RocksDB's `DBWithTTL`).
 
 pub mod backup;
 pub mod checkpoint;
 pub mod transactions;
+pub mod ttl;
