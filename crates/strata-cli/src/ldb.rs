@@ -33,6 +33,7 @@ pub const COMMANDS: &[&str] = &[
     "batchput",
     "scan",
     "dump",
+    "query",
     "load",
     "list_column_families",
     "create_column_family",
@@ -62,6 +63,8 @@ struct Ctx<'a> {
     f: &'a Flags,
     key_hex: bool,
     value_hex: bool,
+    /// `--ttl`: values carry DBWithTTL's timestamp suffix.
+    ttl: bool,
 }
 
 impl Ctx<'_> {
@@ -91,6 +94,22 @@ impl Ctx<'_> {
             format!("0x{}", to_hex(b))
         } else {
             String::from_utf8_lossy(b).into_owned()
+        }
+    }
+    /// A value as stored: with `--ttl`, stamped with the current time.
+    fn stored_in(&self, v: &[u8]) -> Vec<u8> {
+        if self.ttl {
+            strata::utilities::ttl::append_ts(v, strata::compaction_filter::unix_now_seconds())
+        } else {
+            v.to_vec()
+        }
+    }
+    /// A stored value as read: with `--ttl`, without its timestamp.
+    fn stored_out<'v>(&self, v: &'v [u8]) -> Result<&'v [u8], String> {
+        if self.ttl {
+            strata::utilities::ttl::strip_ts(v).map_err(err)
+        } else {
+            Ok(v)
         }
     }
 }
@@ -191,6 +210,7 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
         f,
         key_hex: hex || f.bool("key_hex")?,
         value_hex: hex || f.bool("value_hex")?,
+        ttl: f.bool("ttl")?,
     };
     let out = std::io::stdout();
     let mut out = out.lock();
@@ -207,14 +227,16 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
                 .get_cf(&ReadOptions::default(), &cf(&db, f)?, &k)
                 .map_err(err)?
             {
-                Some(v) => writeln!(out, "{}", c.value_out(&v)).map_err(|e| e.to_string())?,
+                Some(v) => writeln!(out, "{}", c.value_out(c.stored_out(&v)?))
+                    .map_err(|e| e.to_string())?,
                 None => return Err("Failed: Get failed: NotFound: ".into()),
             }
         }
         "put" => {
             let db = open(db_path, c.f, false)?;
             let (k, v) = (c.key_in(arg(0, "<key>")?)?, c.value_in(arg(1, "<value>")?)?);
-            db.put_cf(&wo, &cf(&db, f)?, &k, &v).map_err(err)?;
+            db.put_cf(&wo, &cf(&db, f)?, &k, &c.stored_in(&v))
+                .map_err(err)?;
             writeln!(out, "OK").map_err(|e| e.to_string())?;
         }
         "delete" => {
@@ -242,10 +264,69 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
             let h = cf(&db, f)?;
             let mut b = WriteBatch::new();
             for pair in args.chunks(2) {
-                b.put_cf(h.id, &c.key_in(&pair[0])?, &c.value_in(&pair[1])?);
+                b.put_cf(
+                    h.id,
+                    &c.key_in(&pair[0])?,
+                    &c.stored_in(&c.value_in(&pair[1])?),
+                );
             }
             db.write(&wo, b).map_err(err)?;
             writeln!(out, "OK").map_err(|e| e.to_string())?;
+        }
+        "query" => {
+            // ldb's interactive `query`: lines of `get <key>`,
+            // `put <key> <value>`, `delete <key>` or `help` on stdin.
+            let db = open(db_path, c.f, false)?;
+            let h = cf(&db, f)?;
+            let mut failed = None;
+            for line in std::io::stdin().lines() {
+                let line = line.map_err(|e| e.to_string())?;
+                let t: Vec<&str> = line.split(' ').collect();
+                let said = match (t[0], t.len()) {
+                    ("help", _) => "get <key>\nput <key> <value>\ndelete <key>".to_string(),
+                    ("delete", 2) => match db.delete_cf(&wo, &h, &c.key_in(t[1])?) {
+                        Ok(()) => format!("Successfully deleted {}", t[1]),
+                        Err(e) => {
+                            failed = Some(format!("delete {} failed: {e}", t[1]));
+                            break;
+                        }
+                    },
+                    ("put", 3) => {
+                        let v = c.stored_in(&c.value_in(t[2])?);
+                        match db.put_cf(&wo, &h, &c.key_in(t[1])?, &v) {
+                            Ok(()) => format!("Successfully put {} {}", t[1], t[2]),
+                            Err(e) => {
+                                failed = Some(format!("put {}=>{} failed: {e}", t[1], t[2]));
+                                break;
+                            }
+                        }
+                    }
+                    ("get", 2) => {
+                        let k = c.key_in(t[1])?;
+                        match db.get_cf(&ReadOptions::default(), &h, &k) {
+                            Ok(Some(v)) => {
+                                format!("{} ==> {}", c.key_out(&k), c.value_out(c.stored_out(&v)?))
+                            }
+                            Ok(None) => {
+                                // ldb stops at a missing key and fails with
+                                // an empty message; so do we.
+                                writeln!(out, "Not found {}", t[1]).map_err(|e| e.to_string())?;
+                                failed = Some(String::new());
+                                break;
+                            }
+                            Err(e) => {
+                                failed = Some(format!("get {} error: {e}", t[1]));
+                                break;
+                            }
+                        }
+                    }
+                    _ => format!("Unknown command {line}"),
+                };
+                writeln!(out, "{said}").map_err(|e| e.to_string())?;
+            }
+            if let Some(m) = failed {
+                return Err(format!("Failed: {m}"));
+            }
         }
         "scan" | "dump" => {
             let db = open(db_path, c.f, true)?;
@@ -267,20 +348,48 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
             if let Some(k) = &from {
                 it.seek(k);
             }
+            // ldb's --start_time/--end_time (with --ttl): timestamps in
+            // [start, end).
+            let ttl_bound = |name: &str, default: i64| -> Result<i64, String> {
+                f.get(name)
+                    .map(|v| v.parse().map_err(|_| format!("bad --{name}: {v}")))
+                    .unwrap_or(Ok(default))
+            };
+            let (ttl_start, ttl_end) = (
+                ttl_bound("start_time", 0)?,
+                ttl_bound("end_time", i64::from(i32::MAX))?,
+            );
+            if ttl_end < ttl_start {
+                return Err("Error: End time can't be less than start time".into());
+            }
             let mut n = 0u64;
             while it.valid() {
                 if to.as_deref().is_some_and(|t| it.key() >= t) || max_keys.is_some_and(|m| n >= m)
                 {
                     break;
                 }
+                if c.ttl {
+                    let v = it.value();
+                    let ts = v
+                        .len()
+                        .checked_sub(4)
+                        .map(|i| {
+                            i64::from(u32::from_le_bytes([v[i], v[i + 1], v[i + 2], v[i + 3]]))
+                        })
+                        .unwrap_or(0);
+                    if ts < ttl_start || ts >= ttl_end {
+                        it.next();
+                        continue;
+                    }
+                }
                 let sep = if cmd == "scan" { " : " } else { " ==> " };
-                writeln!(
-                    out,
-                    "{}{sep}{}",
-                    c.key_out(it.key()),
-                    c.value_out(it.value())
-                )
-                .map_err(|e| e.to_string())?;
+                let v = if c.ttl {
+                    &it.value()[..it.value().len().saturating_sub(4)]
+                } else {
+                    it.value()
+                };
+                writeln!(out, "{}{sep}{}", c.key_out(it.key()), c.value_out(v))
+                    .map_err(|e| e.to_string())?;
                 n += 1;
                 it.next();
             }

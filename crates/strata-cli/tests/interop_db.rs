@@ -590,3 +590,93 @@ fn list_file_range_deletes_and_unsafe_remove_sst_file_match_ldb() {
     assert_eq!(a.0, a.1);
     assert_ne!(a.0, scan_both(&db, &[]).0, "the table's keys are gone");
 }
+
+/// Runs `cmd` like [`run`], accepting RocksDB 7.8.3 ldb's failure on every
+/// `--ttl` command (its check reads the default `--column_family` as a
+/// list of column families; the command's work and output are done).
+fn run_ttl(mut cmd: std::process::Command, stdin: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success()
+            || err.contains("ldb doesn't support TTL DB with multiple column families"),
+        "{cmd:?}: {err}"
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn ttl_commands_match_ldb_both_ways() {
+    // Values written with --ttl carry RocksDB's timestamp suffix: each
+    // tool reads what the other wrote, and scan, get and query print the
+    // same lines.
+    let Some(_) = rocksdb_tool("ldb") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let mut c = ours(&db);
+    c.args(["--create_if_missing", "--ttl", "put", "a", "alpha"]);
+    run(c, b"");
+    let mut c = ldb(&db);
+    c.args(["--ttl", "put", "b", "beta"]);
+    run_ttl(c, b"");
+    let mut c = ours(&db);
+    c.args(["--ttl", "batchput", "c", "gamma", "d", "delta"]);
+    run(c, b"");
+    for args in [
+        vec!["--ttl", "scan"],
+        vec!["--ttl", "scan", "--from=b", "--to=d"],
+        vec!["--ttl", "scan", "--start_time=2000000000"],
+        vec!["--ttl", "get", "b"],
+        vec!["--ttl", "get", "c"],
+    ] {
+        let mut a = ldb(&db);
+        a.args(&args);
+        let mut b = ours(&db);
+        b.args(&args);
+        assert_eq!(run_ttl(a, b""), run(b, b""), "{args:?}");
+    }
+    let script = b"get a\nput e epsilon\nget e\ndelete e\nhelp\nnonsense\n";
+    let mut a = ldb(&db);
+    a.args(["--ttl", "query"]);
+    let mut b = ours(&db);
+    b.args(["--ttl", "query"]);
+    let (x, y) = (run_ttl(a, script), run(b, script));
+    assert_eq!(x, y);
+    assert!(
+        x.contains("a ==> alpha") && x.contains("Unknown command nonsense"),
+        "{x}"
+    );
+    // A missing key ends the session with a failure (and an empty
+    // message), in both.
+    let script = b"get zz\nget a\n";
+    let query = |mut c: std::process::Command| {
+        use std::io::Write;
+        let mut child = c
+            .args(["--ttl", "query"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(script).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let (x, y) = (query(ldb(&db)), query(ours(&db)));
+    assert!(!x.status.success() && !y.status.success());
+    assert_eq!(x.stdout, y.stdout);
+    assert_eq!(String::from_utf8_lossy(&y.stdout), "Not found zz\n");
+    // Without --ttl the suffix is part of the value.
+    let mut c = ours(&db);
+    c.args(["get", "a", "--value_hex"]);
+    let raw = run(c, b"");
+    assert!(raw.starts_with("0x616C706861"), "{raw}");
+    assert_eq!(raw.trim_end().len(), 2 + 2 * ("alpha".len() + 4), "{raw}");
+}
