@@ -391,6 +391,11 @@ pub struct Options {
     /// acknowledgement may wait for earlier inserts still in flight.
     /// Requires `allow_concurrent_memtable_write`; excludes pipelining.
     pub unordered_write: bool,
+    /// Two-phase commit: recovery keeps prepared sections found in the
+    /// WALs, and WALs holding outstanding prepared sections (or the
+    /// sections of committed data not yet flushed) are kept (RocksDB's
+    /// `allow_2pc`; `TransactionDB` sets it).
+    pub allow_2pc: bool,
     /// Group WAL records stay in the WAL file's buffer until
     /// `DB::flush_wal` (or the buffer fills, or a synced write): a process
     /// crash may lose unflushed writes (RocksDB's `manual_wal_flush`).
@@ -466,6 +471,7 @@ impl Default for Options {
             allow_concurrent_memtable_write: true,
             enable_pipelined_write: false,
             unordered_write: false,
+            allow_2pc: false,
             manual_wal_flush: false,
             wal_ttl_seconds: 0,
             wal_size_limit_mb: 0,

@@ -4,6 +4,8 @@
 //! misuse) and OptimisticTransactionDB (validation, both policies), and a
 //! bank-transfer invariant under concurrent transactions.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -325,7 +327,7 @@ fn a_transaction_reads_its_own_writes_and_commits_atomically() {
     r.rollback().unwrap();
     assert!(matches!(r.commit(), Err(Error::InvalidArgument(_))));
     assert_eq!(db.get(&ro(), b"c").unwrap(), None);
-    // Two-phase commit is refused truthfully.
+    // Two-phase commit: a name first, unique among live transactions.
     let mut p = db.begin_transaction(wo(), TransactionOptions::default());
     assert!(
         matches!(p.prepare(), Err(Error::InvalidArgument(_))),
@@ -333,7 +335,24 @@ fn a_transaction_reads_its_own_writes_and_commits_atomically() {
     );
     p.set_name("x").unwrap();
     assert!(matches!(p.set_name("y"), Err(Error::InvalidArgument(_))));
-    assert!(matches!(p.prepare(), Err(Error::NotSupported(_))));
+    let mut q = db.begin_transaction(wo(), TransactionOptions::default());
+    assert!(
+        matches!(q.set_name("x"), Err(Error::InvalidArgument(_))),
+        "taken"
+    );
+    p.put(b"p", b"1").unwrap();
+    p.prepare().unwrap();
+    assert_eq!(p.state(), TransactionState::Prepared);
+    assert!(matches!(p.put(b"p", b"2"), Err(Error::InvalidArgument(_))));
+    assert!(matches!(p.prepare(), Err(Error::InvalidArgument(_))));
+    assert_eq!(
+        db.get(&ro(), b"p").unwrap(),
+        None,
+        "prepared is not visible"
+    );
+    p.commit().unwrap();
+    assert_eq!(db.get(&ro(), b"p").unwrap(), Some(b"1".to_vec()));
+    q.set_name("x").unwrap();
 }
 
 #[test]
@@ -822,4 +841,280 @@ fn bank_transfers_keep_the_total_with_optimistic_transactions() {
             },
         );
     }
+}
+
+// ------------------------------------------------------ two-phase commit
+
+fn wo_sync() -> WriteOptions {
+    WriteOptions {
+        sync: true,
+        ..Default::default()
+    }
+}
+
+/// Writes enough to switch memtables and WALs, then flushes.
+fn churn(db: &TransactionDB, tag: &str) {
+    for i in 0..200 {
+        db.put(
+            &wo(),
+            format!("churn-{tag}-{i:03}").as_bytes(),
+            &[b'x'; 100],
+        )
+        .unwrap();
+    }
+    db.db().flush().unwrap();
+}
+
+fn wal_count(fs: &MemFileSystem) -> usize {
+    use strata::env::FileSystem;
+    fs.children(std::path::Path::new("/db"))
+        .unwrap()
+        .iter()
+        .filter(|n| n.ends_with(".log"))
+        .count()
+}
+
+#[test]
+fn prepared_transactions_survive_a_crash_and_are_committed_or_rolled_back() {
+    let fs = MemFileSystem::new();
+    {
+        let db = tdb(&fs);
+        db.put(&wo_sync(), b"base", b"0").unwrap();
+        let mut a = db.begin_transaction(wo_sync(), TransactionOptions::default());
+        a.set_name("a").unwrap();
+        a.put(b"ka", b"1").unwrap();
+        a.merge(b"base", b"a").unwrap();
+        a.prepare().unwrap();
+        let mut b = db.begin_transaction(wo_sync(), TransactionOptions::default());
+        b.set_name("b").unwrap();
+        b.put(b"kb", b"2").unwrap();
+        b.prepare().unwrap();
+        let mut c = db.begin_transaction(wo_sync(), TransactionOptions::default());
+        c.set_name("c").unwrap();
+        c.put(b"kc", b"3").unwrap();
+        c.prepare().unwrap();
+        c.rollback().unwrap();
+        let mut d = db.begin_transaction(wo_sync(), TransactionOptions::default());
+        d.set_name("d").unwrap();
+        d.put(b"kd", b"4").unwrap();
+        d.prepare().unwrap();
+        d.commit().unwrap();
+        // The WAL holding a and b's sections outlives switches and flushes.
+        drop((a, b, c, d));
+        churn(&db, "1");
+        churn(&db, "2");
+        assert!(wal_count(&fs) >= 2, "the prepared sections' WAL is kept");
+        // Crash: a and b prepared, c rolled back, d committed.
+    }
+    fs.crash_drop_unsynced();
+    let db = tdb(&fs);
+    assert_eq!(db.get(&ro(), b"kd").unwrap(), Some(b"4".to_vec()));
+    assert_eq!(db.get(&ro(), b"ka").unwrap(), None);
+    assert_eq!(db.get(&ro(), b"kc").unwrap(), None);
+    let mut txns = db.get_all_prepared_transactions().unwrap();
+    txns.sort_by(|x, y| x.name().cmp(&y.name()));
+    let names: Vec<_> = txns.iter().map(|t| t.name().unwrap().to_string()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert!(
+        db.get_all_prepared_transactions().unwrap().is_empty(),
+        "handed out once"
+    );
+    // Their keys are locked.
+    let mut other = db.begin_transaction(wo(), quick());
+    assert!(matches!(other.put(b"ka", b"x"), Err(Error::TimedOut(_))));
+    drop(other);
+    let mut b = txns.pop().unwrap();
+    let mut a = txns.pop().unwrap();
+    drop(txns);
+    assert_eq!(
+        a.get(&ro(), b"ka").unwrap(),
+        Some(b"1".to_vec()),
+        "writes rebuilt"
+    );
+    a.commit().unwrap();
+    b.rollback().unwrap();
+    assert_eq!(db.get(&ro(), b"ka").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(db.get(&ro(), b"base").unwrap(), Some(b"0,a".to_vec()));
+    assert_eq!(db.get(&ro(), b"kb").unwrap(), None);
+    // The decisions are durable: after another crash nothing is prepared
+    // and the commit's data is rebuilt from the WAL (not yet flushed).
+    drop((a, b));
+    drop(db);
+    fs.crash_drop_unsynced();
+    let db = tdb(&fs);
+    assert!(db.get_all_prepared_transactions().unwrap().is_empty());
+    assert_eq!(db.get(&ro(), b"ka").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(db.get(&ro(), b"base").unwrap(), Some(b"0,a".to_vec()));
+    assert_eq!(db.get(&ro(), b"kb").unwrap(), None);
+    // With nothing outstanding, old WALs go.
+    churn(&db, "3");
+    assert_eq!(wal_count(&fs), 1);
+}
+
+#[test]
+fn committed_data_is_rebuilt_from_a_prepared_section_in_an_older_wal() {
+    // Prepared in one WAL, committed in a later one, crash before the
+    // commit's memtable is flushed: the older WAL must still be there.
+    let fs = MemFileSystem::new();
+    {
+        let db = tdb(&fs);
+        let mut t = db.begin_transaction(wo_sync(), TransactionOptions::default());
+        t.set_name("late").unwrap();
+        t.put(b"late", b"v").unwrap();
+        t.merge(b"late-m", b"once").unwrap();
+        t.prepare().unwrap();
+        churn(&db, "1");
+        t.commit().unwrap();
+        drop(t);
+        // More writes switch the WAL but leave the commit's memtable.
+        for i in 0..20 {
+            db.put(&wo_sync(), format!("mem-{i}").as_bytes(), &[b'y'; 10])
+                .unwrap();
+        }
+        assert!(wal_count(&fs) >= 2);
+    }
+    fs.crash_drop_unsynced();
+    let db = tdb(&fs);
+    assert_eq!(db.get(&ro(), b"late").unwrap(), Some(b"v".to_vec()));
+    assert_eq!(
+        db.get(&ro(), b"late-m").unwrap(),
+        Some(b"once".to_vec()),
+        "applied once"
+    );
+    assert!(db.get_all_prepared_transactions().unwrap().is_empty());
+    drop(db);
+    let db = tdb(&fs);
+    assert_eq!(db.get(&ro(), b"late-m").unwrap(), Some(b"once".to_vec()));
+}
+
+#[test]
+fn a_plain_open_refuses_a_wal_with_prepared_sections() {
+    let fs = MemFileSystem::new();
+    {
+        let db = tdb(&fs);
+        let mut t = db.begin_transaction(wo_sync(), TransactionOptions::default());
+        t.set_name("t").unwrap();
+        t.put(b"k", b"v").unwrap();
+        t.prepare().unwrap();
+    }
+    match DB::open(opts(&fs), "/db") {
+        Err(Error::NotSupported(m)) => assert!(m.contains("allow_2pc"), "{m}"),
+        other => panic!("expected NotSupported, got {other:?}"),
+    }
+    {
+        let db = tdb(&fs);
+        let mut t = db.get_all_prepared_transactions().unwrap();
+        t[0].rollback().unwrap();
+        drop(t);
+        churn(&db, "x");
+    }
+    // Rolled back and its WAL gone: a plain open works again.
+    DB::open(opts(&fs), "/db").unwrap();
+    // Optimistic transactions have no two-phase commit.
+    let odb = OptimisticTransactionDB::open(opts(&MemFileSystem::new()), "/o").unwrap();
+    let mut o = odb.begin_transaction(wo(), OptimisticTransactionOptions::default());
+    assert!(matches!(o.set_name("n"), Err(Error::NotSupported(_))));
+}
+
+#[test]
+fn rocksdb_ldb_prints_our_two_phase_markers_and_refuses_a_plain_open() {
+    let Some(_) = common::rocksdb::ldb() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    {
+        let opts = Options {
+            create_if_missing: true,
+            ..Options::default()
+        };
+        let db = TransactionDB::open(opts, TransactionDBOptions::default(), &path).unwrap();
+        let mut t = db.begin_transaction(wo_sync(), TransactionOptions::default());
+        t.set_name("xid-commit").unwrap();
+        t.put(b"kc", b"vc").unwrap();
+        t.prepare().unwrap();
+        t.commit().unwrap();
+        let mut r = db.begin_transaction(wo_sync(), TransactionOptions::default());
+        r.set_name("xid-rollback").unwrap();
+        r.put(b"kr", b"vr").unwrap();
+        r.prepare().unwrap();
+        r.rollback().unwrap();
+        let mut p = db.begin_transaction(wo_sync(), TransactionOptions::default());
+        p.set_name("xid-open").unwrap();
+        p.put(b"kp", b"vp").unwrap();
+        p.prepare().unwrap();
+        drop((t, r, p));
+    }
+    let wal = std::fs::read_dir(&path)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "log"))
+        .expect("a WAL");
+    let out = common::rocksdb::ldb()
+        .unwrap()
+        .arg("dump_wal")
+        .arg(format!("--walfile={}", wal.display()))
+        .arg("--print_value")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "ldb dump_wal: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let hex = |s: &str| s.bytes().map(|b| format!("{b:02X}")).collect::<String>();
+    for want in [
+        "BEGIN_PREPARE".to_string(),
+        format!("END_PREPARE(0x{})", hex("xid-commit")),
+        format!("COMMIT(0x{})", hex("xid-commit")),
+        format!("END_PREPARE(0x{})", hex("xid-rollback")),
+        format!("ROLLBACK(0x{})", hex("xid-rollback")),
+        format!("END_PREPARE(0x{})", hex("xid-open")),
+    ] {
+        assert!(text.contains(&want), "ldb dump_wal lacks {want:?}:\n{text}");
+    }
+    // ldb opens with our OPTIONS file, so with allow_2pc: it reads the
+    // committed data and keeps the undecided section (and its WAL).
+    let ldb_get = |extra: &[&str]| {
+        let out = common::rocksdb::ldb()
+            .unwrap()
+            .arg(format!("--db={}", path.display()))
+            .args(extra)
+            .arg("get")
+            .arg("kc")
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    };
+    let (ok, text) = ldb_get(&[]);
+    assert!(
+        ok && text.trim() == "vc",
+        "ldb get on a 2PC database: {text}"
+    );
+    // Without allow_2pc RocksDB refuses the prepared section (Debian's
+    // assertion-enabled ldb aborts on that NotSupported), as Strata's plain
+    // DB::open does.
+    let (ok, text) = ldb_get(&["--try_load_options=false"]);
+    assert!(
+        !ok,
+        "ldb without allow_2pc opened a WAL with a prepared section: {text}"
+    );
+    let err = DB::open(Options::default(), &path).unwrap_err();
+    assert!(matches!(err, Error::NotSupported(_)), "{err}");
+    // The transaction database recovers it.
+    let db =
+        TransactionDB::open(Options::default(), TransactionDBOptions::default(), &path).unwrap();
+    let mut txns = db.get_all_prepared_transactions().unwrap();
+    assert_eq!(txns.len(), 1);
+    assert_eq!(txns[0].name(), Some("xid-open"));
+    txns[0].rollback().unwrap();
+    assert_eq!(db.get(&ro(), b"kc").unwrap(), Some(b"vc".to_vec()));
+    assert_eq!(db.get(&ro(), b"kr").unwrap(), None);
+    assert_eq!(db.get(&ro(), b"kp").unwrap(), None);
 }

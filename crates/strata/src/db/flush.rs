@@ -314,6 +314,22 @@ impl DbInner {
         if !self.persist_advanced_log_numbers(st, current, min_wal) {
             return;
         }
+        // Two-phase commit may need older WALs (`two_phase`); the MANIFEST
+        // records the oldest one kept, where recovery starts reading.
+        let min_wal = match self.min_wal_for_2pc(st) {
+            Some(prep) => prep.min(min_wal),
+            None => min_wal,
+        };
+        if self.options.allow_2pc && min_wal > st.versions.min_log_number_to_keep() {
+            let edit = VersionEdit {
+                min_log_number_to_keep: Some(min_wal),
+                ..VersionEdit::default()
+            };
+            if let Err(e) = st.versions.log_and_apply(0, edit) {
+                st.bg_error.get_or_insert(e);
+                return;
+            }
+        }
         let (old, keep): (Vec<u64>, Vec<u64>) = st.alive_wals.iter().partition(|&&w| w < min_wal);
         st.alive_wals = keep;
         super::write_thread::lock(&self.wal).forget_below(min_wal);

@@ -33,6 +33,7 @@ mod repair;
 mod stats;
 mod super_version;
 mod transaction_log;
+pub(crate) mod two_phase;
 mod wal_archive;
 mod wal_set;
 mod write;
@@ -264,6 +265,8 @@ pub(crate) struct DbInner {
     /// The current SuperVersion of every column family, swapped as a whole
     /// so reads never lock.
     pub(crate) super_versions: ArcSwap<HashMap<u32, Arc<SuperVersion>>>,
+    /// Prepared sections of two-phase commits (`allow_2pc`).
+    pub(crate) two_phase: two_phase::TwoPhase,
 }
 
 impl DbInner {

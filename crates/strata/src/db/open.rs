@@ -14,11 +14,13 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use arc_swap::ArcSwap;
 
+use super::two_phase::{self, RecoveredPrepared, WalRecord};
 use super::write::insert_batch;
 use super::{CfData, ColumnFamilyHandle, DB, DEFAULT_COLUMN_FAMILY_NAME, DbInner, DbState};
 use crate::cache::TableCache;
 use crate::env::{FileSystem, FileSystemRef, default_fs};
 use crate::error::{Error, Result};
+use crate::format::write_batch::BatchRecord;
 use crate::format::{InternalKeyComparator, WriteBatch};
 use crate::memtable::MemTable;
 use crate::options::{ColumnFamilyOptions, Options, WalRecoveryMode};
@@ -361,6 +363,7 @@ impl DB {
             started: std::time::Instant::now(),
             self_ref: std::sync::OnceLock::new(),
             super_versions: ArcSwap::from_pointee(HashMap::new()),
+            two_phase: Default::default(),
             options: opts,
         });
         let _ = inner.self_ref.set(Arc::downgrade(&inner));
@@ -588,12 +591,19 @@ impl DbInner {
             .map(|&id| st.versions.column_family(id).map_or(0, |c| c.log_number()))
             .min()
             .unwrap_or(0);
+        // With two-phase commit, older WALs may hold prepared sections
+        // (`two_phase`): read from the MANIFEST's min_log_number_to_keep.
+        let first_wal = if self.options.allow_2pc {
+            min_log.min(st.versions.min_log_number_to_keep())
+        } else {
+            min_log
+        };
         let mut wals: Vec<u64> = self
             .fs
             .children(&self.wal_dir)?
             .iter()
             .filter_map(|n| parse_wal_number(n))
-            .filter(|&n| n >= min_log)
+            .filter(|&n| n >= first_wal)
             .collect();
         wals.sort_unstable();
         let mode = self.options.wal_recovery_mode;
@@ -614,6 +624,7 @@ impl DbInner {
             })
             .collect();
         let mut stop = false;
+        let mut prepared: BTreeMap<String, RecoveredPrepared> = BTreeMap::new();
         // WAL number -> its length, for WALs read to a clean end.
         let mut complete: HashMap<u64, u64> = HashMap::new();
         for &w in &wals {
@@ -691,10 +702,57 @@ impl DbInner {
                     }
                 }
                 let first_seq = batch.sequence();
-                let end = insert_batch(&batch, first_seq, &mems, Some(&skip))?;
+                let end = match two_phase::classify(&batch) {
+                    Ok(WalRecord::Prepared(name)) => {
+                        if !self.options.allow_2pc {
+                            return Err(Error::NotSupported(format!(
+                                "WAL #{w} holds prepared transaction {name:?}: open with \
+                                 allow_2pc (a TransactionDB)"
+                            )));
+                        }
+                        prepared.insert(
+                            name.clone(),
+                            RecoveredPrepared {
+                                name,
+                                batch,
+                                wal: w,
+                            },
+                        );
+                        continue;
+                    }
+                    Ok(WalRecord::Plain) => {
+                        // Commit markers bring their prepared sections'
+                        // data, at the marker's sequence numbers.
+                        let mut seq = first_seq;
+                        for r in batch.iter() {
+                            match r {
+                                Ok(BatchRecord::Commit(name)) => {
+                                    let name = String::from_utf8_lossy(name);
+                                    if let Some(p) = prepared.remove(name.as_ref()) {
+                                        seq = insert_batch(&p.batch, seq, &mems, Some(&skip))?;
+                                    }
+                                }
+                                Ok(BatchRecord::Rollback(name)) => {
+                                    prepared.remove(String::from_utf8_lossy(name).as_ref());
+                                }
+                                _ => {}
+                            }
+                        }
+                        insert_batch(&batch, seq, &mems, Some(&skip))?
+                    }
+                    Err(e) => match mode {
+                        WalRecoveryMode::PointInTime => {
+                            stop = true;
+                            break;
+                        }
+                        WalRecoveryMode::SkipAnyCorruptedRecords => continue,
+                        _ => return Err(e.relocate(&name, offset)),
+                    },
+                };
                 max_seq = max_seq.max(end.saturating_sub(1));
             }
         }
+        self.two_phase.set_recovered(prepared);
         st.versions.set_last_sequence(max_seq);
         self.last_sequence
             .store(max_seq, std::sync::atomic::Ordering::Release);
@@ -750,12 +808,20 @@ impl DbInner {
             self.fs.create_dir_all(&self.wal_archive_dir())?;
         }
         // Every older WAL is now covered by the MANIFEST (or was cut off by
-        // point-in-time recovery): retire them all (archived or deleted).
+        // point-in-time recovery): retire them all (archived or deleted),
+        // except those holding prepared sections still outstanding.
+        let keep_from = self.min_wal_for_2pc(&st).unwrap_or(new_wal).min(new_wal);
+        let mut kept = Vec::new();
         for name in self.fs.children(&self.wal_dir)? {
-            if let Some(n) = parse_wal_number(&name).filter(|&n| n < new_wal) {
-                self.retire_wal(n);
+            match parse_wal_number(&name).filter(|&n| n < new_wal) {
+                Some(n) if n < keep_from => self.retire_wal(n),
+                Some(n) => kept.push(n),
+                None => {}
             }
         }
+        kept.sort_unstable();
+        kept.push(new_wal);
+        st.alive_wals = kept;
         self.purge_archived_wals(true);
         self.install_super_versions(&mut st);
         self.delete_obsolete_files(&mut st);

@@ -41,7 +41,7 @@ use super::flow_control::StallCondition;
 use super::wal_set::{ClosedWal, predecessor_record};
 use super::write_signals::WriteSignals;
 use super::write_thread::{
-    STATE_COMPLETED, STATE_LEADER, STATE_MEMTABLE_WRITER, WriteCallback, Writer, lock,
+    STATE_COMPLETED, STATE_LEADER, STATE_MEMTABLE_WRITER, WriteCallback, WriteSpecial, Writer, lock,
 };
 use super::{DbInner, DbState, MemTables};
 use crate::error::{Error, Result};
@@ -231,7 +231,23 @@ impl DbInner {
 
     /// Applies `batch` atomically.
     pub(crate) fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
-        self.write_impl(opts, batch, None)
+        self.write_impl(opts, batch, WriteSpecial::default())
+    }
+
+    /// Writes `batch` as [`WriteSpecial`] says (two-phase commit's
+    /// prepared sections, commits and rollbacks).
+    pub(crate) fn write_special(
+        &self,
+        opts: &WriteOptions,
+        batch: WriteBatch,
+        special: WriteSpecial,
+    ) -> Result<()> {
+        if opts.disable_wal && (special.wal_only || special.wal_batch.is_some()) {
+            return Err(Error::InvalidArgument(
+                "two-phase commit needs the WAL (disable_wal is set)".into(),
+            ));
+        }
+        self.write_impl(opts, batch, special)
     }
 
     /// Applies `batch` atomically if `callback`, run in the WAL stage with
@@ -250,14 +266,21 @@ impl DbInner {
             self.wait_for_pending_writes();
             return callback(self);
         }
-        self.write_impl(opts, batch, Some(callback))
+        self.write_impl(
+            opts,
+            batch,
+            WriteSpecial {
+                callback: Some(callback),
+                ..Default::default()
+            },
+        )
     }
 
     fn write_impl(
         &self,
         opts: &WriteOptions,
         batch: WriteBatch,
-        callback: Option<WriteCallback>,
+        special: WriteSpecial,
     ) -> Result<()> {
         if self.read_only {
             return Err(Error::NotSupported("write on a read-only database".into()));
@@ -285,7 +308,7 @@ impl DbInner {
                 s.record(Ticker::WriteWithWal, 1);
             }
         }
-        let w = Writer::new(batch, *opts, callback);
+        let w = Writer::new(batch, *opts, special);
         let mut lone_group = self.write_thread.join(&w);
         let state = if lone_group.is_some() {
             STATE_LEADER
@@ -394,6 +417,9 @@ impl DbInner {
     /// memtables. An error here is unreachable for a validated batch; if it
     /// happens the batch may be partly inserted, so writes stop.
     fn insert_own(&self, w: &Writer, g: &Group) -> Result<()> {
+        if w.wal_only {
+            return Ok(());
+        }
         let r = {
             let d = lock(&w.data);
             insert_batch(&d.batch, d.batch.sequence(), &g.mems, None).map(|_| ())
@@ -444,6 +470,9 @@ impl DbInner {
     fn after_insert(&self, w: &Writer, g: &Group, mine: Result<()>) -> Result<()> {
         if self.write_mode == WriteMode::Unordered {
             mine?;
+            if w.wal_only {
+                return Ok(());
+            }
             let last = {
                 let d = lock(&w.data);
                 d.batch.sequence() + u64::from(d.batch.count()) - 1
@@ -550,14 +579,24 @@ impl DbInner {
         );
         let first_seq = self.write_path.last_allocated.load(Ordering::Acquire) + 1;
         let last_seq = if let Some(d) = &mut lone {
-            // A group of one writes its own batch (no merged copy).
+            // A group of one writes its own batch (no merged copy), or
+            // the WAL batch it brought.
             d.batch.set_sequence(first_seq);
             if lead_opts.disable_wal {
                 self.unlogged_write(bytes);
+            } else if let Some(wb) = &mut d.wal_batch {
+                wb.set_sequence(first_seq);
+                self.write_wal(wb.data(), lead_opts.sync)?;
             } else {
                 self.write_wal(d.batch.data(), lead_opts.sync)?;
             }
-            first_seq + u64::from(d.batch.count()) - 1
+            if group[0].wal_only {
+                // Recovery gives a prepared section its sequence numbers
+                // from the commit that names it.
+                first_seq - 1
+            } else {
+                first_seq + u64::from(d.batch.count()) - 1
+            }
         } else {
             let mut seq = first_seq;
             let mut merged = (!lead_opts.disable_wal).then(|| WriteBatch::with_capacity(bytes));

@@ -52,10 +52,25 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// it written. Optimistic transactions validate with it.
 pub(crate) type WriteCallback = Box<dyn FnOnce(&super::DbInner) -> crate::Result<()> + Send>;
 
+/// What makes a write special (each makes the writer a group of its
+/// own): a callback, a WAL-only batch, or a different batch for the WAL.
+#[derive(Default)]
+pub(crate) struct WriteSpecial {
+    pub(crate) callback: Option<WriteCallback>,
+    /// The batch goes to the WAL only: it takes no sequence numbers and
+    /// reaches no memtable (a prepared section, a rollback marker).
+    pub(crate) wal_only: bool,
+    /// The WAL gets this batch (with the write's first sequence number)
+    /// instead of the one the memtables get (a commit marker, whose data
+    /// recovery takes from the prepared section).
+    pub(crate) wal_batch: Option<WriteBatch>,
+}
+
 pub(crate) struct WriterData {
     pub(crate) batch: WriteBatch,
     /// Taken by the leader of the writer's group (always its own group).
     pub(crate) callback: Option<WriteCallback>,
+    pub(crate) wal_batch: Option<WriteBatch>,
     /// Set by whoever completes the writer.
     pub(crate) result: Option<Result<()>>,
     /// The group this writer was put in, once its leader wrote the WAL.
@@ -67,28 +82,29 @@ pub(crate) struct Writer {
     state: AtomicU8,
     thread: Thread,
     pub(crate) opts: WriteOptions,
-    /// Has a callback: the writer is a group of its own.
+    /// Special (see [`WriteSpecial`]): the writer is a group of its own.
     pub(crate) exclusive: bool,
+    pub(crate) wal_only: bool,
     /// `batch.byte_size()`, readable without locking `data`.
     pub(crate) size: usize,
     pub(crate) data: Mutex<WriterData>,
 }
 
 impl Writer {
-    pub(crate) fn new(
-        batch: WriteBatch,
-        opts: WriteOptions,
-        callback: Option<WriteCallback>,
-    ) -> Arc<Writer> {
+    pub(crate) fn new(batch: WriteBatch, opts: WriteOptions, special: WriteSpecial) -> Arc<Writer> {
         Arc::new(Writer {
             state: AtomicU8::new(STATE_INIT),
             thread: std::thread::current(),
             opts,
-            exclusive: callback.is_some(),
+            exclusive: special.callback.is_some()
+                || special.wal_only
+                || special.wal_batch.is_some(),
+            wal_only: special.wal_only,
             size: batch.byte_size(),
             data: Mutex::new(WriterData {
                 batch,
-                callback,
+                callback: special.callback,
+                wal_batch: special.wal_batch,
                 result: None,
                 group: None,
             }),

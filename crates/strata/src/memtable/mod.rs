@@ -92,6 +92,11 @@ pub struct MemTable {
     /// `u64::MAX` while empty.
     first_seqno: AtomicU64,
     largest_seqno: AtomicU64,
+    /// The oldest WAL holding the prepared section of a two-phase commit
+    /// whose data is in this memtable (`u64::MAX`: none): that WAL must
+    /// stay until this memtable is flushed, since recovery rebuilds the
+    /// data from it (RocksDB's `min_prep_log_referenced`).
+    min_prep_wal: AtomicU64,
 }
 
 impl std::fmt::Debug for MemTable {
@@ -126,7 +131,20 @@ impl MemTable {
             num_range_deletes: AtomicU64::new(0),
             first_seqno: AtomicU64::new(u64::MAX),
             largest_seqno: AtomicU64::new(0),
+            min_prep_wal: AtomicU64::new(u64::MAX),
         }
+    }
+
+    /// Records that data committed from a section prepared in WAL `wal`
+    /// goes into this memtable.
+    pub fn reference_prep_wal(&self, wal: u64) {
+        self.min_prep_wal.fetch_min(wal, Ordering::AcqRel);
+    }
+
+    /// The oldest prepared-section WAL this memtable's data needs, if any.
+    pub fn min_prep_wal(&self) -> Option<u64> {
+        let w = self.min_prep_wal.load(Ordering::Acquire);
+        (w != u64::MAX).then_some(w)
     }
 
     pub fn comparator(&self) -> &InternalKeyComparator {

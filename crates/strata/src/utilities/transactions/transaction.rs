@@ -27,6 +27,9 @@ use crate::options::{ReadOptions, WriteOptions};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TransactionState {
     Started,
+    /// Two-phase commit's first phase is durable: only commit or
+    /// rollback remain.
+    Prepared,
     Committed,
     RolledBack,
 }
@@ -73,6 +76,8 @@ pub struct Transaction<'db> {
     state: TransactionState,
     locks: LockSettings,
     name: Option<String>,
+    /// The WAL holding the prepared section, once prepared.
+    prep_wal: Option<u64>,
 }
 
 impl std::fmt::Debug for Transaction<'_> {
@@ -107,6 +112,7 @@ impl<'db> Transaction<'db> {
             state: TransactionState::Started,
             locks,
             name: None,
+            prep_wal: None,
         };
         if set_snapshot {
             t.set_snapshot();
@@ -131,6 +137,9 @@ impl<'db> Transaction<'db> {
                 }
                 Ok(())
             }
+            TransactionState::Prepared => Err(Error::InvalidArgument(
+                "Transaction has already been prepared".into(),
+            )),
             TransactionState::Committed => Err(Error::InvalidArgument(
                 "Transaction has already been committed".into(),
             )),
@@ -140,7 +149,8 @@ impl<'db> Transaction<'db> {
         }
     }
 
-    /// Names the transaction (for two-phase commit).
+    /// Names the transaction (for two-phase commit); names are unique
+    /// among the database's live transactions.
     pub fn set_name(&mut self, name: &str) -> Result<()> {
         self.check_started()?;
         if self.name.is_some() {
@@ -153,6 +163,14 @@ impl<'db> Transaction<'db> {
                 "Transaction name length must be between 1 and 512 chars".into(),
             ));
         }
+        match self.backend {
+            Backend::Pessimistic(tdb) => tdb.register_name(name)?,
+            Backend::Optimistic(_) => {
+                return Err(Error::NotSupported(
+                    "Two phase commit not supported for optimistic transactions".into(),
+                ));
+            }
+        }
         self.name = Some(name.to_string());
         Ok(())
     }
@@ -161,19 +179,81 @@ impl<'db> Transaction<'db> {
         self.name.as_deref()
     }
 
-    /// Two-phase commit's first phase: not supported yet (it needs the
-    /// WAL's prepare markers and their recovery); refused rather than
-    /// pretended.
+    /// Two-phase commit's first phase: the writes become durable in the
+    /// WAL (not yet visible); after a crash the transaction is recovered
+    /// prepared (`TransactionDB::get_all_prepared_transactions`). Then
+    /// only commit or rollback.
     pub fn prepare(&mut self) -> Result<()> {
         self.check_started()?;
-        if self.name.is_none() {
+        let Some(name) = self.name.clone() else {
             return Err(Error::InvalidArgument(
                 "Cannot prepare a transaction that has not been named.".into(),
             ));
+        };
+        let wal =
+            self.db
+                .inner
+                .write_prepared(&self.write_options, &name, self.batch.write_batch())?;
+        self.prep_wal = Some(wal);
+        self.state = TransactionState::Prepared;
+        Ok(())
+    }
+
+    /// A transaction recovery found prepared, rebuilt: its writes indexed
+    /// and its keys locked.
+    pub(crate) fn recovered(
+        tdb: &'db TransactionDB,
+        id: TransactionId,
+        p: &crate::db::two_phase::RecoveredPrepared,
+        locks: LockSettings,
+    ) -> Result<Self> {
+        let mut t = Transaction::new(
+            Backend::Pessimistic(tdb),
+            tdb.db(),
+            id,
+            // As RocksDB: a recovered transaction's decision is synced.
+            WriteOptions {
+                sync: true,
+                ..WriteOptions::default()
+            },
+            false,
+            locks,
+        );
+        for r in p.batch.iter() {
+            use crate::format::write_batch::BatchRecord as R;
+            match r? {
+                R::Put { cf, key, value } => t.put_cf_id(cf, key, value)?,
+                R::Delete { cf, key } => t.delete_cf_id(cf, key)?,
+                R::SingleDelete { cf, key } => t.single_delete_cf_id(cf, key)?,
+                R::Merge { cf, key, value } => {
+                    t.before_write(cf, key, 0)?;
+                    t.batch.merge_cf_id(cf, key, value);
+                }
+                R::DeleteRange { .. } => {
+                    return Err(Error::NotSupported(format!(
+                        "recovered prepared transaction {:?} holds a range deletion",
+                        p.name
+                    )));
+                }
+                _ => {}
+            }
         }
-        Err(Error::NotSupported(
-            "two-phase commit (Transaction::prepare) is not supported yet".into(),
-        ))
+        tdb.register_name(&p.name)?;
+        t.name = Some(p.name.clone());
+        t.prep_wal = Some(p.wal);
+        t.state = TransactionState::Prepared;
+        Ok(t)
+    }
+
+    /// The write options `commit`, `rollback` and `prepare` use from now on
+    /// (RocksDB's `SetWriteOptions`).
+    pub fn set_write_options(&mut self, write_options: WriteOptions) {
+        self.write_options = write_options;
+    }
+
+    /// The write options this transaction writes with.
+    pub fn write_options(&self) -> &WriteOptions {
+        &self.write_options
     }
 
     /// Takes a snapshot now: later reads for update and writes conflict
@@ -356,8 +436,16 @@ impl<'db> Transaction<'db> {
         self.get_cf_id(ro, cf.id, key)
     }
 
+    /// Reads are allowed while started or prepared.
+    fn check_readable(&self) -> Result<()> {
+        match self.state {
+            TransactionState::Prepared => Ok(()),
+            _ => self.check_started(),
+        }
+    }
+
     fn get_cf_id(&mut self, ro: &ReadOptions, cf: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.check_started()?;
+        self.check_readable()?;
         self.prepare_cf(cf)?;
         get_from_batch_and_db(&self.batch, self.db, ro, cf, key)
     }
@@ -414,7 +502,7 @@ impl<'db> Transaction<'db> {
     }
 
     fn iter_cf_id(&mut self, ro: &ReadOptions, cf: u32) -> Result<BaseDeltaIterator<'_>> {
-        self.check_started()?;
+        self.check_readable()?;
         self.prepare_cf(cf)?;
         let merge = self
             .db
@@ -479,6 +567,20 @@ impl<'db> Transaction<'db> {
     /// first check that no tracked key was written by someone else since
     /// it was tracked (`Busy` if one was: nothing is written).
     pub fn commit(&mut self) -> Result<()> {
+        if self.state == TransactionState::Prepared {
+            let (name, wal) = (
+                self.name.clone().unwrap_or_default(),
+                self.prep_wal.unwrap_or(0),
+            );
+            let batch = self.batch.write_batch().clone();
+            self.db
+                .inner
+                .commit_prepared(&self.write_options, &name, batch, wal)?;
+            self.batch.clear();
+            self.state = TransactionState::Committed;
+            self.release();
+            return Ok(());
+        }
         self.check_started()?;
         // A copy: after a failure the transaction still holds its writes
         // (to roll back, or retry a pessimistic commit).
@@ -502,7 +604,15 @@ impl<'db> Transaction<'db> {
 
     /// Drops the writes and releases the locks.
     pub fn rollback(&mut self) -> Result<()> {
-        if self.state != TransactionState::Started {
+        if self.state == TransactionState::Prepared {
+            let (name, wal) = (
+                self.name.clone().unwrap_or_default(),
+                self.prep_wal.unwrap_or(0),
+            );
+            self.db
+                .inner
+                .rollback_prepared(&self.write_options, &name, wal)?;
+        } else if self.state != TransactionState::Started {
             return self.check_started();
         }
         self.batch.clear();
@@ -516,6 +626,9 @@ impl<'db> Transaction<'db> {
             for (cf, key) in self.tracked.keys() {
                 tdb.lock_manager().unlock(self.id, *cf, key);
             }
+            if let Some(n) = self.name.take() {
+                tdb.unregister_name(&n);
+            }
         }
         self.tracked.clear();
         self.save_points.clear();
@@ -524,8 +637,13 @@ impl<'db> Transaction<'db> {
 }
 
 impl Drop for Transaction<'_> {
+    /// A started transaction's writes are dropped; a prepared one stays
+    /// prepared in the WAL (recovered at the next open, as in RocksDB).
     fn drop(&mut self) {
-        if self.state == TransactionState::Started {
+        if matches!(
+            self.state,
+            TransactionState::Started | TransactionState::Prepared
+        ) {
             self.release();
         }
     }

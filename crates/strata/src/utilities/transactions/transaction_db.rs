@@ -3,12 +3,15 @@
 //! through it outside a transaction lock their keys too, so they wait for
 //! (and never slip under) a transaction holding one.
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::lock_manager::{DeadlockPath, LockManager, LockRequest};
 use super::transaction::{Backend, LockSettings, Transaction};
+use crate::db::two_phase::RecoveredPrepared;
 use crate::db::{ColumnFamilyDescriptor, ColumnFamilyHandle, DB};
 use crate::error::{Error, Result};
 use crate::format::WriteBatch;
@@ -96,6 +99,10 @@ pub struct TransactionDB {
     options: TransactionDBOptions,
     locks: LockManager,
     next_id: AtomicU64,
+    /// Names of live named transactions.
+    names: Mutex<HashSet<String>>,
+    /// Prepared sections recovery found, not yet handed out.
+    recovered: Mutex<Vec<RecoveredPrepared>>,
 }
 
 impl std::fmt::Debug for TransactionDB {
@@ -107,12 +114,18 @@ impl std::fmt::Debug for TransactionDB {
 }
 
 impl TransactionDB {
+    /// Opens with `allow_2pc` set (prepared transactions survive a
+    /// crash and are recovered).
     pub fn open(
         opts: Options,
         topts: TransactionDBOptions,
         path: impl AsRef<Path>,
     ) -> Result<Self> {
         Self::check_policy(&topts)?;
+        let opts = Options {
+            allow_2pc: true,
+            ..opts
+        };
         Self::wrap(DB::open(opts, path)?, topts)
     }
 
@@ -123,6 +136,10 @@ impl TransactionDB {
         cfs: Vec<ColumnFamilyDescriptor>,
     ) -> Result<Self> {
         Self::check_policy(&topts)?;
+        let opts = Options {
+            allow_2pc: true,
+            ..opts
+        };
         Self::wrap(DB::open_cf(opts, path, cfs)?, topts)
     }
 
@@ -144,12 +161,67 @@ impl TransactionDB {
             (topts.max_num_locks >= 0).then_some(topts.max_num_locks),
         );
         locks.set_deadlock_info_buffer_size(topts.max_num_deadlocks);
+        let recovered = db.inner.take_recovered_prepared();
         Ok(TransactionDB {
             db,
             options: topts,
             locks,
             next_id: AtomicU64::new(1),
+            names: Mutex::new(HashSet::new()),
+            recovered: Mutex::new(recovered),
         })
+    }
+
+    pub(crate) fn register_name(&self, name: &str) -> Result<()> {
+        let mut names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
+        if !names.insert(name.to_string()) {
+            return Err(Error::InvalidArgument(
+                "Transaction name must be unique".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn unregister_name(&self, name: &str) {
+        self.names
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(name);
+    }
+
+    fn lock_settings(&self, txn_options: &TransactionOptions) -> LockSettings {
+        let timeout = if txn_options.lock_timeout < 0 {
+            millis(self.options.transaction_lock_timeout)
+        } else {
+            millis(txn_options.lock_timeout)
+        };
+        LockSettings {
+            timeout,
+            deadlock_detect: txn_options.deadlock_detect,
+            deadlock_detect_depth: usize::try_from(txn_options.deadlock_detect_depth).unwrap_or(0),
+            expires_at: millis(txn_options.expiration).map(|d| Instant::now() + d),
+            max_write_batch_size: txn_options.max_write_batch_size,
+        }
+    }
+
+    /// The transactions recovery found prepared (each once), rebuilt with
+    /// their writes and locks: commit or roll back each. One that is
+    /// dropped undecided stays prepared in the WAL for the next open.
+    pub fn get_all_prepared_transactions(&self) -> Result<Vec<Transaction<'_>>> {
+        let taken = std::mem::take(
+            &mut *self
+                .recovered
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        let locks = self.lock_settings(&TransactionOptions::default());
+        taken
+            .iter()
+            .map(|p| {
+                let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+                Transaction::recovered(self, id, p, locks)
+            })
+            .collect()
     }
 
     /// The database underneath, for reads, flushes and the rest. Writing
@@ -171,18 +243,7 @@ impl TransactionDB {
         write_options: WriteOptions,
         txn_options: TransactionOptions,
     ) -> Transaction<'_> {
-        let timeout = if txn_options.lock_timeout < 0 {
-            millis(self.options.transaction_lock_timeout)
-        } else {
-            millis(txn_options.lock_timeout)
-        };
-        let locks = LockSettings {
-            timeout,
-            deadlock_detect: txn_options.deadlock_detect,
-            deadlock_detect_depth: usize::try_from(txn_options.deadlock_detect_depth).unwrap_or(0),
-            expires_at: millis(txn_options.expiration).map(|d| Instant::now() + d),
-            max_write_batch_size: txn_options.max_write_batch_size,
-        };
+        let locks = self.lock_settings(&txn_options);
         Transaction::new(
             Backend::Pessimistic(self),
             &self.db,
