@@ -322,11 +322,18 @@ fn a_transaction_reads_its_own_writes_and_commits_atomically() {
     // Misuse after the end: clear errors.
     assert!(matches!(t.put(b"c", b"3"), Err(Error::InvalidArgument(_))));
     assert!(matches!(t.commit(), Err(Error::InvalidArgument(_))));
+    // As RocksDB (checked against librocksdb 7.8.3 by the C API's test
+    // program): rolling back an unprepared transaction drops its writes
+    // and locks, and the transaction stays usable.
     let mut r = db.begin_transaction(wo(), TransactionOptions::default());
     r.put(b"c", b"3").unwrap();
     r.rollback().unwrap();
-    assert!(matches!(r.commit(), Err(Error::InvalidArgument(_))));
+    assert_eq!(db.num_locks(), 0, "rollback releases the locks");
+    r.put(b"d", b"4").unwrap();
+    r.commit().unwrap();
     assert_eq!(db.get(&ro(), b"c").unwrap(), None);
+    assert_eq!(db.get(&ro(), b"d").unwrap(), Some(b"4".to_vec()));
+    assert!(matches!(r.rollback(), Err(Error::InvalidArgument(_))));
     // Two-phase commit: a name first, unique among live transactions.
     let mut p = db.begin_transaction(wo(), TransactionOptions::default());
     assert!(

@@ -16,6 +16,7 @@
 
 mod api;
 mod background;
+mod destroy;
 mod env;
 mod files;
 mod flow_control;
@@ -56,6 +57,7 @@ use crate::memtable::MemTable;
 use crate::options::{ColumnFamilyOptions, Options};
 use crate::version::VersionSet;
 
+pub use destroy::destroy_db;
 pub use env::{Env, ThreadPool};
 pub use files::{
     BottommostLevelCompaction, CompactRangeOptions, FileChecksumInfo, KeyRange, LiveFileMetaData,

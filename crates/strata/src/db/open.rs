@@ -763,6 +763,9 @@ impl DbInner {
             for cf in st.cfs.values_mut() {
                 cf.mem_wal = wals.last().copied().unwrap_or(0);
             }
+            // The replayed WALs stay as they are: they are the live ones
+            // (`sorted_wal_files`, the C API's error_if_wal_file_exists).
+            st.alive_wals = wals.to_vec();
             self.install_super_versions(&mut st);
             return Ok(());
         }

@@ -108,6 +108,9 @@ impl DbInner {
     }
 
     pub(crate) fn property(&self, cf_id: u32, name: &str) -> Option<String> {
+        if let Some(v) = self.memtable_property(cf_id, name) {
+            return Some(v);
+        }
         let st = self.lock_state();
         let cf = st.cfs.get(&cf_id)?;
         let v = st.versions.current(cf_id)?;
@@ -190,6 +193,61 @@ impl DbInner {
             }),
             _ => None,
         }
+    }
+}
+
+impl DbInner {
+    /// Properties of the memtables and key counts, read from a SuperVersion
+    /// (no DB lock held while tables are opened).
+    fn memtable_property(&self, cf_id: u32, name: &str) -> Option<String> {
+        const NAMES: &[&str] = &[
+            "rocksdb.num-entries-active-mem-table",
+            "rocksdb.num-deletes-active-mem-table",
+            "rocksdb.num-entries-imm-mem-tables",
+            "rocksdb.num-deletes-imm-mem-tables",
+            "rocksdb.num-immutable-mem-table",
+            "rocksdb.cur-size-active-mem-table",
+            "rocksdb.cur-size-all-mem-tables",
+            "rocksdb.size-all-mem-tables",
+            "rocksdb.estimate-num-keys",
+        ];
+        if !NAMES.contains(&name) {
+            return None;
+        }
+        let sv = self.super_version(cf_id).ok()?;
+        let imm_entries: u64 = sv.imms.iter().map(|m| m.num_entries()).sum();
+        let imm_deletes: u64 = sv.imms.iter().map(|m| m.num_deletes()).sum();
+        let all_size = sv.mem.approximate_memory_usage()
+            + sv.imms
+                .iter()
+                .map(|m| m.approximate_memory_usage())
+                .sum::<usize>();
+        let v = match name {
+            "rocksdb.num-entries-active-mem-table" => sv.mem.num_entries(),
+            "rocksdb.num-deletes-active-mem-table" => sv.mem.num_deletes(),
+            "rocksdb.num-entries-imm-mem-tables" => imm_entries,
+            "rocksdb.num-deletes-imm-mem-tables" => imm_deletes,
+            "rocksdb.num-immutable-mem-table" => sv.imms.len() as u64,
+            "rocksdb.cur-size-active-mem-table" => sv.mem.approximate_memory_usage() as u64,
+            "rocksdb.cur-size-all-mem-tables" | "rocksdb.size-all-mem-tables" => all_size as u64,
+            // RocksDB's estimate: entries minus twice the deletions (a
+            // deletion hides one entry and counts as one), memtables and
+            // tables (from their properties) alike.
+            _ => {
+                let mut n = (sv.mem.num_entries() + imm_entries)
+                    .saturating_sub(2 * (sv.mem.num_deletes() + imm_deletes));
+                for (_, f) in sv.version.all_files() {
+                    let t = self
+                        .table_cache
+                        .get(f.number, f.file_size, f.largest_seqno, &sv.table_options)
+                        .ok()?;
+                    let p = t.properties();
+                    n += p.num_entries.saturating_sub(2 * p.num_deletions);
+                }
+                n
+            }
+        };
+        Some(v.to_string())
     }
 }
 

@@ -113,6 +113,12 @@ impl SstFileWriter {
         }
     }
 
+    /// Bytes of the file so far (RocksDB's `FileSize`; final after
+    /// `finish`, which returns it).
+    pub fn file_size(&self) -> u64 {
+        self.builder.estimated_file_size()
+    }
+
     /// Entries added so far.
     pub fn num_entries(&self) -> u64 {
         self.builder.num_entries() + self.range_dels.len() as u64

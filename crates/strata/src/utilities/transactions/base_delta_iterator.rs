@@ -13,6 +13,8 @@
 use std::cmp::Ordering;
 use std::ops::Bound;
 
+use std::borrow::Cow;
+
 use super::write_batch_with_index::{BatchLookup, WriteBatchWithIndex, full_merge};
 use crate::db::DbIterator;
 use crate::error::{Error, Result};
@@ -21,7 +23,9 @@ use crate::util::comparator::ComparatorRef;
 
 pub struct BaseDeltaIterator<'a> {
     base: DbIterator,
-    delta: &'a WriteBatchWithIndex,
+    /// Borrowed from a transaction, or a copy of its batch (a detached
+    /// iterator, for bindings that cannot express the borrow).
+    delta: Cow<'a, WriteBatchWithIndex>,
     cf: u32,
     cmp: ComparatorRef,
     merge: Option<MergeOperatorRef>,
@@ -50,7 +54,7 @@ impl<'a> BaseDeltaIterator<'a> {
     /// `lower`/`upper` (the delta applies them itself).
     pub(crate) fn new(
         base: DbIterator,
-        delta: &'a WriteBatchWithIndex,
+        delta: Cow<'a, WriteBatchWithIndex>,
         cf: u32,
         merge: Option<MergeOperatorRef>,
         lower: Option<Vec<u8>>,
@@ -85,6 +89,26 @@ impl<'a> BaseDeltaIterator<'a> {
     pub fn value(&self) -> &[u8] {
         debug_assert!(self.valid);
         &self.value
+    }
+
+    /// This iterator holding its own copy of the delta (positioned as it
+    /// is).
+    pub fn into_owned(self) -> BaseDeltaIterator<'static> {
+        BaseDeltaIterator {
+            base: self.base,
+            delta: Cow::Owned(self.delta.into_owned()),
+            cf: self.cf,
+            cmp: self.cmp,
+            merge: self.merge,
+            lower: self.lower,
+            upper: self.upper,
+            forward: self.forward,
+            cursor: self.cursor,
+            valid: self.valid,
+            key: self.key,
+            value: self.value,
+            error: self.error,
+        }
     }
 
     /// The first error met (the base's or a failed merge).

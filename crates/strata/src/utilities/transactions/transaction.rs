@@ -514,12 +514,25 @@ impl<'db> Transaction<'db> {
         let base = self.db.inner.new_iterator(ro, cf)?;
         Ok(BaseDeltaIterator::new(
             base,
-            &self.batch,
+            std::borrow::Cow::Borrowed(&self.batch),
             cf,
             merge,
             ro.iterate_lower_bound.clone(),
             ro.iterate_upper_bound.clone(),
         ))
+    }
+
+    /// [`Transaction::iter_cf`] over a copy of the transaction's writes as
+    /// they are now: the iterator does not borrow the transaction (for
+    /// bindings such as the C API, whose iterators live beside it) and
+    /// does not see later writes.
+    pub fn iter_detached_cf(
+        &mut self,
+        ro: &ReadOptions,
+        cf: Option<&ColumnFamilyHandle>,
+    ) -> Result<BaseDeltaIterator<'static>> {
+        let it = self.iter_cf_id(ro, cf.map_or(0, |c| c.id))?;
+        Ok(it.into_owned())
     }
 
     pub fn set_save_point(&mut self) {
@@ -604,35 +617,56 @@ impl<'db> Transaction<'db> {
 
     /// Drops the writes and releases the locks.
     pub fn rollback(&mut self) -> Result<()> {
-        if self.state == TransactionState::Prepared {
-            let (name, wal) = (
-                self.name.clone().unwrap_or_default(),
-                self.prep_wal.unwrap_or(0),
-            );
-            self.db
-                .inner
-                .rollback_prepared(&self.write_options, &name, wal)?;
-        } else if self.state != TransactionState::Started {
-            return self.check_started();
+        match self.state {
+            TransactionState::Prepared => {
+                let (name, wal) = (
+                    self.name.clone().unwrap_or_default(),
+                    self.prep_wal.unwrap_or(0),
+                );
+                self.db
+                    .inner
+                    .rollback_prepared(&self.write_options, &name, wal)?;
+                self.batch.clear();
+                self.state = TransactionState::RolledBack;
+                self.release();
+                Ok(())
+            }
+            // As RocksDB: an unprepared transaction drops its writes, save
+            // points and locks and stays usable (its name and snapshot
+            // stay).
+            TransactionState::Started => {
+                self.batch.clear();
+                self.unlock_all();
+                Ok(())
+            }
+            TransactionState::Committed => Err(Error::InvalidArgument(
+                "This transaction has already been committed.".into(),
+            )),
+            TransactionState::RolledBack => Err(Error::InvalidArgument(
+                "Two phase transaction is not in state for rollback.".into(),
+            )),
         }
-        self.batch.clear();
-        self.state = TransactionState::RolledBack;
-        self.release();
-        Ok(())
     }
 
     fn release(&mut self) {
+        self.unlock_all();
+        if let Backend::Pessimistic(tdb) = self.backend
+            && let Some(n) = self.name.take()
+        {
+            tdb.unregister_name(&n);
+        }
+        self.snapshot = None;
+    }
+
+    /// Releases every lock and forgets tracked keys and save points.
+    fn unlock_all(&mut self) {
         if let Backend::Pessimistic(tdb) = self.backend {
             for (cf, key) in self.tracked.keys() {
                 tdb.lock_manager().unlock(self.id, *cf, key);
             }
-            if let Some(n) = self.name.take() {
-                tdb.unregister_name(&n);
-            }
         }
         self.tracked.clear();
         self.save_points.clear();
-        self.snapshot = None;
     }
 }
 

@@ -92,6 +92,7 @@ impl Ord for IndexKey {
 pub(crate) type CfIndex = BTreeMap<IndexKey, Vec<usize>>;
 
 /// A write batch that can be searched.
+#[derive(Clone)]
 pub struct WriteBatchWithIndex {
     batch: WriteBatch,
     overwrite_key: bool,

@@ -1,0 +1,1418 @@
+/*
+ * Strata's C API: RocksDB 7.8.3's C API (rocksdb/c.h) over the Strata
+ * engine. A program written for RocksDB's C API compiles against this
+ * header and links with -lstrata_c; every function declared here has
+ * RocksDB's name, signature and meaning, and is implemented by Strata
+ * (functions of RocksDB's header that Strata does not provide are not
+ * declared, so a program that needs one fails to compile rather than
+ * misbehave).
+ *
+ * Conventions (RocksDB's):
+ *  - Functions that can fail take `char** errptr`. On failure * errptr is
+ *    set to a malloc'd message (RocksDB's Status::ToString() text, e.g.
+ *    "NotFound: ..." or "Invalid argument: ..."), freeing one already
+ *    there; on success it is left as it was. Free it with rocksdb_free().
+ *  - Values returned to the caller (rocksdb_get, property values, names,
+ *    lists) are malloc'd; free them with rocksdb_free(). rocksdb_get
+ *    returns NULL with * vallen == 0 for a missing key.
+ *  - Keys and values are (pointer, length) byte strings; they may hold
+ *    NUL bytes.
+ *  - Pointers returned by iterators (key, value) stay valid until the
+ *    iterator moves or is destroyed.
+ *  - Handles are created by the _create and _open functions and released
+ *    by the matching _destroy and _close functions. Transactions,
+ *    iterators, snapshots and column family handles are released before
+ *    their database is closed.
+ *  - Ownership of callbacks: rocksdb_options_set_merge_operator,
+ *    rocksdb_options_set_prefix_extractor and
+ *    rocksdb_block_based_options_set_filter_policy take ownership (do not
+ *    destroy the object afterwards); comparators, compaction filters and
+ *    caches stay the caller's (destroy them when done). A callback's
+ *    destructor(state) runs once, when nothing uses it any more.
+ *  - A NULL handle is reported as an "Invalid argument" error (or ignored
+ *    by functions without errptr); the library never lets a Rust panic
+ *    cross into C.
+ */
+
+#ifndef STRATA_ROCKSDB_C_H
+#define STRATA_ROCKSDB_C_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define STRATA_C_API __declspec(dllimport)
+#else
+#define STRATA_C_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Opaque handles. */
+typedef struct rocksdb_t rocksdb_t;
+typedef struct rocksdb_backup_engine_info_t rocksdb_backup_engine_info_t;
+typedef struct rocksdb_backup_engine_options_t rocksdb_backup_engine_options_t;
+typedef struct rocksdb_backup_engine_t rocksdb_backup_engine_t;
+typedef struct rocksdb_block_based_table_options_t rocksdb_block_based_table_options_t;
+typedef struct rocksdb_cache_t rocksdb_cache_t;
+typedef struct rocksdb_checkpoint_t rocksdb_checkpoint_t;
+typedef struct rocksdb_column_family_handle_t rocksdb_column_family_handle_t;
+typedef struct rocksdb_compactionfilter_t rocksdb_compactionfilter_t;
+typedef struct rocksdb_compactoptions_t rocksdb_compactoptions_t;
+typedef struct rocksdb_comparator_t rocksdb_comparator_t;
+typedef struct rocksdb_env_t rocksdb_env_t;
+typedef struct rocksdb_envoptions_t rocksdb_envoptions_t;
+typedef struct rocksdb_fifo_compaction_options_t rocksdb_fifo_compaction_options_t;
+typedef struct rocksdb_filterpolicy_t rocksdb_filterpolicy_t;
+typedef struct rocksdb_flushoptions_t rocksdb_flushoptions_t;
+typedef struct rocksdb_ingestexternalfileoptions_t rocksdb_ingestexternalfileoptions_t;
+typedef struct rocksdb_iterator_t rocksdb_iterator_t;
+typedef struct rocksdb_livefiles_t rocksdb_livefiles_t;
+typedef struct rocksdb_mergeoperator_t rocksdb_mergeoperator_t;
+typedef struct rocksdb_optimistictransaction_options_t rocksdb_optimistictransaction_options_t;
+typedef struct rocksdb_optimistictransactiondb_t rocksdb_optimistictransactiondb_t;
+typedef struct rocksdb_options_t rocksdb_options_t;
+typedef struct rocksdb_pinnableslice_t rocksdb_pinnableslice_t;
+typedef struct rocksdb_readoptions_t rocksdb_readoptions_t;
+typedef struct rocksdb_restore_options_t rocksdb_restore_options_t;
+typedef struct rocksdb_slicetransform_t rocksdb_slicetransform_t;
+typedef struct rocksdb_snapshot_t rocksdb_snapshot_t;
+typedef struct rocksdb_sstfilewriter_t rocksdb_sstfilewriter_t;
+typedef struct rocksdb_transaction_options_t rocksdb_transaction_options_t;
+typedef struct rocksdb_transaction_t rocksdb_transaction_t;
+typedef struct rocksdb_transactiondb_options_t rocksdb_transactiondb_options_t;
+typedef struct rocksdb_transactiondb_t rocksdb_transactiondb_t;
+typedef struct rocksdb_universal_compaction_options_t rocksdb_universal_compaction_options_t;
+typedef struct rocksdb_wal_iterator_t rocksdb_wal_iterator_t;
+typedef struct rocksdb_wal_readoptions_t rocksdb_wal_readoptions_t;
+typedef struct rocksdb_writebatch_t rocksdb_writebatch_t;
+typedef struct rocksdb_writeoptions_t rocksdb_writeoptions_t;
+
+/* Compression codes (rocksdb_options_set_compression). Strata writes
+   none, snappy, zlib, bz2, lz4, lz4hc and zstd; xpress is refused at
+   open with a NotSupported error. */
+enum {
+  rocksdb_no_compression = 0,
+  rocksdb_snappy_compression = 1,
+  rocksdb_zlib_compression = 2,
+  rocksdb_bz2_compression = 3,
+  rocksdb_lz4_compression = 4,
+  rocksdb_lz4hc_compression = 5,
+  rocksdb_xpress_compression = 6,
+  rocksdb_zstd_compression = 7
+};
+
+/* Compaction styles (rocksdb_options_set_compaction_style). */
+enum {
+  rocksdb_level_compaction = 0,
+  rocksdb_universal_compaction = 1,
+  rocksdb_fifo_compaction = 2
+};
+
+/* WAL recovery modes (rocksdb_options_set_wal_recovery_mode). */
+enum {
+  rocksdb_tolerate_corrupted_tail_records_recovery = 0,
+  rocksdb_absolute_consistency_recovery = 1,
+  rocksdb_point_in_time_recovery = 2,
+  rocksdb_skip_any_corrupted_records_recovery = 3
+};
+
+/* ---- Database: open, close, destroy, repair, writes, reads, snapshots, column
+   families, flush, compaction, properties, live files ---- */
+
+extern STRATA_C_API rocksdb_t* rocksdb_open(
+    const rocksdb_options_t* options,
+    const char* name,
+    char** errptr);
+extern STRATA_C_API rocksdb_t* rocksdb_open_for_read_only(
+    const rocksdb_options_t* options,
+    const char* name,
+    unsigned char error_if_wal_file_exists,
+    char** errptr);
+extern STRATA_C_API rocksdb_t* rocksdb_open_column_families(
+    const rocksdb_options_t* options,
+    const char* name,
+    int num_column_families,
+    const char* const* column_family_names,
+    const rocksdb_options_t* const* column_family_options,
+    rocksdb_column_family_handle_t** column_family_handles,
+    char** errptr);
+extern STRATA_C_API rocksdb_t* rocksdb_open_for_read_only_column_families(
+    const rocksdb_options_t* options,
+    const char* name,
+    int num_column_families,
+    const char* const* column_family_names,
+    const rocksdb_options_t* const* column_family_options,
+    rocksdb_column_family_handle_t** column_family_handles,
+    unsigned char error_if_wal_file_exists,
+    char** errptr);
+extern STRATA_C_API void rocksdb_close(rocksdb_t* db);
+extern STRATA_C_API void rocksdb_destroy_db(
+    const rocksdb_options_t* options,
+    const char* name,
+    char** errptr);
+extern STRATA_C_API void rocksdb_repair_db(
+    const rocksdb_options_t* options,
+    const char* name,
+    char** errptr);
+extern STRATA_C_API void rocksdb_free(void* ptr);
+extern STRATA_C_API char** rocksdb_list_column_families(
+    const rocksdb_options_t* options,
+    const char* name,
+    size_t* lencf,
+    char** errptr);
+extern STRATA_C_API void rocksdb_list_column_families_destroy(
+    char** list,
+    size_t len);
+extern STRATA_C_API rocksdb_column_family_handle_t* rocksdb_create_column_family(
+    rocksdb_t* db,
+    const rocksdb_options_t* column_family_options,
+    const char* column_family_name,
+    char** errptr);
+extern STRATA_C_API void rocksdb_drop_column_family(
+    rocksdb_t* db,
+    rocksdb_column_family_handle_t* handle,
+    char** errptr);
+extern STRATA_C_API void rocksdb_column_family_handle_destroy(
+    rocksdb_column_family_handle_t*);
+extern STRATA_C_API uint32_t rocksdb_column_family_handle_get_id(
+    rocksdb_column_family_handle_t* handle);
+extern STRATA_C_API char* rocksdb_column_family_handle_get_name(
+    rocksdb_column_family_handle_t* handle,
+    size_t* name_len);
+extern STRATA_C_API void rocksdb_put(
+    rocksdb_t* db,
+    const rocksdb_writeoptions_t* options,
+    const char* key,
+    size_t keylen,
+    const char* val,
+    size_t vallen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_put_cf(
+    rocksdb_t* db,
+    const rocksdb_writeoptions_t* options,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t keylen,
+    const char* val,
+    size_t vallen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_delete(
+    rocksdb_t* db,
+    const rocksdb_writeoptions_t* options,
+    const char* key,
+    size_t keylen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_delete_cf(
+    rocksdb_t* db,
+    const rocksdb_writeoptions_t* options,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t keylen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_singledelete(
+    rocksdb_t* db,
+    const rocksdb_writeoptions_t* options,
+    const char* key,
+    size_t keylen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_singledelete_cf(
+    rocksdb_t* db,
+    const rocksdb_writeoptions_t* options,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t keylen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_delete_range_cf(
+    rocksdb_t* db,
+    const rocksdb_writeoptions_t* options,
+    rocksdb_column_family_handle_t* column_family,
+    const char* start_key,
+    size_t start_key_len,
+    const char* end_key,
+    size_t end_key_len,
+    char** errptr);
+extern STRATA_C_API void rocksdb_merge(
+    rocksdb_t* db,
+    const rocksdb_writeoptions_t* options,
+    const char* key,
+    size_t keylen,
+    const char* val,
+    size_t vallen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_merge_cf(
+    rocksdb_t* db,
+    const rocksdb_writeoptions_t* options,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t keylen,
+    const char* val,
+    size_t vallen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_write(
+    rocksdb_t* db,
+    const rocksdb_writeoptions_t* options,
+    rocksdb_writebatch_t* batch,
+    char** errptr);
+extern STRATA_C_API char* rocksdb_get(
+    rocksdb_t* db,
+    const rocksdb_readoptions_t* options,
+    const char* key,
+    size_t keylen,
+    size_t* vallen,
+    char** errptr);
+extern STRATA_C_API char* rocksdb_get_cf(
+    rocksdb_t* db,
+    const rocksdb_readoptions_t* options,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t keylen,
+    size_t* vallen,
+    char** errptr);
+extern STRATA_C_API rocksdb_pinnableslice_t* rocksdb_get_pinned(
+    rocksdb_t* db,
+    const rocksdb_readoptions_t* options,
+    const char* key,
+    size_t keylen,
+    char** errptr);
+extern STRATA_C_API rocksdb_pinnableslice_t* rocksdb_get_pinned_cf(
+    rocksdb_t* db,
+    const rocksdb_readoptions_t* options,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t keylen,
+    char** errptr);
+extern STRATA_C_API const char* rocksdb_pinnableslice_value(
+    const rocksdb_pinnableslice_t* t,
+    size_t* vlen);
+extern STRATA_C_API void rocksdb_pinnableslice_destroy(
+    rocksdb_pinnableslice_t* v);
+extern STRATA_C_API void rocksdb_multi_get(
+    rocksdb_t* db,
+    const rocksdb_readoptions_t* options,
+    size_t num_keys,
+    const char* const* keys_list,
+    const size_t* keys_list_sizes,
+    char** values_list,
+    size_t* values_list_sizes,
+    char** errs);
+extern STRATA_C_API void rocksdb_multi_get_cf(
+    rocksdb_t* db,
+    const rocksdb_readoptions_t* options,
+    const rocksdb_column_family_handle_t* const* column_families,
+    size_t num_keys,
+    const char* const* keys_list,
+    const size_t* keys_list_sizes,
+    char** values_list,
+    size_t* values_list_sizes,
+    char** errs);
+extern STRATA_C_API const rocksdb_snapshot_t* rocksdb_create_snapshot(
+    rocksdb_t* db);
+extern STRATA_C_API void rocksdb_release_snapshot(
+    rocksdb_t* db,
+    const rocksdb_snapshot_t* snapshot);
+extern STRATA_C_API uint64_t rocksdb_get_latest_sequence_number(rocksdb_t* db);
+extern STRATA_C_API void rocksdb_flush(
+    rocksdb_t* db,
+    const rocksdb_flushoptions_t* options,
+    char** errptr);
+extern STRATA_C_API void rocksdb_flush_cf(
+    rocksdb_t* db,
+    const rocksdb_flushoptions_t* options,
+    rocksdb_column_family_handle_t* column_family,
+    char** errptr);
+extern STRATA_C_API void rocksdb_flush_wal(
+    rocksdb_t* db,
+    unsigned char sync,
+    char** errptr);
+extern STRATA_C_API void rocksdb_compact_range(
+    rocksdb_t* db,
+    const char* start_key,
+    size_t start_key_len,
+    const char* limit_key,
+    size_t limit_key_len);
+extern STRATA_C_API void rocksdb_compact_range_cf(
+    rocksdb_t* db,
+    rocksdb_column_family_handle_t* column_family,
+    const char* start_key,
+    size_t start_key_len,
+    const char* limit_key,
+    size_t limit_key_len);
+extern STRATA_C_API void rocksdb_compact_range_opt(
+    rocksdb_t* db,
+    rocksdb_compactoptions_t* opt,
+    const char* start_key,
+    size_t start_key_len,
+    const char* limit_key,
+    size_t limit_key_len);
+extern STRATA_C_API void rocksdb_compact_range_cf_opt(
+    rocksdb_t* db,
+    rocksdb_column_family_handle_t* column_family,
+    rocksdb_compactoptions_t* opt,
+    const char* start_key,
+    size_t start_key_len,
+    const char* limit_key,
+    size_t limit_key_len);
+extern STRATA_C_API void rocksdb_disable_file_deletions(
+    rocksdb_t* db,
+    char** errptr);
+extern STRATA_C_API void rocksdb_enable_file_deletions(
+    rocksdb_t* db,
+    unsigned char force,
+    char** errptr);
+extern STRATA_C_API char* rocksdb_property_value(
+    rocksdb_t* db,
+    const char* propname);
+extern STRATA_C_API char* rocksdb_property_value_cf(
+    rocksdb_t* db,
+    rocksdb_column_family_handle_t* column_family,
+    const char* propname);
+extern STRATA_C_API int rocksdb_property_int(
+    rocksdb_t* db,
+    const char* propname,
+    uint64_t* out_val);
+extern STRATA_C_API int rocksdb_property_int_cf(
+    rocksdb_t* db,
+    rocksdb_column_family_handle_t* column_family,
+    const char* propname,
+    uint64_t* out_val);
+extern STRATA_C_API void rocksdb_approximate_sizes(
+    rocksdb_t* db,
+    int num_ranges,
+    const char* const* range_start_key,
+    const size_t* range_start_key_len,
+    const char* const* range_limit_key,
+    const size_t* range_limit_key_len,
+    uint64_t* sizes,
+    char** errptr);
+extern STRATA_C_API const rocksdb_livefiles_t* rocksdb_livefiles(rocksdb_t* db);
+extern STRATA_C_API int rocksdb_livefiles_count(const rocksdb_livefiles_t*);
+extern STRATA_C_API const char* rocksdb_livefiles_name(
+    const rocksdb_livefiles_t*,
+    int index);
+extern STRATA_C_API const char* rocksdb_livefiles_column_family_name(
+    const rocksdb_livefiles_t*,
+    int index);
+extern STRATA_C_API int rocksdb_livefiles_level(
+    const rocksdb_livefiles_t*,
+    int index);
+extern STRATA_C_API size_t rocksdb_livefiles_size(
+    const rocksdb_livefiles_t*,
+    int index);
+extern STRATA_C_API const char* rocksdb_livefiles_smallestkey(
+    const rocksdb_livefiles_t*,
+    int index,
+    size_t* size);
+extern STRATA_C_API const char* rocksdb_livefiles_largestkey(
+    const rocksdb_livefiles_t*,
+    int index,
+    size_t* size);
+extern STRATA_C_API void rocksdb_livefiles_destroy(const rocksdb_livefiles_t*);
+
+/* ---- Write batches ---- */
+
+extern STRATA_C_API rocksdb_writebatch_t* rocksdb_writebatch_create(void);
+extern STRATA_C_API rocksdb_writebatch_t* rocksdb_writebatch_create_from(
+    const char* rep,
+    size_t size);
+extern STRATA_C_API void rocksdb_writebatch_destroy(rocksdb_writebatch_t*);
+extern STRATA_C_API void rocksdb_writebatch_clear(rocksdb_writebatch_t*);
+extern STRATA_C_API int rocksdb_writebatch_count(rocksdb_writebatch_t*);
+extern STRATA_C_API void rocksdb_writebatch_put(
+    rocksdb_writebatch_t*,
+    const char* key,
+    size_t klen,
+    const char* val,
+    size_t vlen);
+extern STRATA_C_API void rocksdb_writebatch_put_cf(
+    rocksdb_writebatch_t*,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t klen,
+    const char* val,
+    size_t vlen);
+extern STRATA_C_API void rocksdb_writebatch_merge(
+    rocksdb_writebatch_t*,
+    const char* key,
+    size_t klen,
+    const char* val,
+    size_t vlen);
+extern STRATA_C_API void rocksdb_writebatch_merge_cf(
+    rocksdb_writebatch_t*,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t klen,
+    const char* val,
+    size_t vlen);
+extern STRATA_C_API void rocksdb_writebatch_delete(
+    rocksdb_writebatch_t*,
+    const char* key,
+    size_t klen);
+extern STRATA_C_API void rocksdb_writebatch_delete_cf(
+    rocksdb_writebatch_t*,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t klen);
+extern STRATA_C_API void rocksdb_writebatch_singledelete(
+    rocksdb_writebatch_t* b,
+    const char* key,
+    size_t klen);
+extern STRATA_C_API void rocksdb_writebatch_singledelete_cf(
+    rocksdb_writebatch_t* b,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t klen);
+extern STRATA_C_API void rocksdb_writebatch_delete_range(
+    rocksdb_writebatch_t* b,
+    const char* start_key,
+    size_t start_key_len,
+    const char* end_key,
+    size_t end_key_len);
+extern STRATA_C_API void rocksdb_writebatch_delete_range_cf(
+    rocksdb_writebatch_t* b,
+    rocksdb_column_family_handle_t* column_family,
+    const char* start_key,
+    size_t start_key_len,
+    const char* end_key,
+    size_t end_key_len);
+extern STRATA_C_API void rocksdb_writebatch_putv(
+    rocksdb_writebatch_t* b,
+    int num_keys,
+    const char* const* keys_list,
+    const size_t* keys_list_sizes,
+    int num_values,
+    const char* const* values_list,
+    const size_t* values_list_sizes);
+extern STRATA_C_API void rocksdb_writebatch_putv_cf(
+    rocksdb_writebatch_t* b,
+    rocksdb_column_family_handle_t* column_family,
+    int num_keys,
+    const char* const* keys_list,
+    const size_t* keys_list_sizes,
+    int num_values,
+    const char* const* values_list,
+    const size_t* values_list_sizes);
+extern STRATA_C_API void rocksdb_writebatch_deletev(
+    rocksdb_writebatch_t* b,
+    int num_keys,
+    const char* const* keys_list,
+    const size_t* keys_list_sizes);
+extern STRATA_C_API void rocksdb_writebatch_put_log_data(
+    rocksdb_writebatch_t*,
+    const char* blob,
+    size_t len);
+extern STRATA_C_API void rocksdb_writebatch_iterate(
+    rocksdb_writebatch_t*,
+    void* state,
+    void (*put)(void*, const char* k, size_t klen, const char* v, size_t vlen),
+    void (*deleted)(void*, const char* k, size_t klen));
+extern STRATA_C_API const char* rocksdb_writebatch_data(
+    rocksdb_writebatch_t*,
+    size_t* size);
+extern STRATA_C_API void rocksdb_writebatch_set_save_point(
+    rocksdb_writebatch_t*);
+extern STRATA_C_API void rocksdb_writebatch_rollback_to_save_point(
+    rocksdb_writebatch_t*,
+    char** errptr);
+extern STRATA_C_API void rocksdb_writebatch_pop_save_point(
+    rocksdb_writebatch_t*,
+    char** errptr);
+
+/* ---- Iterators ---- */
+
+extern STRATA_C_API rocksdb_iterator_t* rocksdb_create_iterator(
+    rocksdb_t* db,
+    const rocksdb_readoptions_t* options);
+extern STRATA_C_API rocksdb_iterator_t* rocksdb_create_iterator_cf(
+    rocksdb_t* db,
+    const rocksdb_readoptions_t* options,
+    rocksdb_column_family_handle_t* column_family);
+extern STRATA_C_API void rocksdb_iter_destroy(rocksdb_iterator_t*);
+extern STRATA_C_API unsigned char rocksdb_iter_valid(const rocksdb_iterator_t*);
+extern STRATA_C_API void rocksdb_iter_seek_to_first(rocksdb_iterator_t*);
+extern STRATA_C_API void rocksdb_iter_seek_to_last(rocksdb_iterator_t*);
+extern STRATA_C_API void rocksdb_iter_seek(
+    rocksdb_iterator_t*,
+    const char* k,
+    size_t klen);
+extern STRATA_C_API void rocksdb_iter_seek_for_prev(
+    rocksdb_iterator_t*,
+    const char* k,
+    size_t klen);
+extern STRATA_C_API void rocksdb_iter_next(rocksdb_iterator_t*);
+extern STRATA_C_API void rocksdb_iter_prev(rocksdb_iterator_t*);
+extern STRATA_C_API const char* rocksdb_iter_key(
+    const rocksdb_iterator_t*,
+    size_t* klen);
+extern STRATA_C_API const char* rocksdb_iter_value(
+    const rocksdb_iterator_t*,
+    size_t* vlen);
+extern STRATA_C_API void rocksdb_iter_get_error(
+    const rocksdb_iterator_t*,
+    char** errptr);
+
+/* ---- Options: database and column family, block-based tables, caches, filter
+   policies, read/write/flush/compact options, universal and FIFO compaction ---- */
+
+extern STRATA_C_API rocksdb_options_t* rocksdb_options_create(void);
+extern STRATA_C_API void rocksdb_options_destroy(rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_increase_parallelism(
+    rocksdb_options_t* opt,
+    int total_threads);
+extern STRATA_C_API void rocksdb_options_optimize_level_style_compaction(
+    rocksdb_options_t* opt,
+    uint64_t memtable_memory_budget);
+extern STRATA_C_API void rocksdb_options_optimize_for_point_lookup(
+    rocksdb_options_t* opt,
+    uint64_t block_cache_size_mb);
+extern STRATA_C_API void rocksdb_options_set_create_if_missing(
+    rocksdb_options_t*,
+    unsigned char);
+extern STRATA_C_API unsigned char rocksdb_options_get_create_if_missing(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_create_missing_column_families(
+    rocksdb_options_t*,
+    unsigned char);
+extern STRATA_C_API unsigned char rocksdb_options_get_create_missing_column_families(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_error_if_exists(
+    rocksdb_options_t*,
+    unsigned char);
+extern STRATA_C_API unsigned char rocksdb_options_get_error_if_exists(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_paranoid_checks(
+    rocksdb_options_t*,
+    unsigned char);
+extern STRATA_C_API unsigned char rocksdb_options_get_paranoid_checks(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_write_buffer_size(
+    rocksdb_options_t*,
+    size_t);
+extern STRATA_C_API size_t rocksdb_options_get_write_buffer_size(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_max_write_buffer_number(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API int rocksdb_options_get_max_write_buffer_number(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_max_open_files(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API int rocksdb_options_get_max_open_files(rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_compression(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API int rocksdb_options_get_compression(rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_compaction_style(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API int rocksdb_options_get_compaction_style(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_num_levels(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API int rocksdb_options_get_num_levels(rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_level0_file_num_compaction_trigger(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API int rocksdb_options_get_level0_file_num_compaction_trigger(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_level0_slowdown_writes_trigger(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API int rocksdb_options_get_level0_slowdown_writes_trigger(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_level0_stop_writes_trigger(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API int rocksdb_options_get_level0_stop_writes_trigger(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_target_file_size_base(
+    rocksdb_options_t*,
+    uint64_t);
+extern STRATA_C_API uint64_t rocksdb_options_get_target_file_size_base(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_target_file_size_multiplier(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API int rocksdb_options_get_target_file_size_multiplier(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_max_bytes_for_level_base(
+    rocksdb_options_t*,
+    uint64_t);
+extern STRATA_C_API uint64_t rocksdb_options_get_max_bytes_for_level_base(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_max_bytes_for_level_multiplier(
+    rocksdb_options_t*,
+    double);
+extern STRATA_C_API double rocksdb_options_get_max_bytes_for_level_multiplier(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_level_compaction_dynamic_level_bytes(
+    rocksdb_options_t*,
+    unsigned char);
+extern STRATA_C_API unsigned char rocksdb_options_get_level_compaction_dynamic_level_bytes(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_disable_auto_compactions(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API unsigned char rocksdb_options_get_disable_auto_compactions(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_max_background_jobs(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API int rocksdb_options_get_max_background_jobs(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_max_subcompactions(
+    rocksdb_options_t*,
+    uint32_t);
+extern STRATA_C_API uint32_t rocksdb_options_get_max_subcompactions(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_max_log_file_size(
+    rocksdb_options_t*,
+    size_t);
+extern STRATA_C_API size_t rocksdb_options_get_max_log_file_size(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_keep_log_file_num(
+    rocksdb_options_t*,
+    size_t);
+extern STRATA_C_API size_t rocksdb_options_get_keep_log_file_num(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_WAL_ttl_seconds(
+    rocksdb_options_t*,
+    uint64_t);
+extern STRATA_C_API uint64_t rocksdb_options_get_WAL_ttl_seconds(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_WAL_size_limit_MB(
+    rocksdb_options_t*,
+    uint64_t);
+extern STRATA_C_API uint64_t rocksdb_options_get_WAL_size_limit_MB(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_allow_concurrent_memtable_write(
+    rocksdb_options_t*,
+    unsigned char);
+extern STRATA_C_API unsigned char rocksdb_options_get_allow_concurrent_memtable_write(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_enable_pipelined_write(
+    rocksdb_options_t*,
+    unsigned char);
+extern STRATA_C_API unsigned char rocksdb_options_get_enable_pipelined_write(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_unordered_write(
+    rocksdb_options_t*,
+    unsigned char);
+extern STRATA_C_API unsigned char rocksdb_options_get_unordered_write(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_manual_wal_flush(
+    rocksdb_options_t* opt,
+    unsigned char);
+extern STRATA_C_API unsigned char rocksdb_options_get_manual_wal_flush(
+    rocksdb_options_t* opt);
+extern STRATA_C_API void rocksdb_options_set_wal_recovery_mode(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API int rocksdb_options_get_wal_recovery_mode(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_wal_dir(
+    rocksdb_options_t*,
+    const char*);
+extern STRATA_C_API void rocksdb_options_enable_statistics(rocksdb_options_t*);
+extern STRATA_C_API char* rocksdb_options_statistics_get_string(
+    rocksdb_options_t* opt);
+extern STRATA_C_API void rocksdb_options_set_comparator(
+    rocksdb_options_t*,
+    rocksdb_comparator_t*);
+extern STRATA_C_API void rocksdb_options_set_merge_operator(
+    rocksdb_options_t*,
+    rocksdb_mergeoperator_t*);
+extern STRATA_C_API void rocksdb_options_set_compaction_filter(
+    rocksdb_options_t*,
+    rocksdb_compactionfilter_t*);
+extern STRATA_C_API void rocksdb_options_set_prefix_extractor(
+    rocksdb_options_t*,
+    rocksdb_slicetransform_t*);
+extern STRATA_C_API void rocksdb_options_set_block_based_table_factory(
+    rocksdb_options_t* opt,
+    rocksdb_block_based_table_options_t* table_options);
+extern STRATA_C_API void rocksdb_options_set_universal_compaction_options(
+    rocksdb_options_t*,
+    rocksdb_universal_compaction_options_t*);
+extern STRATA_C_API void rocksdb_options_set_fifo_compaction_options(
+    rocksdb_options_t* opt,
+    rocksdb_fifo_compaction_options_t* fifo);
+extern STRATA_C_API rocksdb_block_based_table_options_t* rocksdb_block_based_options_create(
+    void);
+extern STRATA_C_API void rocksdb_block_based_options_destroy(
+    rocksdb_block_based_table_options_t* options);
+extern STRATA_C_API void rocksdb_block_based_options_set_block_size(
+    rocksdb_block_based_table_options_t* options,
+    size_t block_size);
+extern STRATA_C_API void rocksdb_block_based_options_set_block_restart_interval(
+    rocksdb_block_based_table_options_t* options,
+    int block_restart_interval);
+extern STRATA_C_API void rocksdb_block_based_options_set_no_block_cache(
+    rocksdb_block_based_table_options_t* options,
+    unsigned char no_block_cache);
+extern STRATA_C_API void rocksdb_block_based_options_set_filter_policy(
+    rocksdb_block_based_table_options_t* options,
+    rocksdb_filterpolicy_t* filter_policy);
+extern STRATA_C_API void rocksdb_block_based_options_set_block_cache(
+    rocksdb_block_based_table_options_t* options,
+    rocksdb_cache_t* block_cache);
+extern STRATA_C_API rocksdb_cache_t* rocksdb_cache_create_lru(size_t capacity);
+extern STRATA_C_API void rocksdb_cache_destroy(rocksdb_cache_t* cache);
+extern STRATA_C_API size_t rocksdb_cache_get_usage(rocksdb_cache_t* cache);
+extern STRATA_C_API size_t rocksdb_cache_get_capacity(rocksdb_cache_t* cache);
+extern STRATA_C_API rocksdb_filterpolicy_t* rocksdb_filterpolicy_create_bloom(
+    double bits_per_key);
+extern STRATA_C_API rocksdb_filterpolicy_t* rocksdb_filterpolicy_create_bloom_full(
+    double bits_per_key);
+extern STRATA_C_API void rocksdb_filterpolicy_destroy(rocksdb_filterpolicy_t*);
+extern STRATA_C_API rocksdb_universal_compaction_options_t* rocksdb_universal_compaction_options_create(
+    void);
+extern STRATA_C_API void rocksdb_universal_compaction_options_set_size_ratio(
+    rocksdb_universal_compaction_options_t*,
+    int);
+extern STRATA_C_API void rocksdb_universal_compaction_options_set_min_merge_width(
+    rocksdb_universal_compaction_options_t*,
+    int);
+extern STRATA_C_API void rocksdb_universal_compaction_options_set_max_merge_width(
+    rocksdb_universal_compaction_options_t*,
+    int);
+extern STRATA_C_API void rocksdb_universal_compaction_options_set_max_size_amplification_percent(
+    rocksdb_universal_compaction_options_t*,
+    int);
+extern STRATA_C_API void rocksdb_universal_compaction_options_destroy(
+    rocksdb_universal_compaction_options_t*);
+extern STRATA_C_API rocksdb_fifo_compaction_options_t* rocksdb_fifo_compaction_options_create(
+    void);
+extern STRATA_C_API void rocksdb_fifo_compaction_options_set_max_table_files_size(
+    rocksdb_fifo_compaction_options_t* fifo_opts,
+    uint64_t size);
+extern STRATA_C_API uint64_t rocksdb_fifo_compaction_options_get_max_table_files_size(
+    rocksdb_fifo_compaction_options_t* fifo_opts);
+extern STRATA_C_API void rocksdb_fifo_compaction_options_destroy(
+    rocksdb_fifo_compaction_options_t* fifo_opts);
+extern STRATA_C_API rocksdb_readoptions_t* rocksdb_readoptions_create(void);
+extern STRATA_C_API void rocksdb_readoptions_destroy(rocksdb_readoptions_t*);
+extern STRATA_C_API void rocksdb_readoptions_set_verify_checksums(
+    rocksdb_readoptions_t*,
+    unsigned char);
+extern STRATA_C_API unsigned char rocksdb_readoptions_get_verify_checksums(
+    rocksdb_readoptions_t*);
+extern STRATA_C_API void rocksdb_readoptions_set_fill_cache(
+    rocksdb_readoptions_t*,
+    unsigned char);
+extern STRATA_C_API unsigned char rocksdb_readoptions_get_fill_cache(
+    rocksdb_readoptions_t*);
+extern STRATA_C_API void rocksdb_readoptions_set_prefix_same_as_start(
+    rocksdb_readoptions_t*,
+    unsigned char);
+extern STRATA_C_API unsigned char rocksdb_readoptions_get_prefix_same_as_start(
+    rocksdb_readoptions_t*);
+extern STRATA_C_API void rocksdb_readoptions_set_snapshot(
+    rocksdb_readoptions_t*,
+    const rocksdb_snapshot_t*);
+extern STRATA_C_API void rocksdb_readoptions_set_iterate_upper_bound(
+    rocksdb_readoptions_t*,
+    const char* key,
+    size_t keylen);
+extern STRATA_C_API void rocksdb_readoptions_set_iterate_lower_bound(
+    rocksdb_readoptions_t*,
+    const char* key,
+    size_t keylen);
+extern STRATA_C_API rocksdb_writeoptions_t* rocksdb_writeoptions_create(void);
+extern STRATA_C_API void rocksdb_writeoptions_destroy(rocksdb_writeoptions_t*);
+extern STRATA_C_API void rocksdb_writeoptions_set_sync(
+    rocksdb_writeoptions_t*,
+    unsigned char);
+extern STRATA_C_API unsigned char rocksdb_writeoptions_get_sync(
+    rocksdb_writeoptions_t*);
+extern STRATA_C_API void rocksdb_writeoptions_disable_WAL(
+    rocksdb_writeoptions_t* opt,
+    int disable);
+extern STRATA_C_API unsigned char rocksdb_writeoptions_get_disable_WAL(
+    rocksdb_writeoptions_t* opt);
+extern STRATA_C_API rocksdb_flushoptions_t* rocksdb_flushoptions_create(void);
+extern STRATA_C_API void rocksdb_flushoptions_destroy(rocksdb_flushoptions_t*);
+extern STRATA_C_API void rocksdb_flushoptions_set_wait(
+    rocksdb_flushoptions_t*,
+    unsigned char);
+extern STRATA_C_API unsigned char rocksdb_flushoptions_get_wait(
+    rocksdb_flushoptions_t*);
+extern STRATA_C_API rocksdb_compactoptions_t* rocksdb_compactoptions_create(
+    void);
+extern STRATA_C_API void rocksdb_compactoptions_destroy(
+    rocksdb_compactoptions_t*);
+extern STRATA_C_API void rocksdb_compactoptions_set_exclusive_manual_compaction(
+    rocksdb_compactoptions_t*,
+    unsigned char);
+extern STRATA_C_API unsigned char rocksdb_compactoptions_get_exclusive_manual_compaction(
+    rocksdb_compactoptions_t*);
+extern STRATA_C_API void rocksdb_compactoptions_set_bottommost_level_compaction(
+    rocksdb_compactoptions_t*,
+    unsigned char);
+extern STRATA_C_API unsigned char rocksdb_compactoptions_get_bottommost_level_compaction(
+    rocksdb_compactoptions_t*);
+
+/* ---- User callbacks: comparators, merge operators, compaction filters, prefix
+   extractors ---- */
+
+extern STRATA_C_API rocksdb_comparator_t* rocksdb_comparator_create(
+    void* state,
+    void (*destructor)(void*),
+    int (*compare)(void*, const char* a, size_t alen, const char* b, size_t blen),
+    const char* (*name)(void*));
+extern STRATA_C_API void rocksdb_comparator_destroy(rocksdb_comparator_t*);
+extern STRATA_C_API rocksdb_mergeoperator_t* rocksdb_mergeoperator_create(
+    void* state,
+    void (*destructor)(void*),
+    char* (*full_merge)(void*, const char* key, size_t key_length, const char* existing_value, size_t existing_value_length, const char* const* operands_list, const size_t* operands_list_length, int num_operands, unsigned char* success, size_t* new_value_length),
+    char* (*partial_merge)(void*, const char* key, size_t key_length, const char* const* operands_list, const size_t* operands_list_length, int num_operands, unsigned char* success, size_t* new_value_length),
+    void (*delete_value)(void*, const char* value, size_t value_length),
+    const char* (*name)(void*));
+extern STRATA_C_API void rocksdb_mergeoperator_destroy(
+    rocksdb_mergeoperator_t*);
+extern STRATA_C_API rocksdb_compactionfilter_t* rocksdb_compactionfilter_create(
+    void* state,
+    void (*destructor)(void*),
+    unsigned char (*filter)(void*, int level, const char* key, size_t key_length, const char* existing_value, size_t value_length, char** new_value, size_t* new_value_length, unsigned char* value_changed),
+    const char* (*name)(void*));
+extern STRATA_C_API void rocksdb_compactionfilter_destroy(
+    rocksdb_compactionfilter_t*);
+extern STRATA_C_API rocksdb_slicetransform_t* rocksdb_slicetransform_create(
+    void* state,
+    void (*destructor)(void*),
+    char* (*transform)(void*, const char* key, size_t length, size_t* dst_length),
+    unsigned char (*in_domain)(void*, const char* key, size_t length),
+    unsigned char (*in_range)(void*, const char* key, size_t length),
+    const char* (*name)(void*));
+extern STRATA_C_API rocksdb_slicetransform_t* rocksdb_slicetransform_create_fixed_prefix(
+    size_t);
+extern STRATA_C_API rocksdb_slicetransform_t* rocksdb_slicetransform_create_noop(
+    void);
+extern STRATA_C_API void rocksdb_slicetransform_destroy(
+    rocksdb_slicetransform_t*);
+
+/* ---- External table files: SstFileWriter and ingestion ---- */
+
+extern STRATA_C_API rocksdb_envoptions_t* rocksdb_envoptions_create(void);
+extern STRATA_C_API void rocksdb_envoptions_destroy(rocksdb_envoptions_t* opt);
+extern STRATA_C_API rocksdb_sstfilewriter_t* rocksdb_sstfilewriter_create(
+    const rocksdb_envoptions_t* env,
+    const rocksdb_options_t* io_options);
+extern STRATA_C_API rocksdb_sstfilewriter_t* rocksdb_sstfilewriter_create_with_comparator(
+    const rocksdb_envoptions_t* env,
+    const rocksdb_options_t* io_options,
+    const rocksdb_comparator_t* comparator);
+extern STRATA_C_API void rocksdb_sstfilewriter_open(
+    rocksdb_sstfilewriter_t* writer,
+    const char* name,
+    char** errptr);
+extern STRATA_C_API void rocksdb_sstfilewriter_put(
+    rocksdb_sstfilewriter_t* writer,
+    const char* key,
+    size_t keylen,
+    const char* val,
+    size_t vallen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_sstfilewriter_add(
+    rocksdb_sstfilewriter_t* writer,
+    const char* key,
+    size_t keylen,
+    const char* val,
+    size_t vallen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_sstfilewriter_merge(
+    rocksdb_sstfilewriter_t* writer,
+    const char* key,
+    size_t keylen,
+    const char* val,
+    size_t vallen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_sstfilewriter_delete(
+    rocksdb_sstfilewriter_t* writer,
+    const char* key,
+    size_t keylen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_sstfilewriter_delete_range(
+    rocksdb_sstfilewriter_t* writer,
+    const char* begin_key,
+    size_t begin_keylen,
+    const char* end_key,
+    size_t end_keylen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_sstfilewriter_finish(
+    rocksdb_sstfilewriter_t* writer,
+    char** errptr);
+extern STRATA_C_API void rocksdb_sstfilewriter_file_size(
+    rocksdb_sstfilewriter_t* writer,
+    uint64_t* file_size);
+extern STRATA_C_API void rocksdb_sstfilewriter_destroy(
+    rocksdb_sstfilewriter_t* writer);
+extern STRATA_C_API rocksdb_ingestexternalfileoptions_t* rocksdb_ingestexternalfileoptions_create(
+    void);
+extern STRATA_C_API void rocksdb_ingestexternalfileoptions_set_move_files(
+    rocksdb_ingestexternalfileoptions_t* opt,
+    unsigned char move_files);
+extern STRATA_C_API void rocksdb_ingestexternalfileoptions_set_snapshot_consistency(
+    rocksdb_ingestexternalfileoptions_t* opt,
+    unsigned char snapshot_consistency);
+extern STRATA_C_API void rocksdb_ingestexternalfileoptions_set_allow_global_seqno(
+    rocksdb_ingestexternalfileoptions_t* opt,
+    unsigned char allow_global_seqno);
+extern STRATA_C_API void rocksdb_ingestexternalfileoptions_set_allow_blocking_flush(
+    rocksdb_ingestexternalfileoptions_t* opt,
+    unsigned char allow_blocking_flush);
+extern STRATA_C_API void rocksdb_ingestexternalfileoptions_set_ingest_behind(
+    rocksdb_ingestexternalfileoptions_t* opt,
+    unsigned char ingest_behind);
+extern STRATA_C_API void rocksdb_ingestexternalfileoptions_destroy(
+    rocksdb_ingestexternalfileoptions_t* opt);
+extern STRATA_C_API void rocksdb_ingest_external_file(
+    rocksdb_t* db,
+    const char* const* file_list,
+    const size_t list_len,
+    const rocksdb_ingestexternalfileoptions_t* opt,
+    char** errptr);
+extern STRATA_C_API void rocksdb_ingest_external_file_cf(
+    rocksdb_t* db,
+    rocksdb_column_family_handle_t* handle,
+    const char* const* file_list,
+    const size_t list_len,
+    const rocksdb_ingestexternalfileoptions_t* opt,
+    char** errptr);
+
+/* ---- Checkpoints, the environment, and the backup engine ---- */
+
+extern STRATA_C_API rocksdb_checkpoint_t* rocksdb_checkpoint_object_create(
+    rocksdb_t* db,
+    char** errptr);
+extern STRATA_C_API void rocksdb_checkpoint_create(
+    rocksdb_checkpoint_t* checkpoint,
+    const char* checkpoint_dir,
+    uint64_t log_size_for_flush,
+    char** errptr);
+extern STRATA_C_API void rocksdb_checkpoint_object_destroy(
+    rocksdb_checkpoint_t* checkpoint);
+extern STRATA_C_API rocksdb_env_t* rocksdb_create_default_env(void);
+extern STRATA_C_API void rocksdb_env_set_background_threads(
+    rocksdb_env_t* env,
+    int n);
+extern STRATA_C_API void rocksdb_env_set_high_priority_background_threads(
+    rocksdb_env_t* env,
+    int n);
+extern STRATA_C_API void rocksdb_env_destroy(rocksdb_env_t*);
+extern STRATA_C_API void rocksdb_options_set_env(
+    rocksdb_options_t*,
+    rocksdb_env_t*);
+extern STRATA_C_API rocksdb_backup_engine_t* rocksdb_backup_engine_open(
+    const rocksdb_options_t* options,
+    const char* path,
+    char** errptr);
+extern STRATA_C_API rocksdb_backup_engine_t* rocksdb_backup_engine_open_opts(
+    const rocksdb_backup_engine_options_t* options,
+    rocksdb_env_t* env,
+    char** errptr);
+extern STRATA_C_API void rocksdb_backup_engine_create_new_backup(
+    rocksdb_backup_engine_t* be,
+    rocksdb_t* db,
+    char** errptr);
+extern STRATA_C_API void rocksdb_backup_engine_create_new_backup_flush(
+    rocksdb_backup_engine_t* be,
+    rocksdb_t* db,
+    unsigned char flush_before_backup,
+    char** errptr);
+extern STRATA_C_API void rocksdb_backup_engine_purge_old_backups(
+    rocksdb_backup_engine_t* be,
+    uint32_t num_backups_to_keep,
+    char** errptr);
+extern STRATA_C_API void rocksdb_backup_engine_verify_backup(
+    rocksdb_backup_engine_t* be,
+    uint32_t backup_id,
+    char** errptr);
+extern STRATA_C_API void rocksdb_backup_engine_restore_db_from_latest_backup(
+    rocksdb_backup_engine_t* be,
+    const char* db_dir,
+    const char* wal_dir,
+    const rocksdb_restore_options_t* restore_options,
+    char** errptr);
+extern STRATA_C_API void rocksdb_backup_engine_restore_db_from_backup(
+    rocksdb_backup_engine_t* be,
+    const char* db_dir,
+    const char* wal_dir,
+    const rocksdb_restore_options_t* restore_options,
+    const uint32_t backup_id,
+    char** errptr);
+extern STRATA_C_API const rocksdb_backup_engine_info_t* rocksdb_backup_engine_get_backup_info(
+    rocksdb_backup_engine_t* be);
+extern STRATA_C_API int rocksdb_backup_engine_info_count(
+    const rocksdb_backup_engine_info_t* info);
+extern STRATA_C_API int64_t rocksdb_backup_engine_info_timestamp(
+    const rocksdb_backup_engine_info_t* info,
+    int index);
+extern STRATA_C_API uint32_t rocksdb_backup_engine_info_backup_id(
+    const rocksdb_backup_engine_info_t* info,
+    int index);
+extern STRATA_C_API uint64_t rocksdb_backup_engine_info_size(
+    const rocksdb_backup_engine_info_t* info,
+    int index);
+extern STRATA_C_API uint32_t rocksdb_backup_engine_info_number_files(
+    const rocksdb_backup_engine_info_t* info,
+    int index);
+extern STRATA_C_API void rocksdb_backup_engine_info_destroy(
+    const rocksdb_backup_engine_info_t* info);
+extern STRATA_C_API void rocksdb_backup_engine_close(
+    rocksdb_backup_engine_t* be);
+extern STRATA_C_API rocksdb_restore_options_t* rocksdb_restore_options_create(
+    void);
+extern STRATA_C_API void rocksdb_restore_options_set_keep_log_files(
+    rocksdb_restore_options_t* opt,
+    int v);
+extern STRATA_C_API void rocksdb_restore_options_destroy(
+    rocksdb_restore_options_t* opt);
+extern STRATA_C_API rocksdb_backup_engine_options_t* rocksdb_backup_engine_options_create(
+    const char* backup_dir);
+extern STRATA_C_API void rocksdb_backup_engine_options_set_backup_dir(
+    rocksdb_backup_engine_options_t* options,
+    const char* backup_dir);
+extern STRATA_C_API void rocksdb_backup_engine_options_set_share_table_files(
+    rocksdb_backup_engine_options_t* options,
+    unsigned char val);
+extern STRATA_C_API void rocksdb_backup_engine_options_set_sync(
+    rocksdb_backup_engine_options_t* options,
+    unsigned char val);
+extern STRATA_C_API void rocksdb_backup_engine_options_set_destroy_old_data(
+    rocksdb_backup_engine_options_t* options,
+    unsigned char val);
+extern STRATA_C_API void rocksdb_backup_engine_options_set_backup_log_files(
+    rocksdb_backup_engine_options_t* options,
+    unsigned char val);
+extern STRATA_C_API void rocksdb_backup_engine_options_set_backup_rate_limit(
+    rocksdb_backup_engine_options_t* options,
+    uint64_t limit);
+extern STRATA_C_API void rocksdb_backup_engine_options_set_restore_rate_limit(
+    rocksdb_backup_engine_options_t* options,
+    uint64_t limit);
+extern STRATA_C_API void rocksdb_backup_engine_options_set_max_background_operations(
+    rocksdb_backup_engine_options_t* options,
+    int val);
+extern STRATA_C_API void rocksdb_backup_engine_options_set_callback_trigger_interval_size(
+    rocksdb_backup_engine_options_t* options,
+    uint64_t size);
+extern STRATA_C_API void rocksdb_backup_engine_options_set_max_valid_backups_to_open(
+    rocksdb_backup_engine_options_t* options,
+    int val);
+extern STRATA_C_API void rocksdb_backup_engine_options_destroy(
+    rocksdb_backup_engine_options_t*);
+
+/* ---- WAL tailing ---- */
+
+extern STRATA_C_API rocksdb_wal_iterator_t* rocksdb_get_updates_since(
+    rocksdb_t* db,
+    uint64_t seq_number,
+    const rocksdb_wal_readoptions_t* options,
+    char** errptr);
+extern STRATA_C_API void rocksdb_wal_iter_next(rocksdb_wal_iterator_t* iter);
+extern STRATA_C_API unsigned char rocksdb_wal_iter_valid(
+    const rocksdb_wal_iterator_t*);
+extern STRATA_C_API void rocksdb_wal_iter_status(
+    const rocksdb_wal_iterator_t* iter,
+    char** errptr);
+extern STRATA_C_API rocksdb_writebatch_t* rocksdb_wal_iter_get_batch(
+    const rocksdb_wal_iterator_t* iter,
+    uint64_t* seq);
+extern STRATA_C_API void rocksdb_wal_iter_destroy(
+    const rocksdb_wal_iterator_t* iter);
+
+/* ---- Transactions: TransactionDB and OptimisticTransactionDB ---- */
+
+extern STRATA_C_API rocksdb_transactiondb_options_t* rocksdb_transactiondb_options_create(
+    void);
+extern STRATA_C_API void rocksdb_transactiondb_options_destroy(
+    rocksdb_transactiondb_options_t* opt);
+extern STRATA_C_API void rocksdb_transactiondb_options_set_max_num_locks(
+    rocksdb_transactiondb_options_t* opt,
+    int64_t max_num_locks);
+extern STRATA_C_API void rocksdb_transactiondb_options_set_num_stripes(
+    rocksdb_transactiondb_options_t* opt,
+    size_t num_stripes);
+extern STRATA_C_API void rocksdb_transactiondb_options_set_transaction_lock_timeout(
+    rocksdb_transactiondb_options_t* opt,
+    int64_t txn_lock_timeout);
+extern STRATA_C_API void rocksdb_transactiondb_options_set_default_lock_timeout(
+    rocksdb_transactiondb_options_t* opt,
+    int64_t default_lock_timeout);
+extern STRATA_C_API rocksdb_transaction_options_t* rocksdb_transaction_options_create(
+    void);
+extern STRATA_C_API void rocksdb_transaction_options_destroy(
+    rocksdb_transaction_options_t* opt);
+extern STRATA_C_API void rocksdb_transaction_options_set_set_snapshot(
+    rocksdb_transaction_options_t* opt,
+    unsigned char v);
+extern STRATA_C_API void rocksdb_transaction_options_set_deadlock_detect(
+    rocksdb_transaction_options_t* opt,
+    unsigned char v);
+extern STRATA_C_API void rocksdb_transaction_options_set_lock_timeout(
+    rocksdb_transaction_options_t* opt,
+    int64_t lock_timeout);
+extern STRATA_C_API void rocksdb_transaction_options_set_expiration(
+    rocksdb_transaction_options_t* opt,
+    int64_t expiration);
+extern STRATA_C_API void rocksdb_transaction_options_set_deadlock_detect_depth(
+    rocksdb_transaction_options_t* opt,
+    int64_t depth);
+extern STRATA_C_API void rocksdb_transaction_options_set_max_write_batch_size(
+    rocksdb_transaction_options_t* opt,
+    size_t size);
+extern STRATA_C_API rocksdb_optimistictransaction_options_t* rocksdb_optimistictransaction_options_create(
+    void);
+extern STRATA_C_API void rocksdb_optimistictransaction_options_destroy(
+    rocksdb_optimistictransaction_options_t* opt);
+extern STRATA_C_API void rocksdb_optimistictransaction_options_set_set_snapshot(
+    rocksdb_optimistictransaction_options_t* opt,
+    unsigned char v);
+extern STRATA_C_API rocksdb_transactiondb_t* rocksdb_transactiondb_open(
+    const rocksdb_options_t* options,
+    const rocksdb_transactiondb_options_t* txn_db_options,
+    const char* name,
+    char** errptr);
+extern STRATA_C_API rocksdb_transactiondb_t* rocksdb_transactiondb_open_column_families(
+    const rocksdb_options_t* options,
+    const rocksdb_transactiondb_options_t* txn_db_options,
+    const char* name,
+    int num_column_families,
+    const char* const* column_family_names,
+    const rocksdb_options_t* const* column_family_options,
+    rocksdb_column_family_handle_t** column_family_handles,
+    char** errptr);
+extern STRATA_C_API void rocksdb_transactiondb_close(
+    rocksdb_transactiondb_t* txn_db);
+extern STRATA_C_API rocksdb_column_family_handle_t* rocksdb_transactiondb_create_column_family(
+    rocksdb_transactiondb_t* txn_db,
+    const rocksdb_options_t* column_family_options,
+    const char* column_family_name,
+    char** errptr);
+extern STRATA_C_API rocksdb_transaction_t* rocksdb_transaction_begin(
+    rocksdb_transactiondb_t* txn_db,
+    const rocksdb_writeoptions_t* write_options,
+    const rocksdb_transaction_options_t* txn_options,
+    rocksdb_transaction_t* old_txn);
+extern STRATA_C_API rocksdb_transaction_t** rocksdb_transactiondb_get_prepared_transactions(
+    rocksdb_transactiondb_t* txn_db,
+    size_t* cnt);
+extern STRATA_C_API void rocksdb_transactiondb_put(
+    rocksdb_transactiondb_t* txn_db,
+    const rocksdb_writeoptions_t* options,
+    const char* key,
+    size_t klen,
+    const char* val,
+    size_t vlen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_transactiondb_put_cf(
+    rocksdb_transactiondb_t* txn_db,
+    const rocksdb_writeoptions_t* options,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t keylen,
+    const char* val,
+    size_t vallen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_transactiondb_delete(
+    rocksdb_transactiondb_t* txn_db,
+    const rocksdb_writeoptions_t* options,
+    const char* key,
+    size_t klen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_transactiondb_merge(
+    rocksdb_transactiondb_t* txn_db,
+    const rocksdb_writeoptions_t* options,
+    const char* key,
+    size_t klen,
+    const char* val,
+    size_t vlen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_transactiondb_write(
+    rocksdb_transactiondb_t* txn_db,
+    const rocksdb_writeoptions_t* options,
+    rocksdb_writebatch_t* batch,
+    char** errptr);
+extern STRATA_C_API char* rocksdb_transactiondb_get(
+    rocksdb_transactiondb_t* txn_db,
+    const rocksdb_readoptions_t* options,
+    const char* key,
+    size_t klen,
+    size_t* vlen,
+    char** errptr);
+extern STRATA_C_API char* rocksdb_transactiondb_get_cf(
+    rocksdb_transactiondb_t* txn_db,
+    const rocksdb_readoptions_t* options,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t keylen,
+    size_t* vallen,
+    char** errptr);
+extern STRATA_C_API rocksdb_iterator_t* rocksdb_transactiondb_create_iterator(
+    rocksdb_transactiondb_t* txn_db,
+    const rocksdb_readoptions_t* options);
+extern STRATA_C_API const rocksdb_snapshot_t* rocksdb_transactiondb_create_snapshot(
+    rocksdb_transactiondb_t* txn_db);
+extern STRATA_C_API void rocksdb_transactiondb_release_snapshot(
+    rocksdb_transactiondb_t* txn_db,
+    const rocksdb_snapshot_t* snapshot);
+extern STRATA_C_API void rocksdb_transactiondb_flush(
+    rocksdb_transactiondb_t* txn_db,
+    const rocksdb_flushoptions_t* options,
+    char** errptr);
+extern STRATA_C_API rocksdb_checkpoint_t* rocksdb_transactiondb_checkpoint_object_create(
+    rocksdb_transactiondb_t* txn_db,
+    char** errptr);
+extern STRATA_C_API rocksdb_optimistictransactiondb_t* rocksdb_optimistictransactiondb_open(
+    const rocksdb_options_t* options,
+    const char* name,
+    char** errptr);
+extern STRATA_C_API void rocksdb_optimistictransactiondb_close(
+    rocksdb_optimistictransactiondb_t* otxn_db);
+extern STRATA_C_API rocksdb_t* rocksdb_optimistictransactiondb_get_base_db(
+    rocksdb_optimistictransactiondb_t* otxn_db);
+extern STRATA_C_API void rocksdb_optimistictransactiondb_close_base_db(
+    rocksdb_t* base_db);
+extern STRATA_C_API rocksdb_transaction_t* rocksdb_optimistictransaction_begin(
+    rocksdb_optimistictransactiondb_t* otxn_db,
+    const rocksdb_writeoptions_t* write_options,
+    const rocksdb_optimistictransaction_options_t* otxn_options,
+    rocksdb_transaction_t* old_txn);
+extern STRATA_C_API void rocksdb_optimistictransactiondb_write(
+    rocksdb_optimistictransactiondb_t* otxn_db,
+    const rocksdb_writeoptions_t* options,
+    rocksdb_writebatch_t* batch,
+    char** errptr);
+extern STRATA_C_API void rocksdb_transaction_destroy(
+    rocksdb_transaction_t* txn);
+extern STRATA_C_API void rocksdb_transaction_set_name(
+    rocksdb_transaction_t* txn,
+    const char* name,
+    size_t name_len,
+    char** errptr);
+extern STRATA_C_API char* rocksdb_transaction_get_name(
+    rocksdb_transaction_t* txn,
+    size_t* name_len);
+extern STRATA_C_API void rocksdb_transaction_prepare(
+    rocksdb_transaction_t* txn,
+    char** errptr);
+extern STRATA_C_API void rocksdb_transaction_commit(
+    rocksdb_transaction_t* txn,
+    char** errptr);
+extern STRATA_C_API void rocksdb_transaction_rollback(
+    rocksdb_transaction_t* txn,
+    char** errptr);
+extern STRATA_C_API void rocksdb_transaction_set_savepoint(
+    rocksdb_transaction_t* txn);
+extern STRATA_C_API void rocksdb_transaction_rollback_to_savepoint(
+    rocksdb_transaction_t* txn,
+    char** errptr);
+extern STRATA_C_API const rocksdb_snapshot_t* rocksdb_transaction_get_snapshot(
+    rocksdb_transaction_t* txn);
+extern STRATA_C_API void rocksdb_transaction_put(
+    rocksdb_transaction_t* txn,
+    const char* key,
+    size_t klen,
+    const char* val,
+    size_t vlen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_transaction_put_cf(
+    rocksdb_transaction_t* txn,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t klen,
+    const char* val,
+    size_t vlen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_transaction_merge(
+    rocksdb_transaction_t* txn,
+    const char* key,
+    size_t klen,
+    const char* val,
+    size_t vlen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_transaction_merge_cf(
+    rocksdb_transaction_t* txn,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t klen,
+    const char* val,
+    size_t vlen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_transaction_delete(
+    rocksdb_transaction_t* txn,
+    const char* key,
+    size_t klen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_transaction_delete_cf(
+    rocksdb_transaction_t* txn,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t klen,
+    char** errptr);
+extern STRATA_C_API char* rocksdb_transaction_get(
+    rocksdb_transaction_t* txn,
+    const rocksdb_readoptions_t* options,
+    const char* key,
+    size_t klen,
+    size_t* vlen,
+    char** errptr);
+extern STRATA_C_API char* rocksdb_transaction_get_cf(
+    rocksdb_transaction_t* txn,
+    const rocksdb_readoptions_t* options,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t klen,
+    size_t* vlen,
+    char** errptr);
+extern STRATA_C_API rocksdb_pinnableslice_t* rocksdb_transaction_get_pinned(
+    rocksdb_transaction_t* txn,
+    const rocksdb_readoptions_t* options,
+    const char* key,
+    size_t klen,
+    char** errptr);
+extern STRATA_C_API char* rocksdb_transaction_get_for_update(
+    rocksdb_transaction_t* txn,
+    const rocksdb_readoptions_t* options,
+    const char* key,
+    size_t klen,
+    size_t* vlen,
+    unsigned char exclusive,
+    char** errptr);
+extern STRATA_C_API char* rocksdb_transaction_get_for_update_cf(
+    rocksdb_transaction_t* txn,
+    const rocksdb_readoptions_t* options,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t klen,
+    size_t* vlen,
+    unsigned char exclusive,
+    char** errptr);
+extern STRATA_C_API void rocksdb_transaction_multi_get(
+    rocksdb_transaction_t* txn,
+    const rocksdb_readoptions_t* options,
+    size_t num_keys,
+    const char* const* keys_list,
+    const size_t* keys_list_sizes,
+    char** values_list,
+    size_t* values_list_sizes,
+    char** errs);
+extern STRATA_C_API rocksdb_iterator_t* rocksdb_transaction_create_iterator(
+    rocksdb_transaction_t* txn,
+    const rocksdb_readoptions_t* options);
+extern STRATA_C_API rocksdb_iterator_t* rocksdb_transaction_create_iterator_cf(
+    rocksdb_transaction_t* txn,
+    const rocksdb_readoptions_t* options,
+    rocksdb_column_family_handle_t* column_family);
+
+#ifdef __cplusplus
+} /* end extern "C" */
+#endif
+
+#endif /* STRATA_ROCKSDB_C_H */

@@ -1,0 +1,1151 @@
+//! Option objects of the C API: `rocksdb_options_t` (DB and column family
+//! settings together, as RocksDB's `Options`), block-based table options,
+//! caches, filter policies, read/write/flush/compact options, and the
+//! universal and FIFO compaction settings.
+
+#![allow(non_camel_case_types)]
+
+use std::ffi::{c_char, c_int, c_uchar};
+use std::sync::Arc;
+
+use strata::cache::BlockCache;
+use strata::options::{
+    CompactionStyle, FifoCompactionOptions, Options, ReadOptions, UniversalCompactionOptions,
+    WalRecoveryMode, WriteOptions,
+};
+use strata::table::compression::CompressionType;
+use strata::util::statistics::Statistics;
+
+use crate::callbacks::{
+    rocksdb_compactionfilter_t, rocksdb_comparator_t, rocksdb_mergeoperator_t,
+    rocksdb_slicetransform_t,
+};
+use crate::ffi::{bytes, cstr, drop_raw, guard_quiet, into_raw, malloc_cstr};
+
+/// RocksDB's `Options`: a database's settings and its default column
+/// family's (also used as a column family's options).
+#[derive(Clone, Default)]
+pub struct rocksdb_options_t {
+    pub opts: Options,
+    /// `max_open_files` as the caller set it (-1 = unlimited).
+    max_open_files: Option<c_int>,
+}
+
+/// RocksDB's `BlockBasedTableOptions` (the subset Strata's tables have).
+#[derive(Clone)]
+pub struct rocksdb_block_based_table_options_t {
+    block_size: usize,
+    block_restart_interval: usize,
+    bloom_bits_per_key: Option<f64>,
+    block_cache: Option<Arc<BlockCache>>,
+    no_block_cache: bool,
+}
+
+impl Default for rocksdb_block_based_table_options_t {
+    fn default() -> Self {
+        let d = Options::default().cf;
+        rocksdb_block_based_table_options_t {
+            block_size: d.block_size,
+            block_restart_interval: d.block_restart_interval,
+            // RocksDB's BlockBasedTableOptions has no filter by default.
+            bloom_bits_per_key: None,
+            block_cache: None,
+            no_block_cache: false,
+        }
+    }
+}
+
+/// An LRU block cache (RocksDB's `NewLRUCache`), shareable by databases.
+pub struct rocksdb_cache_t {
+    pub cache: Arc<BlockCache>,
+}
+
+/// A filter policy: Strata's tables write full bloom filters.
+pub struct rocksdb_filterpolicy_t {
+    bits_per_key: f64,
+}
+
+#[derive(Clone, Default)]
+pub struct rocksdb_readoptions_t {
+    pub opts: ReadOptions,
+    verify_checksums: Option<bool>,
+    fill_cache: Option<bool>,
+}
+
+#[derive(Clone, Default)]
+pub struct rocksdb_writeoptions_t {
+    pub opts: WriteOptions,
+}
+
+pub struct rocksdb_flushoptions_t {
+    pub wait: bool,
+}
+
+#[derive(Clone)]
+pub struct rocksdb_compactoptions_t {
+    pub exclusive_manual_compaction: bool,
+    pub bottommost_level_compaction: c_uchar,
+}
+
+pub struct rocksdb_universal_compaction_options_t {
+    opts: UniversalCompactionOptions,
+}
+
+pub struct rocksdb_fifo_compaction_options_t {
+    opts: FifoCompactionOptions,
+}
+
+/// RocksDB's numeric compression codes (`rocksdb_no_compression` = 0, ...).
+pub fn compression_from_c(v: c_int) -> Option<CompressionType> {
+    u8::try_from(v)
+        .ok()
+        .and_then(CompressionType::from_u8)
+        .filter(|c| *c != CompressionType::ZstdNotFinal)
+}
+
+fn compression_to_c(c: CompressionType) -> c_int {
+    c as c_int
+}
+
+macro_rules! setter {
+    ($ty:ty, $name:ident, $vty:ty, |$o:ident, $v:ident| $body:expr) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(opt: *mut $ty, $v: $vty) {
+            guard_quiet((), || {
+                // SAFETY: NULL or a live object of this library (C API contract).
+                if let Some($o) = unsafe { opt.as_mut() } {
+                    $body;
+                }
+            })
+        }
+    };
+}
+
+macro_rules! getter {
+    ($ty:ty, $name:ident, $rty:ty, |$o:ident| $body:expr) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(opt: *mut $ty) -> $rty {
+            guard_quiet(Default::default(), || {
+                // SAFETY: NULL or a live object of this library (C API contract).
+                match unsafe { opt.as_ref() } {
+                    Some($o) => $body,
+                    None => Default::default(),
+                }
+            })
+        }
+    };
+}
+
+// ---- rocksdb_options_t ----
+
+#[unsafe(no_mangle)]
+pub extern "C" fn rocksdb_options_create() -> *mut rocksdb_options_t {
+    into_raw(rocksdb_options_t::default())
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_destroy(opt: *mut rocksdb_options_t) {
+    // SAFETY: NULL or from rocksdb_options_create (C API contract).
+    guard_quiet((), || unsafe { drop_raw(opt) })
+}
+
+/// RocksDB's `IncreaseParallelism`: background threads for flushes and
+/// compactions.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_increase_parallelism(
+    opt: *mut rocksdb_options_t,
+    total_threads: c_int,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or a live options object.
+        if let Some(o) = unsafe { opt.as_mut() } {
+            o.opts.max_background_jobs = total_threads.max(1) as usize;
+        }
+    })
+}
+
+/// RocksDB's `OptimizeLevelStyleCompaction(memtable_memory_budget)`:
+/// memtables of a quarter of the budget, 3 of them, L0 triggers at 2, the
+/// base level as large as the budget, lz4 in lower levels (Strata has one
+/// codec per column family: lz4).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_optimize_level_style_compaction(
+    opt: *mut rocksdb_options_t,
+    memtable_memory_budget: u64,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or a live options object.
+        if let Some(o) = unsafe { opt.as_mut() } {
+            let budget = memtable_memory_budget.max(1 << 20);
+            let cf = &mut o.opts.cf;
+            cf.write_buffer_size = (budget / 4) as usize;
+            cf.max_write_buffer_number = 6;
+            cf.level0_file_num_compaction_trigger = 2;
+            cf.target_file_size_base = budget / 8;
+            cf.max_bytes_for_level_base = budget;
+            cf.compaction_style = CompactionStyle::Level;
+            cf.compression = CompressionType::Lz4;
+        }
+    })
+}
+
+/// RocksDB's `OptimizeForPointLookup(block_cache_size_mb)`: a block cache
+/// of that size and a bloom filter. (RocksDB also switches to a hash
+/// index, which Strata's tables do not have yet.)
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_optimize_for_point_lookup(
+    opt: *mut rocksdb_options_t,
+    block_cache_size_mb: u64,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or a live options object.
+        if let Some(o) = unsafe { opt.as_mut() } {
+            o.opts.cf.block_cache =
+                Some(BlockCache::new(block_cache_size_mb.saturating_mul(1 << 20)));
+            o.opts.cf.bloom_bits_per_key = Some(10.0);
+        }
+    })
+}
+
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_create_if_missing,
+    c_uchar,
+    |o, v| o.opts.create_if_missing = v != 0
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_create_if_missing,
+    c_uchar,
+    |o| o.opts.create_if_missing as c_uchar
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_create_missing_column_families,
+    c_uchar,
+    |o, v| o.opts.create_missing_column_families = v != 0
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_create_missing_column_families,
+    c_uchar,
+    |o| o.opts.create_missing_column_families as c_uchar
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_error_if_exists,
+    c_uchar,
+    |o, v| o.opts.error_if_exists = v != 0
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_error_if_exists,
+    c_uchar,
+    |o| o.opts.error_if_exists as c_uchar
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_paranoid_checks,
+    c_uchar,
+    |o, v| o.opts.paranoid_checks = v != 0
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_paranoid_checks,
+    c_uchar,
+    |o| o.opts.paranoid_checks as c_uchar
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_write_buffer_size,
+    usize,
+    |o, v| o.opts.cf.write_buffer_size = v
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_write_buffer_size,
+    usize,
+    |o| o.opts.cf.write_buffer_size
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_max_write_buffer_number,
+    c_int,
+    |o, v| o.opts.cf.max_write_buffer_number = v.max(1) as usize
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_max_write_buffer_number,
+    c_int,
+    |o| o.opts.cf.max_write_buffer_number as c_int
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_max_open_files,
+    c_int,
+    |o, v| {
+        o.max_open_files = Some(v);
+        // -1 (RocksDB: keep every table open) becomes a bound no database
+        // reaches; RocksDB reads the number back from the OPTIONS file.
+        o.opts.max_open_files = if v < 0 {
+            i32::MAX as usize
+        } else {
+            (v as usize).max(20)
+        };
+    }
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_max_open_files,
+    c_int,
+    |o| o
+        .max_open_files
+        .unwrap_or(o.opts.max_open_files.min(i32::MAX as usize) as c_int)
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_compression,
+    c_int,
+    |o, v| {
+        // An unknown code keeps the current codec; open reports codecs Strata
+        // cannot write.
+        if let Some(c) = compression_from_c(v) {
+            o.opts.cf.compression = c;
+        }
+    }
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_compression,
+    c_int,
+    |o| compression_to_c(o.opts.cf.compression)
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_compaction_style,
+    c_int,
+    |o, v| {
+        o.opts.cf.compaction_style = match v {
+            1 => CompactionStyle::Universal,
+            2 => CompactionStyle::Fifo,
+            3 => CompactionStyle::None,
+            _ => CompactionStyle::Level,
+        }
+    }
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_compaction_style,
+    c_int,
+    |o| o.opts.cf.compaction_style.rocksdb_code() as c_int
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_num_levels,
+    c_int,
+    |o, v| o.opts.cf.num_levels = v.max(1) as usize
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_num_levels,
+    c_int,
+    |o| o.opts.cf.num_levels as c_int
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_level0_file_num_compaction_trigger,
+    c_int,
+    |o, v| o.opts.cf.level0_file_num_compaction_trigger = v.max(1) as usize
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_level0_file_num_compaction_trigger,
+    c_int,
+    |o| o.opts.cf.level0_file_num_compaction_trigger as c_int
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_level0_slowdown_writes_trigger,
+    c_int,
+    |o, v| o.opts.cf.level0_slowdown_writes_trigger = v.max(1) as usize
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_level0_slowdown_writes_trigger,
+    c_int,
+    |o| o.opts.cf.level0_slowdown_writes_trigger as c_int
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_level0_stop_writes_trigger,
+    c_int,
+    |o, v| o.opts.cf.level0_stop_writes_trigger = v.max(1) as usize
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_level0_stop_writes_trigger,
+    c_int,
+    |o| o.opts.cf.level0_stop_writes_trigger as c_int
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_target_file_size_base,
+    u64,
+    |o, v| o.opts.cf.target_file_size_base = v
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_target_file_size_base,
+    u64,
+    |o| o.opts.cf.target_file_size_base
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_target_file_size_multiplier,
+    c_int,
+    |o, v| o.opts.cf.target_file_size_multiplier = v.max(1) as u64
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_target_file_size_multiplier,
+    c_int,
+    |o| o.opts.cf.target_file_size_multiplier as c_int
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_max_bytes_for_level_base,
+    u64,
+    |o, v| o.opts.cf.max_bytes_for_level_base = v
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_max_bytes_for_level_base,
+    u64,
+    |o| o.opts.cf.max_bytes_for_level_base
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_max_bytes_for_level_multiplier,
+    f64,
+    |o, v| o.opts.cf.max_bytes_for_level_multiplier = v
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_max_bytes_for_level_multiplier,
+    f64,
+    |o| o.opts.cf.max_bytes_for_level_multiplier
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_level_compaction_dynamic_level_bytes,
+    c_uchar,
+    |o, v| o.opts.cf.level_compaction_dynamic_level_bytes = v != 0
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_level_compaction_dynamic_level_bytes,
+    c_uchar,
+    |o| o.opts.cf.level_compaction_dynamic_level_bytes as c_uchar
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_disable_auto_compactions,
+    c_int,
+    |o, v| o.opts.cf.disable_auto_compactions = v != 0
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_disable_auto_compactions,
+    c_uchar,
+    |o| o.opts.cf.disable_auto_compactions as c_uchar
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_max_background_jobs,
+    c_int,
+    |o, v| o.opts.max_background_jobs = v.max(1) as usize
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_max_background_jobs,
+    c_int,
+    |o| o.opts.max_background_jobs as c_int
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_max_subcompactions,
+    u32,
+    |o, v| o.opts.max_subcompactions = v.max(1) as usize
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_max_subcompactions,
+    u32,
+    |o| o.opts.max_subcompactions as u32
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_max_log_file_size,
+    usize,
+    |o, v| o.opts.max_log_file_size = v as u64
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_max_log_file_size,
+    usize,
+    |o| o.opts.max_log_file_size as usize
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_keep_log_file_num,
+    usize,
+    |o, v| o.opts.keep_log_file_num = v
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_keep_log_file_num,
+    usize,
+    |o| o.opts.keep_log_file_num
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_WAL_ttl_seconds,
+    u64,
+    |o, v| o.opts.wal_ttl_seconds = v
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_WAL_ttl_seconds,
+    u64,
+    |o| o.opts.wal_ttl_seconds
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_WAL_size_limit_MB,
+    u64,
+    |o, v| o.opts.wal_size_limit_mb = v
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_WAL_size_limit_MB,
+    u64,
+    |o| o.opts.wal_size_limit_mb
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_allow_concurrent_memtable_write,
+    c_uchar,
+    |o, v| o.opts.allow_concurrent_memtable_write = v != 0
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_allow_concurrent_memtable_write,
+    c_uchar,
+    |o| o.opts.allow_concurrent_memtable_write as c_uchar
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_enable_pipelined_write,
+    c_uchar,
+    |o, v| o.opts.enable_pipelined_write = v != 0
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_enable_pipelined_write,
+    c_uchar,
+    |o| o.opts.enable_pipelined_write as c_uchar
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_unordered_write,
+    c_uchar,
+    |o, v| o.opts.unordered_write = v != 0
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_unordered_write,
+    c_uchar,
+    |o| o.opts.unordered_write as c_uchar
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_manual_wal_flush,
+    c_uchar,
+    |o, v| o.opts.manual_wal_flush = v != 0
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_manual_wal_flush,
+    c_uchar,
+    |o| o.opts.manual_wal_flush as c_uchar
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_wal_recovery_mode,
+    c_int,
+    |o, v| {
+        o.opts.wal_recovery_mode = match v {
+            0 => WalRecoveryMode::TolerateCorruptedTailRecords,
+            1 => WalRecoveryMode::AbsoluteConsistency,
+            3 => WalRecoveryMode::SkipAnyCorruptedRecords,
+            _ => WalRecoveryMode::PointInTime,
+        }
+    }
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_wal_recovery_mode,
+    c_int,
+    |o| match o.opts.wal_recovery_mode {
+        WalRecoveryMode::TolerateCorruptedTailRecords => 0,
+        WalRecoveryMode::AbsoluteConsistency => 1,
+        WalRecoveryMode::PointInTime => 2,
+        WalRecoveryMode::SkipAnyCorruptedRecords => 3,
+    }
+);
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_set_wal_dir(
+    opt: *mut rocksdb_options_t,
+    dir: *const c_char,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or a live options object; `dir` NULL or a C string.
+        if let Some(o) = unsafe { opt.as_mut() } {
+            o.opts.wal_dir = unsafe { cstr(dir, "wal_dir") }
+                .ok()
+                .filter(|d| !d.is_empty())
+                .map(Into::into);
+        }
+    })
+}
+
+/// RocksDB's `CreateDBStatistics`: tickers and histograms, read back with
+/// `rocksdb_options_statistics_get_string`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_enable_statistics(opt: *mut rocksdb_options_t) {
+    guard_quiet((), || {
+        // SAFETY: NULL or a live options object.
+        if let Some(o) = unsafe { opt.as_mut() } {
+            o.opts.statistics = Some(Arc::new(Statistics::new()));
+        }
+    })
+}
+
+/// The statistics as text (RocksDB's ticker and histogram names), malloc'd;
+/// NULL without `rocksdb_options_enable_statistics`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_statistics_get_string(
+    opt: *mut rocksdb_options_t,
+) -> *mut c_char {
+    guard_quiet(std::ptr::null_mut(), || {
+        // SAFETY: NULL or a live options object.
+        match unsafe { opt.as_ref() }.and_then(|o| o.opts.statistics.as_ref()) {
+            Some(s) => malloc_cstr(&s.report()),
+            None => std::ptr::null_mut(),
+        }
+    })
+}
+
+/// Shares the comparator with these options (the caller still destroys
+/// its handle; the callbacks' destructor runs once nothing uses them).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_set_comparator(
+    opt: *mut rocksdb_options_t,
+    cmp: *mut rocksdb_comparator_t,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or live objects of this library.
+        if let (Some(o), Some(c)) = unsafe { (opt.as_mut(), cmp.as_ref()) } {
+            o.opts.cf.comparator = c.comparator.clone();
+        }
+    })
+}
+
+/// Hands the merge operator to these options (as RocksDB, which takes
+/// ownership: do not destroy it afterwards).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_set_merge_operator(
+    opt: *mut rocksdb_options_t,
+    op: *mut rocksdb_mergeoperator_t,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or live objects of this library; `op` is consumed.
+        if let Some(o) = unsafe { opt.as_mut() } {
+            if op.is_null() {
+                o.opts.cf.merge_operator = None;
+            } else {
+                let op = unsafe { Box::from_raw(op) };
+                o.opts.cf.merge_operator = Some(op.op.clone());
+            }
+        }
+    })
+}
+
+/// Shares the compaction filter with these options (the caller keeps its
+/// handle and destroys it, as in RocksDB).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_set_compaction_filter(
+    opt: *mut rocksdb_options_t,
+    filter: *mut rocksdb_compactionfilter_t,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or live objects of this library.
+        if let Some(o) = unsafe { opt.as_mut() } {
+            o.opts.cf.compaction_filter = unsafe { filter.as_ref() }.map(|f| f.filter.clone());
+        }
+    })
+}
+
+/// Hands the prefix extractor to these options (RocksDB takes ownership).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_set_prefix_extractor(
+    opt: *mut rocksdb_options_t,
+    st: *mut rocksdb_slicetransform_t,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or live objects of this library; `st` is consumed.
+        if let Some(o) = unsafe { opt.as_mut() } {
+            if st.is_null() {
+                o.opts.cf.prefix_extractor = None;
+            } else {
+                let st = unsafe { Box::from_raw(st) };
+                o.opts.cf.prefix_extractor = Some(st.transform.clone());
+            }
+        }
+    })
+}
+
+/// Copies the table options into these options.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_set_block_based_table_factory(
+    opt: *mut rocksdb_options_t,
+    t: *mut rocksdb_block_based_table_options_t,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or live objects of this library.
+        if let (Some(o), Some(t)) = unsafe { (opt.as_mut(), t.as_ref()) } {
+            let cf = &mut o.opts.cf;
+            cf.block_size = t.block_size;
+            cf.block_restart_interval = t.block_restart_interval;
+            cf.bloom_bits_per_key = t.bloom_bits_per_key;
+            cf.block_cache = if t.no_block_cache {
+                // The smallest cache Strata has: blocks are not kept.
+                Some(BlockCache::new(0) as Arc<dyn strata::table::options::BlockCacheApi>)
+            } else {
+                t.block_cache
+                    .clone()
+                    .map(|c| c as Arc<dyn strata::table::options::BlockCacheApi>)
+            };
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_set_universal_compaction_options(
+    opt: *mut rocksdb_options_t,
+    u: *mut rocksdb_universal_compaction_options_t,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or live objects of this library.
+        if let (Some(o), Some(u)) = unsafe { (opt.as_mut(), u.as_ref()) } {
+            o.opts.cf.universal = u.opts.clone();
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_set_fifo_compaction_options(
+    opt: *mut rocksdb_options_t,
+    f: *mut rocksdb_fifo_compaction_options_t,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or live objects of this library.
+        if let (Some(o), Some(f)) = unsafe { (opt.as_mut(), f.as_ref()) } {
+            o.opts.cf.fifo = f.opts.clone();
+        }
+    })
+}
+
+// ---- block-based table options, caches, filter policies ----
+
+#[unsafe(no_mangle)]
+pub extern "C" fn rocksdb_block_based_options_create() -> *mut rocksdb_block_based_table_options_t {
+    into_raw(rocksdb_block_based_table_options_t::default())
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_block_based_options_destroy(
+    t: *mut rocksdb_block_based_table_options_t,
+) {
+    // SAFETY: NULL or from rocksdb_block_based_options_create.
+    guard_quiet((), || unsafe { drop_raw(t) })
+}
+
+setter!(
+    rocksdb_block_based_table_options_t,
+    rocksdb_block_based_options_set_block_size,
+    usize,
+    |t, v| t.block_size = v.max(1)
+);
+setter!(
+    rocksdb_block_based_table_options_t,
+    rocksdb_block_based_options_set_block_restart_interval,
+    c_int,
+    |t, v| t.block_restart_interval = v.max(1) as usize
+);
+setter!(
+    rocksdb_block_based_table_options_t,
+    rocksdb_block_based_options_set_no_block_cache,
+    c_uchar,
+    |t, v| t.no_block_cache = v != 0
+);
+
+/// Hands the filter policy to the table options (RocksDB takes ownership).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_block_based_options_set_filter_policy(
+    t: *mut rocksdb_block_based_table_options_t,
+    policy: *mut rocksdb_filterpolicy_t,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or live objects of this library; `policy` is consumed.
+        if let Some(t) = unsafe { t.as_mut() } {
+            t.bloom_bits_per_key = if policy.is_null() {
+                None
+            } else {
+                Some(unsafe { Box::from_raw(policy) }.bits_per_key)
+            };
+        }
+    })
+}
+
+/// Shares the cache with the table options (the caller still destroys its
+/// handle).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_block_based_options_set_block_cache(
+    t: *mut rocksdb_block_based_table_options_t,
+    cache: *mut rocksdb_cache_t,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or live objects of this library.
+        if let Some(t) = unsafe { t.as_mut() } {
+            t.block_cache = unsafe { cache.as_ref() }.map(|c| c.cache.clone());
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn rocksdb_cache_create_lru(capacity: usize) -> *mut rocksdb_cache_t {
+    into_raw(rocksdb_cache_t {
+        cache: BlockCache::new(capacity as u64),
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_cache_destroy(cache: *mut rocksdb_cache_t) {
+    // SAFETY: NULL or from rocksdb_cache_create_lru.
+    guard_quiet((), || unsafe { drop_raw(cache) })
+}
+
+getter!(
+    rocksdb_cache_t,
+    rocksdb_cache_get_usage,
+    usize,
+    |c| c.cache.usage() as usize
+);
+getter!(
+    rocksdb_cache_t,
+    rocksdb_cache_get_capacity,
+    usize,
+    |c| c.cache.capacity() as usize
+);
+
+/// A full bloom filter of `bits_per_key` (Strata writes RocksDB's
+/// format_version 5 full filters for both calls).
+#[unsafe(no_mangle)]
+pub extern "C" fn rocksdb_filterpolicy_create_bloom(
+    bits_per_key: f64,
+) -> *mut rocksdb_filterpolicy_t {
+    into_raw(rocksdb_filterpolicy_t { bits_per_key })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn rocksdb_filterpolicy_create_bloom_full(
+    bits_per_key: f64,
+) -> *mut rocksdb_filterpolicy_t {
+    into_raw(rocksdb_filterpolicy_t { bits_per_key })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_filterpolicy_destroy(p: *mut rocksdb_filterpolicy_t) {
+    // SAFETY: NULL or a policy not handed to table options.
+    guard_quiet((), || unsafe { drop_raw(p) })
+}
+
+// ---- universal and FIFO compaction ----
+
+#[unsafe(no_mangle)]
+pub extern "C" fn rocksdb_universal_compaction_options_create()
+-> *mut rocksdb_universal_compaction_options_t {
+    into_raw(rocksdb_universal_compaction_options_t {
+        opts: UniversalCompactionOptions::default(),
+    })
+}
+
+setter!(
+    rocksdb_universal_compaction_options_t,
+    rocksdb_universal_compaction_options_set_size_ratio,
+    c_int,
+    |u, v| u.opts.size_ratio = v.max(0) as u32
+);
+setter!(
+    rocksdb_universal_compaction_options_t,
+    rocksdb_universal_compaction_options_set_min_merge_width,
+    c_int,
+    |u, v| u.opts.min_merge_width = v.max(2) as usize
+);
+setter!(
+    rocksdb_universal_compaction_options_t,
+    rocksdb_universal_compaction_options_set_max_merge_width,
+    c_int,
+    |u, v| u.opts.max_merge_width = v.max(2) as usize
+);
+setter!(
+    rocksdb_universal_compaction_options_t,
+    rocksdb_universal_compaction_options_set_max_size_amplification_percent,
+    c_int,
+    |u, v| u.opts.max_size_amplification_percent = v.max(0) as u64
+);
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_universal_compaction_options_destroy(
+    u: *mut rocksdb_universal_compaction_options_t,
+) {
+    // SAFETY: NULL or from rocksdb_universal_compaction_options_create.
+    guard_quiet((), || unsafe { drop_raw(u) })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn rocksdb_fifo_compaction_options_create() -> *mut rocksdb_fifo_compaction_options_t
+{
+    into_raw(rocksdb_fifo_compaction_options_t {
+        opts: FifoCompactionOptions::default(),
+    })
+}
+
+setter!(
+    rocksdb_fifo_compaction_options_t,
+    rocksdb_fifo_compaction_options_set_max_table_files_size,
+    u64,
+    |f, v| f.opts.max_table_files_size = v
+);
+getter!(
+    rocksdb_fifo_compaction_options_t,
+    rocksdb_fifo_compaction_options_get_max_table_files_size,
+    u64,
+    |f| f.opts.max_table_files_size
+);
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_fifo_compaction_options_destroy(
+    f: *mut rocksdb_fifo_compaction_options_t,
+) {
+    // SAFETY: NULL or from rocksdb_fifo_compaction_options_create.
+    guard_quiet((), || unsafe { drop_raw(f) })
+}
+
+// ---- read, write, flush and compact options ----
+
+#[unsafe(no_mangle)]
+pub extern "C" fn rocksdb_readoptions_create() -> *mut rocksdb_readoptions_t {
+    into_raw(rocksdb_readoptions_t::default())
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_readoptions_destroy(o: *mut rocksdb_readoptions_t) {
+    // SAFETY: NULL or from rocksdb_readoptions_create.
+    guard_quiet((), || unsafe { drop_raw(o) })
+}
+
+// Strata verifies every block checksum it reads and fills the cache on
+// every read; the flags are kept so the getters answer what was set.
+setter!(
+    rocksdb_readoptions_t,
+    rocksdb_readoptions_set_verify_checksums,
+    c_uchar,
+    |o, v| o.verify_checksums = Some(v != 0)
+);
+getter!(
+    rocksdb_readoptions_t,
+    rocksdb_readoptions_get_verify_checksums,
+    c_uchar,
+    |o| o.verify_checksums.unwrap_or(true) as c_uchar
+);
+setter!(
+    rocksdb_readoptions_t,
+    rocksdb_readoptions_set_fill_cache,
+    c_uchar,
+    |o, v| o.fill_cache = Some(v != 0)
+);
+getter!(
+    rocksdb_readoptions_t,
+    rocksdb_readoptions_get_fill_cache,
+    c_uchar,
+    |o| o.fill_cache.unwrap_or(true) as c_uchar
+);
+setter!(
+    rocksdb_readoptions_t,
+    rocksdb_readoptions_set_prefix_same_as_start,
+    c_uchar,
+    |o, v| o.opts.prefix_same_as_start = v != 0
+);
+getter!(
+    rocksdb_readoptions_t,
+    rocksdb_readoptions_get_prefix_same_as_start,
+    c_uchar,
+    |o| o.opts.prefix_same_as_start as c_uchar
+);
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_readoptions_set_snapshot(
+    o: *mut rocksdb_readoptions_t,
+    snap: *const crate::iterator::rocksdb_snapshot_t,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or live objects of this library.
+        if let Some(o) = unsafe { o.as_mut() } {
+            o.opts.snapshot = unsafe { snap.as_ref() }.map(|s| s.seq);
+        }
+    })
+}
+
+/// Copies the bound (RocksDB keeps a pointer; a copy is as good and safer).
+/// NULL clears it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_readoptions_set_iterate_upper_bound(
+    o: *mut rocksdb_readoptions_t,
+    key: *const c_char,
+    keylen: usize,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or a live object; `key` NULL or `keylen` bytes.
+        if let Some(o) = unsafe { o.as_mut() } {
+            o.opts.iterate_upper_bound =
+                (!key.is_null()).then(|| unsafe { bytes(key, keylen) }.to_vec());
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_readoptions_set_iterate_lower_bound(
+    o: *mut rocksdb_readoptions_t,
+    key: *const c_char,
+    keylen: usize,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or a live object; `key` NULL or `keylen` bytes.
+        if let Some(o) = unsafe { o.as_mut() } {
+            o.opts.iterate_lower_bound =
+                (!key.is_null()).then(|| unsafe { bytes(key, keylen) }.to_vec());
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn rocksdb_writeoptions_create() -> *mut rocksdb_writeoptions_t {
+    into_raw(rocksdb_writeoptions_t::default())
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_writeoptions_destroy(o: *mut rocksdb_writeoptions_t) {
+    // SAFETY: NULL or from rocksdb_writeoptions_create.
+    guard_quiet((), || unsafe { drop_raw(o) })
+}
+
+setter!(
+    rocksdb_writeoptions_t,
+    rocksdb_writeoptions_set_sync,
+    c_uchar,
+    |o, v| o.opts.sync = v != 0
+);
+getter!(
+    rocksdb_writeoptions_t,
+    rocksdb_writeoptions_get_sync,
+    c_uchar,
+    |o| o.opts.sync as c_uchar
+);
+setter!(
+    rocksdb_writeoptions_t,
+    rocksdb_writeoptions_disable_WAL,
+    c_int,
+    |o, v| o.opts.disable_wal = v != 0
+);
+getter!(
+    rocksdb_writeoptions_t,
+    rocksdb_writeoptions_get_disable_WAL,
+    c_uchar,
+    |o| o.opts.disable_wal as c_uchar
+);
+
+#[unsafe(no_mangle)]
+pub extern "C" fn rocksdb_flushoptions_create() -> *mut rocksdb_flushoptions_t {
+    into_raw(rocksdb_flushoptions_t { wait: true })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_flushoptions_destroy(o: *mut rocksdb_flushoptions_t) {
+    // SAFETY: NULL or from rocksdb_flushoptions_create.
+    guard_quiet((), || unsafe { drop_raw(o) })
+}
+
+setter!(
+    rocksdb_flushoptions_t,
+    rocksdb_flushoptions_set_wait,
+    c_uchar,
+    |o, v| o.wait = v != 0
+);
+getter!(
+    rocksdb_flushoptions_t,
+    rocksdb_flushoptions_get_wait,
+    c_uchar,
+    |o| o.wait as c_uchar
+);
+
+#[unsafe(no_mangle)]
+pub extern "C" fn rocksdb_compactoptions_create() -> *mut rocksdb_compactoptions_t {
+    into_raw(rocksdb_compactoptions_t {
+        exclusive_manual_compaction: true,
+        bottommost_level_compaction: 1,
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_compactoptions_destroy(o: *mut rocksdb_compactoptions_t) {
+    // SAFETY: NULL or from rocksdb_compactoptions_create.
+    guard_quiet((), || unsafe { drop_raw(o) })
+}
+
+setter!(
+    rocksdb_compactoptions_t,
+    rocksdb_compactoptions_set_exclusive_manual_compaction,
+    c_uchar,
+    |o, v| o.exclusive_manual_compaction = v != 0
+);
+getter!(
+    rocksdb_compactoptions_t,
+    rocksdb_compactoptions_get_exclusive_manual_compaction,
+    c_uchar,
+    |o| o.exclusive_manual_compaction as c_uchar
+);
+setter!(
+    rocksdb_compactoptions_t,
+    rocksdb_compactoptions_set_bottommost_level_compaction,
+    c_uchar,
+    |o, v| o.bottommost_level_compaction = v
+);
+getter!(
+    rocksdb_compactoptions_t,
+    rocksdb_compactoptions_get_bottommost_level_compaction,
+    c_uchar,
+    |o| o.bottommost_level_compaction
+);
