@@ -13,10 +13,19 @@ if ! command -v cargo >/dev/null 2>&1; then
   # shellcheck disable=SC1091
   . "$HOME/.cargo/env"
 fi
-if ! command -v sst_dump >/dev/null 2>&1 || ! command -v ldb >/dev/null 2>&1; then
-  as_root apt-get install -y rocksdb-tools >/dev/null 2>&1 || {
+# rocksdb-tools: RocksDB 7.8.3's ldb, sst_dump and db_bench for the interop
+# tests; librocksdb-dev: its C library and header, which the C API's test
+# program is also built against (the oracle for what it expects);
+# valgrind: one memcheck run of that program.
+need=()
+command -v sst_dump >/dev/null 2>&1 && command -v ldb >/dev/null 2>&1 || need+=(rocksdb-tools)
+[ -f /usr/include/rocksdb/c.h ] || need+=(librocksdb-dev)
+command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
+command -v cc >/dev/null 2>&1 || need+=(gcc)
+if [ ${#need[@]} -gt 0 ]; then
+  as_root apt-get install -y "${need[@]}" >/dev/null 2>&1 || {
     as_root apt-get update >/dev/null
-    as_root apt-get install -y rocksdb-tools >/dev/null
+    as_root apt-get install -y "${need[@]}" >/dev/null
   }
 fi
 

@@ -331,15 +331,8 @@ pub unsafe extern "C" fn rocksdb_writebatch_iterate(
                         unsafe { f(state, key.as_ptr() as *const c_char, key.len()) }
                     }
                 }
-                BatchRecord::Put { .. }
-                | BatchRecord::Delete { .. }
-                | BatchRecord::SingleDelete { .. }
-                | BatchRecord::Merge { .. }
-                | BatchRecord::DeleteRange { .. } => {
-                    if record_cf(&r) != 0 {
-                        return;
-                    }
-                }
+                // Another column family's record ends the walk.
+                _ if record_cf(&r) != 0 => return,
                 _ => {}
             }
         }

@@ -11,13 +11,15 @@
 //! or transaction at a time), stated once here rather than on each.
 
 #![allow(clippy::missing_safety_doc)]
+// RocksDB's C signatures, argument for argument.
+#![allow(clippy::too_many_arguments)]
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod backup;
 pub mod batch;
 pub mod callbacks;
 pub mod db;
-pub mod ffi;
+mod ffi;
 pub mod iterator;
 pub mod options;
 pub mod sst;

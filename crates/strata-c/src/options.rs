@@ -749,7 +749,7 @@ pub unsafe extern "C" fn rocksdb_options_set_universal_compaction_options(
     guard_quiet((), || {
         // SAFETY: NULL or live objects of this library.
         if let (Some(o), Some(u)) = unsafe { (opt.as_mut(), u.as_ref()) } {
-            o.opts.cf.universal = u.opts.clone();
+            o.opts.cf.universal = u.opts;
         }
     })
 }
@@ -762,7 +762,7 @@ pub unsafe extern "C" fn rocksdb_options_set_fifo_compaction_options(
     guard_quiet((), || {
         // SAFETY: NULL or live objects of this library.
         if let (Some(o), Some(f)) = unsafe { (opt.as_mut(), f.as_ref()) } {
-            o.opts.cf.fifo = f.opts.clone();
+            o.opts.cf.fifo = f.opts;
         }
     })
 }

@@ -30,7 +30,7 @@ pub unsafe extern "C" fn rocksdb_envoptions_destroy(o: *mut rocksdb_envoptions_t
 
 enum WriterState {
     Created,
-    Open(SstFileWriter),
+    Open(Box<SstFileWriter>),
     Finished(u64),
 }
 
@@ -86,7 +86,7 @@ pub unsafe extern "C" fn rocksdb_sstfilewriter_open(
         // SAFETY: NULL or a live writer; `name` a C string.
         let w = unsafe { handle_mut(w, "sst file writer") }?;
         let name = unsafe { cstr(name, "file name") }?;
-        w.state = WriterState::Open(st(SstFileWriter::create(name, w.table.clone()))?);
+        w.state = WriterState::Open(Box::new(st(SstFileWriter::create(name, w.table.clone()))?));
         Ok(())
     })
 }
@@ -174,7 +174,7 @@ pub unsafe extern "C" fn rocksdb_sstfilewriter_finish(
         let w = unsafe { handle_mut(w, "sst file writer") }?;
         match std::mem::replace(&mut w.state, WriterState::Created) {
             WriterState::Open(sst) => {
-                let info = st(sst.finish())?;
+                let info = st((*sst).finish())?;
                 w.state = WriterState::Finished(info.file_size);
                 Ok(())
             }
@@ -283,9 +283,7 @@ pub unsafe extern "C" fn rocksdb_ingest_external_file(
     guard(errptr, (), || {
         let db = db_of(db)?;
         // SAFETY: NULL or live options; `file_list` holds `list_len` names.
-        let o = unsafe { opt.as_ref() }
-            .map(|o| o.opts.clone())
-            .unwrap_or_default();
+        let o = unsafe { opt.as_ref() }.map(|o| o.opts).unwrap_or_default();
         let files = unsafe { paths(file_list, list_len) }?;
         st(db.ingest_external_file(&files, &o))
     })
@@ -303,9 +301,7 @@ pub unsafe extern "C" fn rocksdb_ingest_external_file_cf(
     guard(errptr, (), || {
         let db = db_of(db)?;
         // SAFETY: NULL or live options; `file_list` holds `list_len` names.
-        let o = unsafe { opt.as_ref() }
-            .map(|o| o.opts.clone())
-            .unwrap_or_default();
+        let o = unsafe { opt.as_ref() }.map(|o| o.opts).unwrap_or_default();
         let files = unsafe { paths(file_list, list_len) }?;
         st(db.ingest_external_file_cf(cf_of(handle)?, &files, &o))
     })

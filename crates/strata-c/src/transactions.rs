@@ -304,7 +304,7 @@ pub unsafe extern "C" fn rocksdb_transaction_begin(
         // SAFETY: the C API's rule: a transaction is destroyed before its
         // database is closed, so the database outlives this borrow.
         let tdb: &'static TransactionDB = unsafe { &*(tdb as *const TransactionDB) };
-        hand_out_txn(tdb.begin_transaction(wo.clone(), topts), old_txn)
+        hand_out_txn(tdb.begin_transaction(*wo, topts), old_txn)
     })
 }
 
@@ -574,7 +574,7 @@ pub unsafe extern "C" fn rocksdb_optimistictransaction_begin(
         // SAFETY: as rocksdb_transaction_begin.
         let odb: &'static OptimisticTransactionDB =
             unsafe { &*(&t.odb as *const OptimisticTransactionDB) };
-        hand_out_txn(odb.begin_transaction(wo.clone(), o), old_txn)
+        hand_out_txn(odb.begin_transaction(*wo, o), old_txn)
     })
 }
 

@@ -889,6 +889,18 @@ static void test_callbacks(void) {
   CHECK_GET(db, ro, "change1", "changed");
   CHECK_GET(db, ro, "aaa1", "v");
   CHECK_GET(db, ro, "list", "a,b,c");
+  /* Merges in another column family, directly and in a batch. */
+  rocksdb_column_family_handle_t* side = rocksdb_create_column_family(db, o, "side", &err);
+  CHECK_OK(err);
+  rocksdb_merge_cf(db, wo, side, "l", 1, "x", 1, &err);
+  CHECK_OK(err);
+  rocksdb_writebatch_t* mb = rocksdb_writebatch_create();
+  rocksdb_writebatch_merge_cf(mb, side, "l", 1, "y", 1);
+  rocksdb_write(db, wo, mb, &err);
+  CHECK_OK(err);
+  rocksdb_writebatch_destroy(mb);
+  CHECK_GET_CF(db, ro, side, "l", "x,y");
+  rocksdb_column_family_handle_destroy(side);
   rocksdb_close(db);
 
   /* Reopening with another comparator is refused. */
