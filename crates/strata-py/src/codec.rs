@@ -1,0 +1,312 @@
+//! rocksdict's key and value encoding, byte for byte, so a database written
+//! by rocksdict reads the same here and back: one type byte, then the
+//! payload.
+//!
+//! | byte | type  | payload                                          |
+//! |------|-------|--------------------------------------------------|
+//! | 1    | bytes | the bytes                                        |
+//! | 2    | str   | UTF-8                                            |
+//! | 3    | int   | two's complement, big-endian, fewest bytes       |
+//! | 4    | float | IEEE 754 binary64, big-endian                    |
+//! | 5    | bool  | 0 or 1                                           |
+//! | 6    | other | `dumps(value)` (pickle by default); values only  |
+//!
+//! In raw mode keys and values are bytes, stored as they are.
+
+use pyo3::exceptions::{PyException, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString};
+
+const BYTES: u8 = 1;
+const STR: u8 = 2;
+const INT: u8 = 3;
+const FLOAT: u8 = 4;
+const BOOL: u8 = 5;
+const ANY: u8 = 6;
+
+/// How one database handle turns Python objects into bytes and back.
+#[derive(Debug)]
+pub struct Codec {
+    pub raw: bool,
+    pub dumps: PyObject,
+    pub loads: PyObject,
+}
+
+impl Codec {
+    pub fn new(py: Python<'_>, raw: bool) -> PyResult<Codec> {
+        let pickle = py.import("pickle")?;
+        Ok(Codec {
+            raw,
+            dumps: pickle.getattr("dumps")?.unbind(),
+            loads: pickle.getattr("loads")?.unbind(),
+        })
+    }
+
+    pub fn clone_ref(&self, py: Python<'_>) -> Codec {
+        Codec {
+            raw: self.raw,
+            dumps: self.dumps.clone_ref(py),
+            loads: self.loads.clone_ref(py),
+        }
+    }
+
+    pub fn encode_key(&self, key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+        if self.raw {
+            return raw_bytes(key);
+        }
+        encode_primitive(key)?.ok_or_else(|| {
+            PyException::new_err(
+                "Only support `string`, `int`, `float`, `bool`, and `bytes` as keys",
+            )
+        })
+    }
+
+    pub fn encode_value(&self, value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+        if self.raw {
+            return raw_bytes(value);
+        }
+        if let Some(v) = encode_primitive(value)? {
+            return Ok(v);
+        }
+        let pickled = self.dumps.bind(value.py()).call1((value,))?;
+        let b = pickled
+            .downcast::<PyBytes>()
+            .map_err(|_| PyTypeError::new_err("dumps must return bytes"))?;
+        let mut out = Vec::with_capacity(b.as_bytes().len() + 1);
+        out.push(ANY);
+        out.extend_from_slice(b.as_bytes());
+        Ok(out)
+    }
+
+    pub fn decode_key(&self, py: Python<'_>, b: &[u8]) -> PyResult<PyObject> {
+        self.decode(py, b)
+    }
+
+    pub fn decode_value(&self, py: Python<'_>, b: &[u8]) -> PyResult<PyObject> {
+        self.decode(py, b)
+    }
+
+    fn decode(&self, py: Python<'_>, b: &[u8]) -> PyResult<PyObject> {
+        if self.raw {
+            return Ok(PyBytes::new(py, b).into_any().unbind());
+        }
+        let Some((&t, rest)) = b.split_first() else {
+            return Err(PyException::new_err(
+                "empty encoded value (not written by rocksdict or strata?)",
+            ));
+        };
+        Ok(match t {
+            BYTES => PyBytes::new(py, rest).into_any().unbind(),
+            STR => PyString::new(
+                py,
+                std::str::from_utf8(rest).map_err(|e| PyException::new_err(e.to_string()))?,
+            )
+            .into_any()
+            .unbind(),
+            INT => decode_int(py, rest)?,
+            FLOAT => {
+                let a: [u8; 8] = rest
+                    .try_into()
+                    .map_err(|_| PyException::new_err("bad float encoding"))?;
+                PyFloat::new(py, f64::from_be_bytes(a)).into_any().unbind()
+            }
+            BOOL => PyBool::new(py, rest.first().is_some_and(|&v| v != 0))
+                .to_owned()
+                .into_any()
+                .unbind(),
+            ANY => self
+                .loads
+                .bind(py)
+                .call1((PyBytes::new(py, rest),))?
+                .unbind(),
+            other => {
+                return Err(PyException::new_err(format!(
+                    "unknown type byte {other} (not written by rocksdict or strata?)"
+                )));
+            }
+        })
+    }
+}
+
+fn raw_bytes(v: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    match v.downcast::<PyBytes>() {
+        Ok(b) => Ok(b.as_bytes().to_vec()),
+        Err(_) => Err(PyTypeError::new_err("raw mode only supports bytes")),
+    }
+}
+
+/// The encoding of a bytes, str, int, float or bool (`None` for other
+/// types).
+fn encode_primitive(v: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u8>>> {
+    let mut out;
+    if let Ok(b) = v.downcast::<PyBytes>() {
+        out = Vec::with_capacity(b.as_bytes().len() + 1);
+        out.push(BYTES);
+        out.extend_from_slice(b.as_bytes());
+    } else if let Ok(s) = v.downcast::<PyString>() {
+        let s = s.to_cow()?;
+        out = Vec::with_capacity(s.len() + 1);
+        out.push(STR);
+        out.extend_from_slice(s.as_bytes());
+    } else if let Ok(b) = v.downcast::<PyBool>() {
+        // Before int: bool is an int subclass.
+        out = vec![BOOL, u8::from(b.is_true())];
+    } else if v.is_instance_of::<PyInt>() {
+        out = vec![INT];
+        encode_int(v, &mut out)?;
+    } else if let Ok(f) = v.downcast::<PyFloat>() {
+        out = vec![FLOAT];
+        out.extend_from_slice(&f.value().to_be_bytes());
+    } else {
+        return Ok(None);
+    }
+    Ok(Some(out))
+}
+
+/// Fewest big-endian two's-complement bytes (num-bigint's
+/// `to_signed_bytes_be`, which rocksdict uses).
+fn encode_int(v: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
+    if let Ok(n) = v.extract::<i64>() {
+        let b = n.to_be_bytes();
+        // Drop leading bytes that only repeat the sign.
+        let mut start = 0;
+        while start < 7 {
+            let (cur, next) = (b[start], b[start + 1]);
+            if (cur == 0 && next & 0x80 == 0) || (cur == 0xff && next & 0x80 != 0) {
+                start += 1;
+            } else {
+                break;
+            }
+        }
+        out.extend_from_slice(&b[start..]);
+        return Ok(());
+    }
+    // Big ints: int.to_bytes with the length of the magnitude's bits.
+    let py = v.py();
+    let negative = v.lt(0)?;
+    let bits: usize = if negative {
+        // -n - 1 has the bits a negative number needs besides its sign.
+        v.neg()?.sub(1)?.call_method0("bit_length")?.extract()?
+    } else {
+        v.call_method0("bit_length")?.extract()?
+    };
+    let len = (bits + 8) / 8;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("signed", true)?;
+    let b = v.call_method("to_bytes", (len, "big"), Some(&kwargs))?;
+    out.extend_from_slice(b.downcast::<PyBytes>()?.as_bytes());
+    Ok(())
+}
+
+fn decode_int(py: Python<'_>, b: &[u8]) -> PyResult<PyObject> {
+    if !b.is_empty() && b.len() <= 8 {
+        let fill = if b[0] & 0x80 != 0 { 0xff } else { 0 };
+        let mut a = [fill; 8];
+        a[8 - b.len()..].copy_from_slice(b);
+        return Ok(i64::from_be_bytes(a).into_pyobject(py)?.into_any().unbind());
+    }
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("signed", true)?;
+    Ok(py
+        .get_type::<PyInt>()
+        .call_method("from_bytes", (PyBytes::new(py, b), "big"), Some(&kwargs))?
+        .unbind())
+}
+
+/// rocksdict's comparator (named "rocksdict", the default of databases it
+/// opens outside raw mode): ints (type byte 3) in numeric order, every
+/// other key bytewise (so types group by their type byte).
+#[derive(Debug)]
+pub struct RocksdictComparator;
+
+impl strata::util::comparator::Comparator for RocksdictComparator {
+    fn name(&self) -> &str {
+        "rocksdict"
+    }
+
+    fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        match (a.split_first(), b.split_first()) {
+            (Some((&INT, x)), Some((&INT, y))) => compare_ints(x, y),
+            _ => a.cmp(b),
+        }
+    }
+}
+
+/// Big-endian two's-complement integers, numerically.
+fn compare_ints(x: &[u8], y: &[u8]) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let (x, y) = (minimal(x), minimal(y));
+    let neg = |v: &[u8]| v.first().is_some_and(|b| b & 0x80 != 0);
+    match (neg(x), neg(y)) {
+        (false, true) => Ordering::Greater,
+        (true, false) => Ordering::Less,
+        // Same sign: more bytes means farther from zero.
+        (false, false) => x.len().cmp(&y.len()).then_with(|| x.cmp(y)),
+        (true, true) => y.len().cmp(&x.len()).then_with(|| x.cmp(y)),
+    }
+}
+
+/// Drops leading bytes that only repeat the sign (an empty payload is 0).
+fn minimal(mut v: &[u8]) -> &[u8] {
+    while v.len() > 1 {
+        let (a, b) = (v[0], v[1]);
+        if (a == 0 && b & 0x80 == 0) || (a == 0xff && b & 0x80 != 0) {
+            v = &v[1..];
+        } else {
+            break;
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strata::util::comparator::Comparator;
+
+    #[test]
+    fn ints_compare_numerically_and_other_keys_bytewise() {
+        let enc = |n: i64| {
+            let mut v = vec![INT];
+            let b = n.to_be_bytes();
+            let mut s = 0;
+            while s < 7
+                && ((b[s] == 0 && b[s + 1] & 0x80 == 0) || (b[s] == 0xff && b[s + 1] & 0x80 != 0))
+            {
+                s += 1;
+            }
+            v.extend_from_slice(&b[s..]);
+            v
+        };
+        let ns = [
+            -70000i64,
+            -300,
+            -129,
+            -128,
+            -1,
+            0,
+            1,
+            127,
+            128,
+            255,
+            256,
+            70000,
+            i64::MAX,
+        ];
+        for (i, a) in ns.iter().enumerate() {
+            for (j, b) in ns.iter().enumerate() {
+                assert_eq!(
+                    RocksdictComparator.compare(&enc(*a), &enc(*b)),
+                    i.cmp(&j),
+                    "{a} vs {b}"
+                );
+            }
+        }
+        assert!(RocksdictComparator.compare(b"\x02b", b"\x03\x00").is_lt());
+        assert!(
+            RocksdictComparator
+                .compare(b"\x04\xc0", b"\x04\x3f")
+                .is_gt()
+        );
+    }
+}

@@ -1,0 +1,460 @@
+//! rocksdict's option classes: `Options`, `ReadOptions`, `WriteOptions`,
+//! `BlockBasedOptions`, `Cache`, `DBCompressionType`, `DBCompactionStyle`,
+//! `SliceTransform`, `AccessType`, `IngestExternalFileOptions`. Setters
+//! exist for what Strata supports; rocksdict's others are absent (an
+//! AttributeError, not a silent no-op).
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use strata::cache::BlockCache;
+use strata::options::{
+    CompactionStyle, IngestExternalFileOptions as Ingest, ReadOptions as Ro, WriteOptions as Wo,
+};
+use strata::table::compression::CompressionType;
+use strata::table::options::BlockCacheApi;
+use strata::util::slice_transform::{
+    CappedPrefix, FixedPrefix, SliceTransform as St, SliceTransformRef,
+};
+
+/// rocksdict's defaults: missing databases are created; outside raw mode
+/// keys are ordered by rocksdict's comparator (ints numerically).
+pub fn default_options(raw_mode: bool) -> strata::Options {
+    let mut opts = strata::Options {
+        create_if_missing: true,
+        ..strata::Options::default()
+    };
+    if !raw_mode {
+        opts.cf.comparator = Arc::new(crate::codec::RocksdictComparator);
+    }
+    opts
+}
+
+#[pyclass(module = "strata")]
+#[derive(Clone)]
+pub struct Options {
+    pub opts: strata::Options,
+    pub raw_mode: bool,
+}
+
+#[pymethods]
+impl Options {
+    #[new]
+    #[pyo3(signature = (raw_mode = false))]
+    fn new(raw_mode: bool) -> Self {
+        Options {
+            opts: default_options(raw_mode),
+            raw_mode,
+        }
+    }
+
+    fn create_if_missing(&mut self, v: bool) {
+        self.opts.create_if_missing = v;
+    }
+    fn create_missing_column_families(&mut self, v: bool) {
+        self.opts.create_missing_column_families = v;
+    }
+    fn set_error_if_exists(&mut self, v: bool) {
+        self.opts.error_if_exists = v;
+    }
+    fn set_paranoid_checks(&mut self, v: bool) {
+        self.opts.paranoid_checks = v;
+    }
+    fn increase_parallelism(&mut self, n: i32) {
+        self.opts.max_background_jobs = n.max(1) as usize;
+    }
+    fn set_max_background_jobs(&mut self, n: i32) {
+        self.opts.max_background_jobs = n.max(1) as usize;
+    }
+    fn set_max_subcompactions(&mut self, n: u32) {
+        self.opts.max_subcompactions = n.max(1) as usize;
+    }
+    fn optimize_level_style_compaction(&mut self, budget: usize) {
+        let cf = &mut self.opts.cf;
+        let budget = budget.max(1 << 20);
+        cf.write_buffer_size = budget / 4;
+        cf.max_write_buffer_number = 6;
+        cf.level0_file_num_compaction_trigger = 2;
+        cf.target_file_size_base = (budget / 8) as u64;
+        cf.max_bytes_for_level_base = budget as u64;
+        cf.compaction_style = CompactionStyle::Level;
+    }
+    fn optimize_for_point_lookup(&mut self, cache_size_mb: u64) {
+        self.opts.cf.block_cache =
+            Some(BlockCache::new(cache_size_mb << 20) as Arc<dyn BlockCacheApi>);
+        self.opts.cf.bloom_bits_per_key = Some(10.0);
+    }
+    fn set_write_buffer_size(&mut self, n: usize) {
+        self.opts.cf.write_buffer_size = n;
+    }
+    fn set_max_write_buffer_number(&mut self, n: i32) {
+        self.opts.cf.max_write_buffer_number = n.max(1) as usize;
+    }
+    fn set_max_open_files(&mut self, n: i32) {
+        self.opts.max_open_files = if n < 0 {
+            i32::MAX as usize
+        } else {
+            (n as usize).max(20)
+        };
+    }
+    fn set_compression_type(&mut self, t: &DBCompressionType) {
+        self.opts.cf.compression = t.0;
+    }
+    fn set_compaction_style(&mut self, s: &DBCompactionStyle) {
+        self.opts.cf.compaction_style = s.0;
+    }
+    fn set_num_levels(&mut self, n: i32) {
+        self.opts.cf.num_levels = n.max(1) as usize;
+    }
+    fn set_level_zero_file_num_compaction_trigger(&mut self, n: i32) {
+        self.opts.cf.level0_file_num_compaction_trigger = n.max(1) as usize;
+    }
+    fn set_level_zero_slowdown_writes_trigger(&mut self, n: i32) {
+        self.opts.cf.level0_slowdown_writes_trigger = n.max(1) as usize;
+    }
+    fn set_level_zero_stop_writes_trigger(&mut self, n: i32) {
+        self.opts.cf.level0_stop_writes_trigger = n.max(1) as usize;
+    }
+    fn set_target_file_size_base(&mut self, n: u64) {
+        self.opts.cf.target_file_size_base = n;
+    }
+    fn set_target_file_size_multiplier(&mut self, n: i32) {
+        self.opts.cf.target_file_size_multiplier = n.max(1) as u64;
+    }
+    fn set_max_bytes_for_level_base(&mut self, n: u64) {
+        self.opts.cf.max_bytes_for_level_base = n;
+    }
+    fn set_max_bytes_for_level_multiplier(&mut self, m: f64) {
+        self.opts.cf.max_bytes_for_level_multiplier = m;
+    }
+    fn set_level_compaction_dynamic_level_bytes(&mut self, v: bool) {
+        self.opts.cf.level_compaction_dynamic_level_bytes = v;
+    }
+    fn set_disable_auto_compactions(&mut self, v: bool) {
+        self.opts.cf.disable_auto_compactions = v;
+    }
+    fn set_max_compaction_bytes(&mut self, n: u64) {
+        self.opts.cf.max_compaction_bytes = n;
+    }
+    fn set_soft_pending_compaction_bytes_limit(&mut self, n: u64) {
+        self.opts.cf.soft_pending_compaction_bytes_limit = n;
+    }
+    fn set_hard_pending_compaction_bytes_limit(&mut self, n: u64) {
+        self.opts.cf.hard_pending_compaction_bytes_limit = n;
+    }
+    fn set_allow_concurrent_memtable_write(&mut self, v: bool) {
+        self.opts.allow_concurrent_memtable_write = v;
+    }
+    fn set_enable_pipelined_write(&mut self, v: bool) {
+        self.opts.enable_pipelined_write = v;
+    }
+    fn set_unordered_write(&mut self, v: bool) {
+        self.opts.unordered_write = v;
+    }
+    fn set_wal_dir(&mut self, path: &str) {
+        self.opts.wal_dir = Some(path.into());
+    }
+    fn set_wal_ttl_seconds(&mut self, secs: u64) {
+        self.opts.wal_ttl_seconds = secs;
+    }
+    fn set_wal_size_limit_mb(&mut self, mb: u64) {
+        self.opts.wal_size_limit_mb = mb;
+    }
+    fn set_keep_log_file_num(&mut self, n: usize) {
+        self.opts.keep_log_file_num = n;
+    }
+    fn set_max_log_file_size(&mut self, n: usize) {
+        self.opts.max_log_file_size = n as u64;
+    }
+    fn set_max_manifest_file_size(&mut self, n: usize) {
+        self.opts.max_manifest_file_size = n as u64;
+    }
+    fn set_prefix_extractor(&mut self, t: &SliceTransform) {
+        self.opts.cf.prefix_extractor = Some(t.0.clone());
+    }
+    fn set_block_based_table_factory(&mut self, f: &BlockBasedOptions) {
+        let cf = &mut self.opts.cf;
+        cf.block_size = f.block_size;
+        cf.block_restart_interval = f.block_restart_interval;
+        cf.bloom_bits_per_key = f.bloom_bits_per_key;
+        cf.block_cache = f.cache.clone().map(|c| c as Arc<dyn BlockCacheApi>);
+    }
+    fn enable_statistics(&mut self) {
+        self.opts.statistics = Some(Arc::new(strata::Statistics::new()));
+    }
+    /// The statistics as text (None without `enable_statistics`).
+    fn get_statistics(&self) -> Option<String> {
+        self.opts.statistics.as_ref().map(|s| s.report())
+    }
+}
+
+#[pyclass(module = "strata")]
+#[derive(Clone, Default)]
+pub struct ReadOptions {
+    pub opts: Ro,
+}
+
+#[pymethods]
+impl ReadOptions {
+    #[new]
+    fn new() -> Self {
+        ReadOptions::default()
+    }
+    fn set_iterate_upper_bound(&mut self, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.opts.iterate_upper_bound = Some(crate::rdict::bound_key(key)?);
+        Ok(())
+    }
+    fn set_iterate_lower_bound(&mut self, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.opts.iterate_lower_bound = Some(crate::rdict::bound_key(key)?);
+        Ok(())
+    }
+    fn set_prefix_same_as_start(&mut self, v: bool) {
+        self.opts.prefix_same_as_start = v;
+    }
+    /// Strata verifies every block it reads.
+    fn set_verify_checksums(&mut self, _v: bool) {}
+    /// Strata caches the blocks it reads.
+    fn fill_cache(&mut self, _v: bool) {}
+}
+
+#[pyclass(module = "strata")]
+#[derive(Clone, Default)]
+pub struct WriteOptions {
+    pub opts: Wo,
+}
+
+#[pymethods]
+impl WriteOptions {
+    #[new]
+    fn new() -> Self {
+        WriteOptions::default()
+    }
+    #[getter]
+    fn get_sync(&self) -> bool {
+        self.opts.sync
+    }
+    #[setter]
+    fn set_sync(&mut self, v: bool) {
+        self.opts.sync = v;
+    }
+    #[getter]
+    fn get_disable_wal(&self) -> bool {
+        self.opts.disable_wal
+    }
+    #[setter]
+    fn set_disable_wal(&mut self, v: bool) {
+        self.opts.disable_wal = v;
+    }
+}
+
+#[pyclass(module = "strata")]
+#[derive(Clone)]
+pub struct BlockBasedOptions {
+    block_size: usize,
+    block_restart_interval: usize,
+    bloom_bits_per_key: Option<f64>,
+    cache: Option<Arc<BlockCache>>,
+}
+
+#[pymethods]
+impl BlockBasedOptions {
+    #[new]
+    fn new() -> Self {
+        let d = strata::ColumnFamilyOptions::default();
+        BlockBasedOptions {
+            block_size: d.block_size,
+            block_restart_interval: d.block_restart_interval,
+            bloom_bits_per_key: None,
+            cache: None,
+        }
+    }
+    fn set_block_size(&mut self, n: usize) {
+        self.block_size = n.max(1);
+    }
+    fn set_block_restart_interval(&mut self, n: i32) {
+        self.block_restart_interval = n.max(1) as usize;
+    }
+    /// A full bloom filter (`block_based` filters are written as full ones).
+    #[pyo3(signature = (bits_per_key, block_based = false))]
+    fn set_bloom_filter(&mut self, bits_per_key: f64, block_based: bool) {
+        let _ = block_based;
+        self.bloom_bits_per_key = Some(bits_per_key);
+    }
+    fn set_block_cache(&mut self, cache: &Cache) {
+        self.cache = Some(cache.0.clone());
+    }
+}
+
+#[pyclass(module = "strata")]
+#[derive(Clone)]
+pub struct Cache(pub Arc<BlockCache>);
+
+#[pymethods]
+impl Cache {
+    #[new]
+    fn new(capacity: u64) -> Self {
+        Cache(BlockCache::new(capacity))
+    }
+    fn get_usage(&self) -> u64 {
+        self.0.usage()
+    }
+    fn get_capacity(&self) -> u64 {
+        self.0.capacity()
+    }
+}
+
+#[pyclass(module = "strata")]
+#[derive(Clone)]
+pub struct DBCompressionType(pub CompressionType);
+
+#[pymethods]
+impl DBCompressionType {
+    #[staticmethod]
+    fn none() -> Self {
+        DBCompressionType(CompressionType::None)
+    }
+    #[staticmethod]
+    fn snappy() -> Self {
+        DBCompressionType(CompressionType::Snappy)
+    }
+    #[staticmethod]
+    fn zlib() -> Self {
+        DBCompressionType(CompressionType::Zlib)
+    }
+    #[staticmethod]
+    fn bz2() -> Self {
+        DBCompressionType(CompressionType::BZip2)
+    }
+    #[staticmethod]
+    fn lz4() -> Self {
+        DBCompressionType(CompressionType::Lz4)
+    }
+    #[staticmethod]
+    fn lz4hc() -> Self {
+        DBCompressionType(CompressionType::Lz4hc)
+    }
+    #[staticmethod]
+    fn zstd() -> Self {
+        DBCompressionType(CompressionType::Zstd)
+    }
+}
+
+#[pyclass(module = "strata")]
+#[derive(Clone)]
+pub struct DBCompactionStyle(pub CompactionStyle);
+
+#[pymethods]
+impl DBCompactionStyle {
+    #[staticmethod]
+    fn level() -> Self {
+        DBCompactionStyle(CompactionStyle::Level)
+    }
+    #[staticmethod]
+    fn universal() -> Self {
+        DBCompactionStyle(CompactionStyle::Universal)
+    }
+    #[staticmethod]
+    fn fifo() -> Self {
+        DBCompactionStyle(CompactionStyle::Fifo)
+    }
+}
+
+/// Every key is its own prefix.
+struct Noop;
+
+impl St for Noop {
+    fn name(&self) -> String {
+        "rocksdb.Noop".into()
+    }
+    fn transform<'a>(&self, key: &'a [u8]) -> &'a [u8] {
+        key
+    }
+    fn in_domain(&self, _key: &[u8]) -> bool {
+        true
+    }
+}
+
+#[pyclass(module = "strata")]
+#[derive(Clone)]
+pub struct SliceTransform(pub SliceTransformRef);
+
+#[pymethods]
+impl SliceTransform {
+    #[staticmethod]
+    fn create_fixed_prefix(len: usize) -> Self {
+        SliceTransform(Arc::new(FixedPrefix(len)))
+    }
+    #[staticmethod]
+    fn create_max_len_prefix(len: usize) -> Self {
+        SliceTransform(Arc::new(CappedPrefix(len)))
+    }
+    #[staticmethod]
+    fn create_noop() -> Self {
+        SliceTransform(Arc::new(Noop))
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Access {
+    ReadWrite,
+    ReadOnly { error_if_log_file_exist: bool },
+    Secondary,
+    WithTtl,
+}
+
+#[pyclass(module = "strata")]
+#[derive(Clone)]
+pub struct AccessType(pub Access);
+
+#[pymethods]
+impl AccessType {
+    #[staticmethod]
+    fn read_write() -> Self {
+        AccessType(Access::ReadWrite)
+    }
+    #[staticmethod]
+    #[pyo3(signature = (error_if_log_file_exist = true))]
+    fn read_only(error_if_log_file_exist: bool) -> Self {
+        AccessType(Access::ReadOnly {
+            error_if_log_file_exist,
+        })
+    }
+    /// Secondary instances are not supported yet (opening with one raises).
+    #[staticmethod]
+    fn secondary(_secondary_path: &str) -> Self {
+        AccessType(Access::Secondary)
+    }
+    /// DB with TTL through rocksdict's API is not supported yet (opening
+    /// with one raises; `strata::utilities::ttl` has it in Rust).
+    #[staticmethod]
+    fn with_ttl(_duration: &Bound<'_, PyAny>) -> Self {
+        AccessType(Access::WithTtl)
+    }
+}
+
+#[pyclass(module = "strata")]
+#[derive(Clone)]
+pub struct IngestExternalFileOptions(pub Ingest);
+
+#[pymethods]
+impl IngestExternalFileOptions {
+    #[new]
+    fn new() -> Self {
+        IngestExternalFileOptions(Ingest::default())
+    }
+    fn set_move_files(&mut self, v: bool) {
+        self.0.move_files = v;
+    }
+    fn set_snapshot_consistency(&mut self, v: bool) {
+        self.0.snapshot_consistency = v;
+    }
+    fn set_allow_global_seqno(&mut self, v: bool) {
+        self.0.allow_global_seqno = v;
+    }
+    fn set_allow_blocking_flush(&mut self, v: bool) {
+        self.0.allow_blocking_flush = v;
+    }
+    fn set_ingest_behind(&mut self, v: bool) {
+        self.0.ingest_behind = v;
+    }
+}
