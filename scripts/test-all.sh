@@ -37,6 +37,12 @@ echo "== cargo test (library, CLI, interop with RocksDB $(dpkg-query -W -f='${Ve
 # Each reliability suite leaves its figures as a row under target/tmp/reliability.
 rm -rf target/tmp/reliability
 cargo test --workspace --features strata/invariants,strata/crash-points
+# The Python package (maturin develop into target/py-venv, pytest, with
+# rocksdict from PyPI as the interop oracle).
+echo "== Python package (crates/strata-py)"
+py_start=$SECONDS
+./scripts/test-python.sh
+echo "== Python package took $((SECONDS - py_start))s"
 # `--cfg loom` swaps the memtable's atomics for loom's (memtable/sync.rs) and
 # changes every crate's build, hence its own target dir; the `loom` profile
 # (root Cargo.toml) keeps that cold build short. About 2 minutes cold on 2

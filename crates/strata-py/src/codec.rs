@@ -144,7 +144,7 @@ fn encode_primitive(v: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u8>>> {
         out.push(BYTES);
         out.extend_from_slice(b.as_bytes());
     } else if let Ok(s) = v.downcast::<PyString>() {
-        let s = s.to_cow()?;
+        let s = s.to_str()?;
         out = Vec::with_capacity(s.len() + 1);
         out.push(STR);
         out.extend_from_slice(s.as_bytes());
