@@ -42,7 +42,6 @@ mod write_signals;
 mod write_thread;
 
 use std::collections::BTreeMap;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -210,7 +209,7 @@ impl DbState {
 }
 
 /// The mutable memtable of every column family, by column family id.
-pub(crate) type MemTables = std::collections::HashMap<u32, Arc<MemTable>>;
+pub(crate) type MemTables = crate::util::id_map::IdMap<Arc<MemTable>>;
 
 pub(crate) struct DbInner {
     pub(crate) dbname: PathBuf,
@@ -266,7 +265,7 @@ pub(crate) struct DbInner {
     pub(crate) self_ref: std::sync::OnceLock<std::sync::Weak<DbInner>>,
     /// The current SuperVersion of every column family, swapped as a whole
     /// so reads never lock.
-    pub(crate) super_versions: ArcSwap<HashMap<u32, Arc<SuperVersion>>>,
+    pub(crate) super_versions: ArcSwap<crate::util::id_map::IdMap<Arc<SuperVersion>>>,
     /// Prepared sections of two-phase commits (`allow_2pc`).
     pub(crate) two_phase: two_phase::TwoPhase,
 }
@@ -279,7 +278,7 @@ impl DbInner {
     /// Publishes new SuperVersions for every column family from `st`.
     /// REQUIRES: the state lock is held (the caller passes its guard).
     pub(crate) fn install_super_versions(&self, st: &mut DbState) {
-        let mut map = HashMap::new();
+        let mut map = crate::util::id_map::IdMap::default();
         for cf in st.cfs.values().filter(|c| !c.dropped) {
             let Some(version) = st.versions.current(cf.id) else {
                 continue;

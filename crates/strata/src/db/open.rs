@@ -22,7 +22,6 @@ use crate::env::{FileSystem, FileSystemRef, default_fs};
 use crate::error::{Error, Result};
 use crate::format::write_batch::BatchRecord;
 use crate::format::{InternalKeyComparator, WriteBatch};
-use crate::memtable::MemTable;
 use crate::options::{ColumnFamilyOptions, Options, WalRecoveryMode};
 use crate::version::VersionEdit;
 use crate::version::version_set::{VersionSet, VersionSetOptions};
@@ -362,7 +361,7 @@ impl DB {
             max_compactions,
             started: std::time::Instant::now(),
             self_ref: std::sync::OnceLock::new(),
-            super_versions: ArcSwap::from_pointee(HashMap::new()),
+            super_versions: ArcSwap::from_pointee(Default::default()),
             two_phase: Default::default(),
             options: opts,
         });
@@ -608,7 +607,7 @@ impl DbInner {
         wals.sort_unstable();
         let mode = self.options.wal_recovery_mode;
         let mut max_seq = st.versions.last_sequence();
-        let mems: HashMap<u32, Arc<MemTable>> = st
+        let mems: super::MemTables = st
             .cfs
             .iter()
             .map(|(id, c)| (*id, Arc::clone(&c.mem)))

@@ -334,7 +334,7 @@ impl Repairer {
     fn convert_wal(&mut self, number: u64) -> Result<()> {
         let path = self.wal_dir.join(crate::wal::log_file_name(number));
         let mut reader = crate::wal::LogReader::new(self.fs.new_sequential_file(&path)?, number);
-        let mut mems: HashMap<u32, Arc<MemTable>> = HashMap::new();
+        let mut mems: super::MemTables = Default::default();
         for (&id, name) in &self.cf_names {
             let o = self.options_for(name);
             mems.insert(

@@ -32,7 +32,6 @@
 //! acknowledged and stops all later writes (the DB becomes read-only until
 //! reopened).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -125,7 +124,7 @@ pub(crate) struct WriteStage {
 struct WriteView {
     epoch: u64,
     mems: Arc<MemTables>,
-    cfs: HashMap<u32, CfCheck>,
+    cfs: crate::util::id_map::IdMap<CfCheck>,
 }
 
 /// What a batch is checked against, per live column family.

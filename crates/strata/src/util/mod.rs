@@ -8,6 +8,7 @@ pub mod crash_point;
 pub mod file_checksum;
 pub mod hash;
 pub mod histogram;
+pub mod id_map;
 pub mod slice_transform;
 pub mod statistics;
 pub mod xxph3;
