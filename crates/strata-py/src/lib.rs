@@ -29,6 +29,9 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "AccessType",
         "IngestExternalFileOptions",
         "DbClosedError",
+        "ColumnFamily",
+        "PlainTableFactoryOptions",
+        "CuckooTableOptions",
     ];
     m.add_class::<rdict::Rdict>()?;
     m.add_class::<rdict::RdictIter>()?;
@@ -37,6 +40,9 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<rdict::WriteBatch>()?;
     m.add_class::<rdict::SstFileWriter>()?;
     m.add_class::<rdict::Checkpoint>()?;
+    m.add_class::<rdict::ColumnFamily>()?;
+    m.add_class::<options::PlainTableFactoryOptions>()?;
+    m.add_class::<options::CuckooTableOptions>()?;
     m.add_class::<options::Options>()?;
     m.add_class::<options::ReadOptions>()?;
     m.add_class::<options::WriteOptions>()?;

@@ -179,12 +179,127 @@ impl Options {
         cf.bloom_bits_per_key = f.bloom_bits_per_key;
         cf.block_cache = f.cache.clone().map(|c| c as Arc<dyn BlockCacheApi>);
     }
+    /// Accepted for compatibility; Strata reads table files with `pread`
+    /// either way (same results; mmap reads are issue 17's work).
+    fn set_allow_mmap_reads(&mut self, _is_enabled: bool) {}
+    /// Accepted for compatibility; Strata writes files with `write` either
+    /// way (same results).
+    fn set_allow_mmap_writes(&mut self, _is_enabled: bool) {}
+    /// PlainTable files are not supported yet: raises NotImplementedError.
+    fn set_plain_table_factory(&mut self, _options: &PlainTableFactoryOptions) -> PyResult<()> {
+        Err(pyo3::exceptions::PyNotImplementedError::new_err(
+            "PlainTable is not supported by strata yet (block-based tables only)",
+        ))
+    }
+    /// Cuckoo tables are not supported: raises NotImplementedError.
+    fn set_cuckoo_table_factory(&mut self, _options: &CuckooTableOptions) -> PyResult<()> {
+        Err(pyo3::exceptions::PyNotImplementedError::new_err(
+            "CuckooTable is not supported by strata (block-based tables only)",
+        ))
+    }
+    /// The options a database was last opened with (its newest OPTIONS
+    /// file): the database's and each column family's.
+    #[staticmethod]
+    #[pyo3(signature = (path, env = None, ignore_unknown_options = false, cache = None))]
+    fn load_latest(
+        path: &str,
+        env: Option<&Bound<'_, PyAny>>,
+        ignore_unknown_options: bool,
+        cache: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(Options, std::collections::HashMap<String, Options>)> {
+        let _ = (env, ignore_unknown_options, cache);
+        let dir = std::path::Path::new(path);
+        let newest = newest_options_file(dir).ok_or_else(|| {
+            pyo3::exceptions::PyException::new_err(format!("NotFound: no OPTIONS file in {path}"))
+        })?;
+        let text = std::fs::read_to_string(dir.join(&newest))
+            .map_err(|e| pyo3::exceptions::PyException::new_err(format!("IO error: {e}")))?;
+        let file = strata::db::options_parser::parse(&newest, &text).map_err(crate::rdict::err)?;
+        let raw = std::fs::read_to_string(dir.join("rocksdict-config.json"))
+            .is_ok_and(|c| c.replace(' ', "").contains("\"raw_mode\":true"));
+        let mut db = default_options(raw);
+        file.apply_db(&mut db).map_err(crate::rdict::err)?;
+        let mut cfs = std::collections::HashMap::new();
+        for name in file.column_families() {
+            let mut o = default_options(raw);
+            file.apply_cf(name, &mut o.cf).map_err(crate::rdict::err)?;
+            if let Some(c) = cf_comparator(&text, name) {
+                o.cf.comparator = default_options(c != "rocksdict").cf.comparator;
+            }
+            if name == "default" {
+                db.cf = o.cf.clone();
+            } else {
+                cfs.insert(
+                    name.to_string(),
+                    Options {
+                        opts: o,
+                        raw_mode: raw,
+                    },
+                );
+            }
+        }
+        Ok((
+            Options {
+                opts: db,
+                raw_mode: raw,
+            },
+            cfs,
+        ))
+    }
     fn enable_statistics(&mut self) {
         self.opts.statistics = Some(Arc::new(strata::Statistics::new()));
     }
     /// The statistics as text (None without `enable_statistics`).
     fn get_statistics(&self) -> Option<String> {
         self.opts.statistics.as_ref().map(|s| s.report())
+    }
+}
+
+/// The newest `OPTIONS-NNNNNN` file in `dir`.
+pub fn newest_options_file(dir: &std::path::Path) -> Option<String> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter_map(|n| Some((n.strip_prefix("OPTIONS-")?.parse::<u64>().ok()?, n)))
+        .max()
+        .map(|(_, n)| n)
+}
+
+/// The comparator an OPTIONS file names for column family `cf`.
+pub fn cf_comparator(text: &str, cf: &str) -> Option<String> {
+    let section = text.split(&format!("[CFOptions \"{cf}\"]")).nth(1)?;
+    section
+        .lines()
+        .take_while(|l| !l.trim_start().starts_with("[CFOptions"))
+        .map(str::trim)
+        .find_map(|l| l.strip_prefix("comparator="))
+        .map(str::to_string)
+}
+
+/// rocksdict's PlainTable options (strata has no PlainTable yet; applying
+/// them raises).
+#[pyclass(module = "strata")]
+#[derive(Clone, Default)]
+pub struct PlainTableFactoryOptions {}
+
+#[pymethods]
+impl PlainTableFactoryOptions {
+    #[new]
+    fn new() -> Self {
+        PlainTableFactoryOptions::default()
+    }
+}
+
+/// rocksdict's CuckooTable options (not supported; applying them raises).
+#[pyclass(module = "strata")]
+#[derive(Clone, Default)]
+pub struct CuckooTableOptions {}
+
+#[pymethods]
+impl CuckooTableOptions {
+    #[new]
+    fn new() -> Self {
+        CuckooTableOptions::default()
     }
 }
 

@@ -35,18 +35,9 @@ const CONFIG_FILE: &str = "rocksdict-config.json";
 
 /// The default column family's comparator in the newest OPTIONS file.
 fn existing_comparator(dir: &Path) -> Option<String> {
-    let newest = std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter_map(|n| Some((n.strip_prefix("OPTIONS-")?.parse::<u64>().ok()?, n)))
-        .max()?;
-    let text = std::fs::read_to_string(dir.join(newest.1)).ok()?;
-    let section = text.split("[CFOptions \"default\"]").nth(1)?;
-    section
-        .lines()
-        .map(str::trim)
-        .find_map(|l| l.strip_prefix("comparator="))
-        .map(str::to_string)
+    let newest = crate::options::newest_options_file(dir)?;
+    let text = std::fs::read_to_string(dir.join(newest)).ok()?;
+    crate::options::cf_comparator(&text, "default")
 }
 
 #[pyclass(module = "strata")]
@@ -282,7 +273,7 @@ impl Rdict {
     /// read at one snapshot); a missing single key raises KeyError.
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<PyObject> {
         if let Ok(list) = key.downcast::<PyList>() {
-            return self.multi_get(py, list, &self.ro);
+            return self.multi_get(py, list, &self.ro, None);
         }
         match self.get_one(py, key, &self.ro)? {
             Some(v) => Ok(v),
@@ -308,7 +299,7 @@ impl Rdict {
     ) -> PyResult<PyObject> {
         let ro = self.ro_or(read_opt);
         if let Ok(list) = key.downcast::<PyList>() {
-            return self.multi_get(py, list, &ro);
+            return self.multi_get(py, list, &ro, default.as_ref());
         }
         Ok(match self.get_one(py, key, &ro)? {
             Some(v) => v,
@@ -435,6 +426,15 @@ impl Rdict {
             .unwrap_or_else(|| self.opts.cf.clone());
         let cf = self.db()?.create_column_family(name, cfo).map_err(err)?;
         self.sibling(py, cf)
+    }
+
+    /// The handle of a column family (for `WriteBatch` calls).
+    fn get_column_family_handle(&self, name: &str) -> PyResult<ColumnFamily> {
+        let cf = self
+            .db()?
+            .cf_handle(name)
+            .ok_or_else(|| PyException::new_err(format!("column family {name} not found")))?;
+        Ok(ColumnFamily { cf })
     }
 
     fn drop_column_family(&self, name: &str) -> PyResult<()> {
@@ -601,11 +601,14 @@ impl Rdict {
 }
 
 impl Rdict {
+    /// Values of a list of keys at one snapshot (`default`, or None, where
+    /// absent).
     fn multi_get(
         &self,
         py: Python<'_>,
         list: &Bound<'_, PyList>,
         ro: &strata::ReadOptions,
+        default: Option<&PyObject>,
     ) -> PyResult<PyObject> {
         let keys: Vec<Vec<u8>> = list
             .iter()
@@ -620,11 +623,31 @@ impl Rdict {
         for k in refs {
             match db.get_cf(&ro, &self.cf, k).map_err(err)? {
                 Some(v) => out.append(self.codec.decode_value(py, &v)?)?,
-                None => out.append(py.None())?,
+                None => out.append(default.map_or_else(|| py.None(), |d| d.clone_ref(py)))?,
             }
         }
         Ok(out.into_any().unbind())
     }
+}
+
+/// A column family handle (rocksdict's `ColumnFamily`).
+#[pyclass(module = "strata")]
+#[derive(Clone)]
+pub struct ColumnFamily {
+    cf: ColumnFamilyHandle,
+}
+
+/// A column family given as an `Rdict` or a `ColumnFamily` handle.
+fn cf_id_of(v: &Bound<'_, PyAny>) -> PyResult<u32> {
+    if let Ok(r) = v.downcast::<Rdict>() {
+        return Ok(r.borrow().cf.id);
+    }
+    if let Ok(c) = v.downcast::<ColumnFamily>() {
+        return Ok(c.borrow().cf.id);
+    }
+    Err(pyo3::exceptions::PyTypeError::new_err(
+        "column_family must be an Rdict or a ColumnFamily",
+    ))
 }
 
 /// rocksdict's raw iterator: `seek`, `seek_for_prev`, `seek_to_first`,
@@ -860,8 +883,12 @@ impl WriteBatch {
         self.codec.dumps = dumps;
     }
     /// Later writes without a column family go to this one.
-    fn set_default_column_family(&mut self, column_family: Option<PyRef<'_, Rdict>>) {
-        self.cf = column_family.map_or(0, |r| r.cf.id);
+    fn set_default_column_family(
+        &mut self,
+        column_family: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        self.cf = column_family.map(cf_id_of).transpose()?.unwrap_or(0);
+        Ok(())
     }
     fn __setitem__(&mut self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         self.put(key, value, None)
@@ -874,10 +901,10 @@ impl WriteBatch {
         &mut self,
         key: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
-        column_family: Option<PyRef<'_, Rdict>>,
+        column_family: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let (k, v) = (self.codec.encode_key(key)?, self.codec.encode_value(value)?);
-        let cf = column_family.map_or(self.cf, |r| r.cf.id);
+        let cf = column_family.map(cf_id_of).transpose()?.unwrap_or(self.cf);
         self.batch.put_cf(cf, &k, &v);
         Ok(())
     }
@@ -885,10 +912,10 @@ impl WriteBatch {
     fn delete(
         &mut self,
         key: &Bound<'_, PyAny>,
-        column_family: Option<PyRef<'_, Rdict>>,
+        column_family: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let k = self.codec.encode_key(key)?;
-        let cf = column_family.map_or(self.cf, |r| r.cf.id);
+        let cf = column_family.map(cf_id_of).transpose()?.unwrap_or(self.cf);
         self.batch.delete_cf(cf, &k);
         Ok(())
     }
@@ -897,10 +924,10 @@ impl WriteBatch {
         &mut self,
         begin: &Bound<'_, PyAny>,
         end: &Bound<'_, PyAny>,
-        column_family: Option<PyRef<'_, Rdict>>,
+        column_family: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let (b, e) = (self.codec.encode_key(begin)?, self.codec.encode_key(end)?);
-        let cf = column_family.map_or(self.cf, |r| r.cf.id);
+        let cf = column_family.map(cf_id_of).transpose()?.unwrap_or(self.cf);
         self.batch.delete_range_cf(cf, &b, &e);
         Ok(())
     }

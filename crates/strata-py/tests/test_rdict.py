@@ -53,6 +53,7 @@ def test_dict_interface(path):
         assert db.get("zz") is None
         assert db.get("zz", 7) == 7
         assert db[["a", "zz", 3]] == [1, None, 3.5]
+        assert db.get(["a", "zz"], default=0) == [1, 0]
         del db["a"]
         del db["never-there"]  # as rocksdict: no error
         assert "a" not in db
@@ -301,3 +302,34 @@ def test_rocksdict_reads_what_strata_wrote(path):
     with Rdict(path) as db:
         assert db["from_rocksdict"] == 7
         assert db[42] == [1, 2]
+
+
+def test_load_latest_handles_and_unsupported_tables(path):
+    from strata import ColumnFamily, CuckooTableOptions, PlainTableFactoryOptions
+
+    with Rdict(path) as db:
+        logs = db.create_column_family("logs")
+        handle = db.get_column_family_handle("logs")
+        assert isinstance(handle, ColumnFamily)
+        wb = WriteBatch()
+        wb.set_default_column_family(handle)
+        wb[1] = "one"
+        db.write(wb)
+        assert logs[1] == "one"
+        logs.close()
+    opts, cfs = Options.load_latest(path)
+    assert list(cfs) == ["logs"]
+    opts.create_missing_column_families(True)
+    cfs["more"] = Options()
+    with Rdict(path, options=opts, column_families=cfs) as db:
+        more = db.get_column_family("more")
+        more["m"] = 1
+        assert db.get_column_family("logs")[1] == "one"
+        more.close()
+    o = Options()
+    o.set_allow_mmap_reads(True)  # accepted: same results with pread
+    o.set_allow_mmap_writes(True)
+    with pytest.raises(NotImplementedError, match="PlainTable"):
+        o.set_plain_table_factory(PlainTableFactoryOptions())
+    with pytest.raises(NotImplementedError, match="CuckooTable"):
+        o.set_cuckoo_table_factory(CuckooTableOptions())
