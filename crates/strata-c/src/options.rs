@@ -320,6 +320,60 @@ getter!(
     c_int,
     |o| compression_to_c(o.opts.cf.compression)
 );
+/// The codec of each level (RocksDB's `compression_per_level`); an
+/// unknown code keeps the list as it was.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_set_compression_per_level(
+    opt: *mut rocksdb_options_t,
+    level_values: *const c_int,
+    num_levels: usize,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or a live options object; `level_values` holds
+        // `num_levels` ints (C API contract).
+        let Some(o) = (unsafe { opt.as_mut() }) else {
+            return;
+        };
+        if level_values.is_null() && num_levels > 0 {
+            return;
+        }
+        let codes = (0..num_levels).map(|i| unsafe { *level_values.add(i) });
+        if let Some(list) = codes.map(compression_from_c).collect::<Option<Vec<_>>>() {
+            o.opts.cf.compression_per_level = list;
+        }
+    })
+}
+
+/// Levels below `level` uncompressed, the rest with the current codec
+/// (RocksDB's C helper over `compression_per_level`); call it after
+/// setting `num_levels` and `compression`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_set_min_level_to_compress(
+    opt: *mut rocksdb_options_t,
+    level: c_int,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or a live options object.
+        let Some(o) = (unsafe { opt.as_mut() }) else {
+            return;
+        };
+        if level < 0 {
+            return;
+        }
+        let cf = &mut o.opts.cf;
+        let (n, c) = (cf.num_levels, cf.compression);
+        cf.compression_per_level = (0..n)
+            .map(|l| {
+                if l < level as usize {
+                    CompressionType::None
+                } else {
+                    c
+                }
+            })
+            .collect();
+    })
+}
+
 setter!(
     rocksdb_options_t,
     rocksdb_options_set_compaction_style,

@@ -100,6 +100,26 @@ impl Options {
     fn set_compression_type(&mut self, t: &DBCompressionType) {
         self.opts.cf.compression = t.0;
     }
+    /// A codec per level (flushes take the first; see RocksDB's
+    /// `compression_per_level`).
+    fn set_compression_per_level(&mut self, level_types: Vec<DBCompressionType>) {
+        self.opts.cf.compression_per_level = level_types.into_iter().map(|t| t.0).collect();
+    }
+    /// Levels below `lvl` uncompressed, the rest with the current codec.
+    fn set_min_level_to_compress(&mut self, lvl: i32) {
+        if lvl >= 0 {
+            let (n, c) = (self.opts.cf.num_levels, self.opts.cf.compression);
+            self.opts.cf.compression_per_level = (0..n)
+                .map(|l| {
+                    if l < lvl as usize {
+                        CompressionType::None
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+        }
+    }
     fn set_compaction_style(&mut self, s: &DBCompactionStyle) {
         self.opts.cf.compaction_style = s.0;
     }

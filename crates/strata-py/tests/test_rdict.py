@@ -197,6 +197,8 @@ def test_column_families(path):
 def test_options_tables_and_maintenance(path):
     opts = Options()
     opts.set_compression_type(DBCompressionType.zstd())
+    opts.set_min_level_to_compress(1)
+    opts.set_compression_per_level([DBCompressionType.none(), DBCompressionType.zstd()])
     opts.set_compaction_style(DBCompactionStyle.level())
     opts.increase_parallelism(2)
     opts.optimize_level_style_compaction(64 << 20)

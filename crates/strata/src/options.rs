@@ -120,6 +120,12 @@ pub struct ColumnFamilyOptions {
     /// Memtables (active + immutable) before writes wait for flushes.
     pub max_write_buffer_number: usize,
     pub compression: CompressionType,
+    /// Codec by level (RocksDB's `compression_per_level`): empty means
+    /// `compression` everywhere. Otherwise flushes take entry 0 (leveled
+    /// and FIFO; universal flushes use `compression`, as RocksDB's) and a
+    /// compaction into level L > 0 takes entry `L - base_level + 1`,
+    /// clamped to the last entry (RocksDB's `GetCompressionType`).
+    pub compression_per_level: Vec<CompressionType>,
     pub block_size: usize,
     pub block_restart_interval: usize,
     pub bloom_bits_per_key: Option<f64>,
@@ -169,6 +175,7 @@ impl Default for ColumnFamilyOptions {
             write_buffer_size: 64 << 20,
             max_write_buffer_number: 2,
             compression: CompressionType::Snappy,
+            compression_per_level: Vec::new(),
             block_size: 4096,
             block_restart_interval: 16,
             bloom_bits_per_key: Some(10.0),
@@ -270,6 +277,16 @@ impl ColumnFamilyOptions {
                 self.num_levels
             ));
         }
+        if let Some(c) = self
+            .compression_per_level
+            .iter()
+            .find(|c| !c.can_compress())
+        {
+            return bad(format!(
+                "compression_per_level: {} is supported for reading only",
+                c.name()
+            ));
+        }
         if !self.compression.can_compress() {
             return bad(format!(
                 "compression {} is supported for reading only",
@@ -318,6 +335,29 @@ impl ColumnFamilyOptions {
             }
         }
         Ok(())
+    }
+
+    /// The codec of a flush's table.
+    pub fn compression_for_flush(&self) -> CompressionType {
+        match (self.compaction_style, self.compression_per_level.first()) {
+            (CompactionStyle::Universal, _) | (_, None) => self.compression,
+            (_, Some(&c)) => c,
+        }
+    }
+
+    /// The codec of a compaction's output into `level`, with `base_level`
+    /// the level L0 compacts into (1 for universal compaction).
+    pub fn compression_for_level(&self, level: usize, base_level: usize) -> CompressionType {
+        let n = self.compression_per_level.len();
+        if n == 0 {
+            return self.compression;
+        }
+        let idx = if level == 0 {
+            0
+        } else {
+            (level + 1).saturating_sub(base_level)
+        };
+        self.compression_per_level[idx.min(n - 1)]
     }
 
     /// The table options these settings imply for column family `id`/`name`.

@@ -708,3 +708,100 @@ fn an_empty_range_deletion_is_not_flushed() {
     assert_eq!(scan(&db).len(), 10);
     assert_eq!(levels(&db).iter().sum::<usize>(), 1);
 }
+
+#[test]
+fn compression_per_level_picks_each_tables_codec_as_rocksdb() {
+    use strata::table::Table;
+    use strata::table::compression::CompressionType;
+    let fs = MemFileSystem::new();
+    let mut o = opts(&fs);
+    o.cf.disable_auto_compactions = true;
+    o.cf.level_compaction_dynamic_level_bytes = false;
+    // L0 uncompressed, the base level (L1) snappy, everything deeper zstd.
+    o.cf.compression_per_level = vec![
+        CompressionType::None,
+        CompressionType::Snappy,
+        CompressionType::Zstd,
+    ];
+    let db = DB::open(o.clone(), "/db").unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..400u32 {
+        db.put(&wo, format!("key{i:05}").as_bytes(), &[b'v'; 200])
+            .unwrap();
+    }
+    db.flush().unwrap();
+    let codec_at = |db: &DB, level: usize| -> Vec<String> {
+        db.live_files_metadata()
+            .iter()
+            .filter(|f| f.level == level)
+            .map(|f| {
+                let path = format!("/db{}", f.name);
+                let file = fs
+                    .new_random_access_file(std::path::Path::new(&path))
+                    .unwrap();
+                let t =
+                    Table::open(file, &path, f.size, &o.cf.table_options(0, "default")).unwrap();
+                String::from_utf8_lossy(&t.properties().compression_name).into_owned()
+            })
+            .collect()
+    };
+    let l0 = codec_at(&db, 0);
+    assert!(
+        !l0.is_empty() && l0.iter().all(|c| c == "NoCompression"),
+        "{l0:?}"
+    );
+    // Into L1 (the base level): entry 1; then on down to L2: entry 2.
+    let cf = db.default_cf();
+    db.compact_files(
+        &cf,
+        &db.live_files_metadata()
+            .iter()
+            .map(|f| f.file_number)
+            .collect::<Vec<_>>(),
+        1,
+    )
+    .unwrap();
+    let l1 = codec_at(&db, 1);
+    assert!(!l1.is_empty() && l1.iter().all(|c| c == "Snappy"), "{l1:?}");
+    db.compact_files(
+        &cf,
+        &db.live_files_metadata()
+            .iter()
+            .map(|f| f.file_number)
+            .collect::<Vec<_>>(),
+        3,
+    )
+    .unwrap();
+    let l3 = codec_at(&db, 3);
+    assert!(
+        !l3.is_empty() && l3.iter().all(|c| c == "ZSTD"),
+        "{l3:?} (entry 2, the last, for deeper levels)"
+    );
+    assert_eq!(
+        db.get(&ReadOptions::default(), b"key00123").unwrap(),
+        Some(vec![b'v'; 200])
+    );
+    drop(db);
+    // The OPTIONS file carries the list (RocksDB's `a:b:c` form) and it is
+    // read back.
+    let newest = fs
+        .children(std::path::Path::new("/db"))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.starts_with("OPTIONS-"))
+        .max()
+        .unwrap();
+    let text = String::from_utf8(
+        fs.read_file(std::path::Path::new(&format!("/db/{newest}")))
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        text.contains("compression_per_level=kNoCompression:kSnappyCompression:kZSTD"),
+        "{text}"
+    );
+    let parsed = strata::db::options_parser::parse(&newest, &text).unwrap();
+    let mut back = strata::ColumnFamilyOptions::default();
+    parsed.apply_cf("default", &mut back).unwrap();
+    assert_eq!(back.compression_per_level, o.cf.compression_per_level);
+}

@@ -606,6 +606,13 @@ extern STRATA_C_API void rocksdb_options_set_compression(
     rocksdb_options_t*,
     int);
 extern STRATA_C_API int rocksdb_options_get_compression(rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_compression_per_level(
+    rocksdb_options_t* opt,
+    const int* level_values,
+    size_t num_levels);
+extern STRATA_C_API void rocksdb_options_set_min_level_to_compress(
+    rocksdb_options_t* opt,
+    int level);
 extern STRATA_C_API void rocksdb_options_set_compaction_style(
     rocksdb_options_t*,
     int);

@@ -1003,6 +1003,44 @@ static void test_tables_and_styles(void) {
   rocksdb_block_based_options_destroy(t);
   rocksdb_cache_destroy(cache);
 
+  /* A codec per level: L0 plain, the base level snappy, deeper zstd. */
+  o = rocksdb_options_create();
+  rocksdb_options_set_create_if_missing(o, 1);
+  int per_level[3] = {rocksdb_no_compression, rocksdb_snappy_compression, rocksdb_zstd_compression};
+  rocksdb_options_set_compression_per_level(o, per_level, 3);
+  path(p, "per_level");
+  db = rocksdb_open(o, p, &err);
+  CHECK_OK(err);
+  for (int i = 0; i < 500; i++) {
+    snprintf(k, sizeof k, "pl%05d", i);
+    rocksdb_put(db, wo, k, strlen(k), "value-value-value", 17, &err);
+  }
+  rocksdb_flush(db, fo, &err);
+  CHECK_OK(err);
+  rocksdb_compact_range(db, NULL, 0, NULL, 0);
+  CHECK_GET(db, ro, "pl00042", "value-value-value");
+  rocksdb_close(db);
+  db = rocksdb_open(o, p, &err); /* the OPTIONS file it wrote reads back */
+  CHECK_OK(err);
+  CHECK_GET(db, ro, "pl00499", "value-value-value");
+  rocksdb_close(db);
+  rocksdb_options_destroy(o);
+
+  /* The same through RocksDB's helper: L0 and L1 plain, then lz4. */
+  o = rocksdb_options_create();
+  rocksdb_options_set_create_if_missing(o, 1);
+  rocksdb_options_set_compression(o, rocksdb_lz4_compression);
+  rocksdb_options_set_min_level_to_compress(o, 2);
+  path(p, "min_level");
+  db = rocksdb_open(o, p, &err);
+  CHECK_OK(err);
+  rocksdb_put(db, wo, "m", 1, "1", 1, &err);
+  rocksdb_flush(db, fo, &err);
+  CHECK_OK(err);
+  CHECK_GET(db, ro, "m", "1");
+  rocksdb_close(db);
+  rocksdb_options_destroy(o);
+
   /* Universal compaction. */
   o = rocksdb_options_create();
   rocksdb_options_set_create_if_missing(o, 1);

@@ -430,6 +430,26 @@ pub fn run(f: &Flags) -> Result<(), String> {
         opts.wal_dir = Some(dir.into());
     }
     apply_compaction_flags(f, &mut opts)?;
+    // db_bench's --min_level_to_compress: levels below it uncompressed,
+    // the rest with --compression_type (compression_per_level).
+    let min_level: i64 = f.num("min_level_to_compress", -1)?;
+    if min_level >= 0 {
+        let n = opts.cf.num_levels;
+        if min_level as usize > n {
+            return Err(format!(
+                "--min_level_to_compress={min_level} exceeds --num_levels={n}"
+            ));
+        }
+        opts.cf.compression_per_level = (0..n)
+            .map(|l| {
+                if l < min_level as usize {
+                    CompressionType::None
+                } else {
+                    opts.cf.compression
+                }
+            })
+            .collect();
+    }
     if opts.cf.compaction_style == CompactionStyle::Fifo && opts.cf.fifo.max_table_files_size == 0 {
         eprintln!(
             "warning: --compaction_style=2 with --fifo_compaction_max_table_files_size_mb=0 keeps no table files (as in db_bench)"

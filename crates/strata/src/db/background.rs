@@ -290,6 +290,16 @@ impl DbInner {
             kind = "compaction";
             let snapshots: Vec<u64> = st.snapshots.keys().copied().collect();
             let mut table_options = opts.table_options(c.cf_id, &cf_name);
+            if !opts.compression_per_level.is_empty() {
+                let base_level =
+                    if opts.compaction_style == crate::options::CompactionStyle::Universal {
+                        1
+                    } else {
+                        crate::compaction::score::compute(&c.version, &opts, &Default::default())
+                            .base_level
+                    };
+                table_options.compression = opts.compression_for_level(c.output_level, base_level);
+            }
             table_options.verify_checksums = self.options.paranoid_checks;
             table_options.statistics = self.options.statistics.clone();
             drop(st);

@@ -216,7 +216,9 @@ impl DbInner {
             file,
             self.options.file_checksum_gen_factory.as_ref(),
         );
-        let mut builder = TableBuilder::new(opts.table_options(cf_id, cf_name), file)?;
+        let mut table_options = opts.table_options(cf_id, cf_name);
+        table_options.compression = opts.compression_for_flush();
+        let mut builder = TableBuilder::new(table_options, file)?;
         builder.set_identity(&self.db_id, &self.db_session_id, number);
         let mut filter = ShadowFilter::new(snapshots);
         while it.valid() {

@@ -159,6 +159,14 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
             &crate::memtable::arena_block_size_for(o.write_buffer_size),
         );
         kv(&mut s, "compression", &compression_name(o.compression));
+        if !o.compression_per_level.is_empty() {
+            let names: Vec<&str> = o
+                .compression_per_level
+                .iter()
+                .map(|&c| compression_name(c))
+                .collect();
+            kv(&mut s, "compression_per_level", &names.join(":"));
+        }
         kv(&mut s, "num_levels", &o.num_levels);
         kv(
             &mut s,

@@ -291,6 +291,18 @@ impl OptionsFile {
                         c.max_write_buffer_number = n;
                     }
                 }
+                "compression_per_level" => {
+                    // Every codec must be one this build writes; otherwise
+                    // the option keeps its default (as `compression`).
+                    let codecs: Option<Vec<CompressionType>> = v
+                        .split(':')
+                        .filter(|c| !c.trim().is_empty())
+                        .map(|c| CompressionType::parse(c.trim()).filter(|t| t.can_compress()))
+                        .collect();
+                    if let Some(codecs) = codecs {
+                        c.compression_per_level = codecs;
+                    }
+                }
                 "compression" => {
                     // A codec this build cannot write keeps the default.
                     if let Some(t) = CompressionType::parse(v).filter(|t| t.can_compress()) {
