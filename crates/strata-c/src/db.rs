@@ -1123,6 +1123,26 @@ pub unsafe extern "C" fn rocksdb_livefiles_largestkey(
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_livefiles_entries(
+    lf: *const rocksdb_livefiles_t,
+    index: c_int,
+) -> u64 {
+    guard_quiet(0, || {
+        live(lf, index).map_or(0, |(l, i)| l.files[i].num_entries)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_livefiles_deletions(
+    lf: *const rocksdb_livefiles_t,
+    index: c_int,
+) -> u64 {
+    guard_quiet(0, || {
+        live(lf, index).map_or(0, |(l, i)| l.files[i].num_deletions)
+    })
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn rocksdb_livefiles_destroy(lf: *const rocksdb_livefiles_t) {
     // SAFETY: NULL or from rocksdb_livefiles.
     guard_quiet((), || unsafe { drop_raw(lf as *mut rocksdb_livefiles_t) })

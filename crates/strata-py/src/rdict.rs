@@ -515,6 +515,8 @@ impl Rdict {
             d.set_item("end_key", PyBytes::new(py, &f.largest_key))?;
             d.set_item("smallest_seqno", f.smallest_seqno)?;
             d.set_item("largest_seqno", f.largest_seqno)?;
+            d.set_item("num_entries", f.num_entries)?;
+            d.set_item("num_deletions", f.num_deletions)?;
             out.push(d.into_any().unbind());
         }
         Ok(out)

@@ -223,6 +223,7 @@ def test_options_tables_and_maintenance(path):
         assert db.latest_sequence_number() == 1000
         files = db.live_files()
         assert files and files[0]["size"] > 0
+        assert sum(f["num_entries"] for f in files) == 1000
         assert db.path() == path
         assert opts.get_statistics() is not None
 

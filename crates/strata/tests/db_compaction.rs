@@ -777,6 +777,10 @@ fn compression_per_level_picks_each_tables_codec_as_rocksdb() {
         !l3.is_empty() && l3.iter().all(|c| c == "ZSTD"),
         "{l3:?} (entry 2, the last, for deeper levels)"
     );
+    // Live-file metadata carries the tables' entry counts.
+    let files = db.live_files_metadata();
+    assert_eq!(files.iter().map(|f| f.num_entries).sum::<u64>(), 400);
+    assert_eq!(files.iter().map(|f| f.num_deletions).sum::<u64>(), 0);
     assert_eq!(
         db.get(&ReadOptions::default(), b"key00123").unwrap(),
         Some(vec![b'v'; 200])

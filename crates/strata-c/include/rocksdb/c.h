@@ -410,6 +410,12 @@ extern STRATA_C_API const char* rocksdb_livefiles_largestkey(
     const rocksdb_livefiles_t*,
     int index,
     size_t* size);
+extern STRATA_C_API uint64_t rocksdb_livefiles_entries(
+    const rocksdb_livefiles_t*,
+    int index);
+extern STRATA_C_API uint64_t rocksdb_livefiles_deletions(
+    const rocksdb_livefiles_t*,
+    int index);
 extern STRATA_C_API void rocksdb_livefiles_destroy(const rocksdb_livefiles_t*);
 
 /* ---- Write batches ---- */

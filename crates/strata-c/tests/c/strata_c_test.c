@@ -596,6 +596,9 @@ static void test_basic(void) {
   CHECK(len == 2 && memcmp(small, "b1", 2) == 0);
   const char* large = rocksdb_livefiles_largestkey(lf, 0, &len);
   CHECK(len == 8 && memcmp(large, "zero\0len", 8) == 0);
+  /* Fully compacted: the five live keys, no deletions left. */
+  CHECK(rocksdb_livefiles_entries(lf, 0) == 5);
+  CHECK(rocksdb_livefiles_deletions(lf, 0) == 0);
   STRATA_ONLY(CHECK(rocksdb_livefiles_name(lf, 99) == NULL)); /* RocksDB: UB */
   rocksdb_livefiles_destroy(lf);
   const char* starts[1] = {"a"};

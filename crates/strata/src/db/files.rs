@@ -58,6 +58,10 @@ pub struct LiveFileMetaData {
     pub largest_seqno: SequenceNumber,
     pub being_compacted: bool,
     pub marked_for_compaction: bool,
+    /// Entries and deletions, from the table's properties (0 when the
+    /// table cannot be read).
+    pub num_entries: u64,
+    pub num_deletions: u64,
 }
 
 /// A user-key range `(begin, end)`; `None` is unbounded (RocksDB's
@@ -719,28 +723,50 @@ impl DB {
         Ok(out)
     }
 
-    /// Every live table file with its level, key and sequence ranges.
+    /// Every live table file with its level, key and sequence ranges, and
+    /// its entry counts (read from the tables, outside the DB lock).
     pub fn live_files_metadata(&self) -> Vec<LiveFileMetaData> {
-        let st = self.inner.lock_state();
         let mut out = Vec::new();
-        for cf in st.cfs.values().filter(|c| !c.dropped) {
-            let Some(v) = st.versions.current(cf.id) else {
+        let mut files = Vec::new();
+        {
+            let st = self.inner.lock_state();
+            for cf in st.cfs.values().filter(|c| !c.dropped) {
+                let Some(v) = st.versions.current(cf.id) else {
+                    continue;
+                };
+                for (level, f) in v.all_files() {
+                    out.push(LiveFileMetaData {
+                        column_family_name: cf.name.clone(),
+                        level,
+                        name: format!("/{}", crate::cache::table_cache::table_file_name(f.number)),
+                        file_number: f.number,
+                        size: f.file_size,
+                        smallest_key: extract_user_key(&f.smallest).to_vec(),
+                        largest_key: extract_user_key(&f.largest).to_vec(),
+                        smallest_seqno: f.smallest_seqno,
+                        largest_seqno: f.largest_seqno,
+                        being_compacted: st.being_compacted.contains(&f.number),
+                        marked_for_compaction: f.marked_for_compaction,
+                        num_entries: 0,
+                        num_deletions: 0,
+                    });
+                    files.push((cf.id, Arc::clone(f)));
+                }
+            }
+        }
+        for (meta, (cf_id, f)) in out.iter_mut().zip(files) {
+            let Ok(sv) = self.inner.super_version(cf_id) else {
                 continue;
             };
-            for (level, f) in v.all_files() {
-                out.push(LiveFileMetaData {
-                    column_family_name: cf.name.clone(),
-                    level,
-                    name: format!("/{}", crate::cache::table_cache::table_file_name(f.number)),
-                    file_number: f.number,
-                    size: f.file_size,
-                    smallest_key: extract_user_key(&f.smallest).to_vec(),
-                    largest_key: extract_user_key(&f.largest).to_vec(),
-                    smallest_seqno: f.smallest_seqno,
-                    largest_seqno: f.largest_seqno,
-                    being_compacted: st.being_compacted.contains(&f.number),
-                    marked_for_compaction: f.marked_for_compaction,
-                });
+            if let Ok(t) = self.inner.table_cache.get(
+                f.number,
+                f.file_size,
+                f.largest_seqno,
+                &sv.table_options,
+            ) {
+                let p = t.properties();
+                meta.num_entries = p.num_entries;
+                meta.num_deletions = p.num_deletions;
             }
         }
         out
