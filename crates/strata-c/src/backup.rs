@@ -100,6 +100,26 @@ pub unsafe extern "C" fn rocksdb_env_set_high_priority_background_threads(
     })
 }
 
+/// Threads for compactions (RocksDB's low-priority pool).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_env_get_background_threads(env: *mut rocksdb_env_t) -> c_int {
+    // SAFETY: NULL or a live env.
+    guard_quiet(0, || {
+        unsafe { env.as_ref() }.map_or(0, |e| e.env.low_priority.num_threads() as c_int)
+    })
+}
+
+/// Threads for flushes (RocksDB's high-priority pool).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_env_get_high_priority_background_threads(
+    env: *mut rocksdb_env_t,
+) -> c_int {
+    // SAFETY: NULL or a live env.
+    guard_quiet(0, || {
+        unsafe { env.as_ref() }.map_or(0, |e| e.env.high_priority.num_threads() as c_int)
+    })
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rocksdb_env_destroy(env: *mut rocksdb_env_t) {
     // SAFETY: NULL or a live env (databases using it keep their share).
@@ -449,6 +469,64 @@ be_opt!(
     rocksdb_backup_engine_options_set_max_valid_backups_to_open,
     c_int,
     |o, v| o.opts.max_valid_backups_to_open = if v < 0 { usize::MAX } else { v as usize }
+);
+
+macro_rules! be_get {
+    ($name:ident, $rty:ty, |$o:ident| $body:expr) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(o: *mut rocksdb_backup_engine_options_t) -> $rty {
+            guard_quiet(Default::default(), || {
+                // SAFETY: NULL or live options.
+                unsafe { o.as_ref() }.map_or(Default::default(), |$o| $body)
+            })
+        }
+    };
+}
+
+be_get!(
+    rocksdb_backup_engine_options_get_share_table_files,
+    c_uchar,
+    |o| o.opts.share_table_files as c_uchar
+);
+be_get!(
+    rocksdb_backup_engine_options_get_sync,
+    c_uchar,
+    |o| o.opts.sync as c_uchar
+);
+be_get!(
+    rocksdb_backup_engine_options_get_destroy_old_data,
+    c_uchar,
+    |o| o.opts.destroy_old_data as c_uchar
+);
+be_get!(
+    rocksdb_backup_engine_options_get_backup_log_files,
+    c_uchar,
+    |o| o.opts.backup_log_files as c_uchar
+);
+be_get!(
+    rocksdb_backup_engine_options_get_backup_rate_limit,
+    u64,
+    |o| o.opts.backup_rate_limit
+);
+be_get!(
+    rocksdb_backup_engine_options_get_restore_rate_limit,
+    u64,
+    |o| o.opts.restore_rate_limit
+);
+be_get!(
+    rocksdb_backup_engine_options_get_max_background_operations,
+    c_int,
+    |o| o.opts.max_background_operations as c_int
+);
+be_get!(
+    rocksdb_backup_engine_options_get_callback_trigger_interval_size,
+    u64,
+    |o| o.opts.callback_trigger_interval_size
+);
+be_get!(
+    rocksdb_backup_engine_options_get_max_valid_backups_to_open,
+    c_int,
+    |o| o.opts.max_valid_backups_to_open.min(c_int::MAX as usize) as c_int
 );
 
 #[unsafe(no_mangle)]

@@ -696,6 +696,121 @@ pub unsafe extern "C" fn rocksdb_multi_get_cf(
     })
 }
 
+/// Whether the key may exist: Strata answers exactly (a full read), which
+/// RocksDB's contract allows (it may also say "maybe" for absent keys).
+/// With `value` non-NULL a found value is handed out (malloc'd) and
+/// `*value_found` set. User timestamps are not supported: a timestamp
+/// makes the answer "no".
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_key_may_exist(
+    db: *mut rocksdb_t,
+    options: *const rocksdb_readoptions_t,
+    key: *const c_char,
+    key_len: usize,
+    value: *mut *mut c_char,
+    val_len: *mut usize,
+    timestamp: *const c_char,
+    timestamp_len: usize,
+    value_found: *mut c_uchar,
+) -> c_uchar {
+    // SAFETY: as rocksdb_key_may_exist_cf with the default column family.
+    guard_quiet(0, || {
+        let Ok(d) = db_of(db) else { return 0 };
+        let mut cf = rocksdb_column_family_handle_t { cf: d.default_cf() };
+        unsafe {
+            rocksdb_key_may_exist_cf(
+                db,
+                options,
+                &mut cf,
+                key,
+                key_len,
+                value,
+                val_len,
+                timestamp,
+                timestamp_len,
+                value_found,
+            )
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_key_may_exist_cf(
+    db: *mut rocksdb_t,
+    options: *const rocksdb_readoptions_t,
+    cf: *mut rocksdb_column_family_handle_t,
+    key: *const c_char,
+    key_len: usize,
+    value: *mut *mut c_char,
+    val_len: *mut usize,
+    timestamp: *const c_char,
+    timestamp_len: usize,
+    value_found: *mut c_uchar,
+) -> c_uchar {
+    guard_quiet(0, || {
+        // SAFETY: out-pointers NULL or writable (C API contract).
+        unsafe { put_out(value_found, 0) };
+        if !timestamp.is_null() && timestamp_len > 0 {
+            return 0;
+        }
+        let (Ok(db), Ok(ro), Ok(cf)) = (db_of(db), ro_of(options), cf_of(cf)) else {
+            return 0;
+        };
+        // SAFETY: `key_len` bytes at `key`.
+        match db.get_cf(&ro, cf, unsafe { bytes(key, key_len) }) {
+            Ok(Some(v)) => {
+                if !value.is_null() {
+                    // SAFETY: writable out-pointers.
+                    unsafe {
+                        *value = malloc_bytes(&v);
+                        put_out(val_len, v.len());
+                        put_out(value_found, 1);
+                    }
+                }
+                1
+            }
+            Ok(None) => 0,
+            // An error cannot rule the key out.
+            Err(_) => 1,
+        }
+    })
+}
+
+/// One iterator per column family, all at one sequence number.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_create_iterators(
+    db: *mut rocksdb_t,
+    opts: *mut rocksdb_readoptions_t,
+    column_families: *mut *mut rocksdb_column_family_handle_t,
+    iterators: *mut *mut crate::iterator::rocksdb_iterator_t,
+    size: usize,
+    errptr: *mut *mut c_char,
+) {
+    guard(errptr, (), || {
+        let db = db_of(db)?;
+        let mut ro = ro_of(opts)?;
+        if size > 0 && (column_families.is_null() || iterators.is_null()) {
+            return Err("Invalid argument: column family or iterator array is NULL".into());
+        }
+        let snap = db.snapshot();
+        ro.snapshot.get_or_insert(snap.sequence());
+        let mut made = Vec::with_capacity(size);
+        for i in 0..size {
+            // SAFETY: arrays of `size` entries (C API contract).
+            let cf = cf_of(unsafe { *column_families.add(i) })?;
+            made.push(st(db.iter_cf(&ro, cf))?);
+        }
+        for (i, it) in made.into_iter().enumerate() {
+            // SAFETY: room for `size` iterator pointers.
+            unsafe {
+                *iterators.add(i) =
+                    into_raw(crate::iterator::rocksdb_iterator_t { it: Box::new(it) })
+            };
+        }
+        Ok(())
+    })
+}
+
 // ---- snapshots ----
 
 #[unsafe(no_mangle)]

@@ -821,6 +821,78 @@ pub unsafe extern "C" fn rocksdb_options_set_fifo_compaction_options(
     })
 }
 
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_log_file_time_to_roll,
+    usize,
+    |o, v| o.opts.log_file_time_to_roll = v as u64
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_log_file_time_to_roll,
+    usize,
+    |o| o.opts.log_file_time_to_roll as usize
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_max_manifest_file_size,
+    usize,
+    |o, v| o.opts.max_manifest_file_size = v as u64
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_max_manifest_file_size,
+    usize,
+    |o| o.opts.max_manifest_file_size as usize
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_max_compaction_bytes,
+    u64,
+    |o, v| o.opts.cf.max_compaction_bytes = v
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_max_compaction_bytes,
+    u64,
+    |o| o.opts.cf.max_compaction_bytes
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_soft_pending_compaction_bytes_limit,
+    usize,
+    |o, v| o.opts.cf.soft_pending_compaction_bytes_limit = v as u64
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_soft_pending_compaction_bytes_limit,
+    usize,
+    |o| o.opts.cf.soft_pending_compaction_bytes_limit as usize
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_hard_pending_compaction_bytes_limit,
+    usize,
+    |o, v| o.opts.cf.hard_pending_compaction_bytes_limit = v as u64
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_hard_pending_compaction_bytes_limit,
+    usize,
+    |o| o.opts.cf.hard_pending_compaction_bytes_limit as usize
+);
+
+/// A copy of the options (callbacks shared, as RocksDB's copy shares them).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_create_copy(
+    opt: *mut rocksdb_options_t,
+) -> *mut rocksdb_options_t {
+    guard_quiet(std::ptr::null_mut(), || {
+        // SAFETY: NULL or a live options object.
+        unsafe { opt.as_ref() }.map_or(std::ptr::null_mut(), |o| into_raw(o.clone()))
+    })
+}
+
 // ---- block-based table options, caches, filter policies ----
 
 #[unsafe(no_mangle)]
@@ -969,6 +1041,31 @@ setter!(
     rocksdb_universal_compaction_options_set_max_size_amplification_percent,
     c_int,
     |u, v| u.opts.max_size_amplification_percent = v.max(0) as u64
+);
+
+getter!(
+    rocksdb_universal_compaction_options_t,
+    rocksdb_universal_compaction_options_get_size_ratio,
+    c_int,
+    |u| u.opts.size_ratio as c_int
+);
+getter!(
+    rocksdb_universal_compaction_options_t,
+    rocksdb_universal_compaction_options_get_min_merge_width,
+    c_int,
+    |u| u.opts.min_merge_width as c_int
+);
+getter!(
+    rocksdb_universal_compaction_options_t,
+    rocksdb_universal_compaction_options_get_max_merge_width,
+    c_int,
+    |u| u.opts.max_merge_width.min(c_int::MAX as usize) as c_int
+);
+getter!(
+    rocksdb_universal_compaction_options_t,
+    rocksdb_universal_compaction_options_get_max_size_amplification_percent,
+    c_int,
+    |u| u.opts.max_size_amplification_percent as c_int
 );
 
 #[unsafe(no_mangle)]

@@ -229,6 +229,7 @@ fn header_and_library_agree_on_every_signature() {
             ("opt_set!(", 2),
             ("be_opt!(", 2),
             ("ingest_flag!(", 2),
+            ("be_get!(", 1),
         ] {
             for (at, _) in src.match_indices(mac) {
                 let args = &src[at + mac.len()..];

@@ -309,6 +309,34 @@ extern STRATA_C_API void rocksdb_multi_get_cf(
     char** values_list,
     size_t* values_list_sizes,
     char** errs);
+extern STRATA_C_API unsigned char rocksdb_key_may_exist(
+    rocksdb_t* db,
+    const rocksdb_readoptions_t* options,
+    const char* key,
+    size_t key_len,
+    char** value,
+    size_t* val_len,
+    const char* timestamp,
+    size_t timestamp_len,
+    unsigned char* value_found);
+extern STRATA_C_API unsigned char rocksdb_key_may_exist_cf(
+    rocksdb_t* db,
+    const rocksdb_readoptions_t* options,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t key_len,
+    char** value,
+    size_t* val_len,
+    const char* timestamp,
+    size_t timestamp_len,
+    unsigned char* value_found);
+extern STRATA_C_API void rocksdb_create_iterators(
+    rocksdb_t* db,
+    rocksdb_readoptions_t* opts,
+    rocksdb_column_family_handle_t** column_families,
+    rocksdb_iterator_t** iterators,
+    size_t size,
+    char** errptr);
 extern STRATA_C_API const rocksdb_snapshot_t* rocksdb_create_snapshot(
     rocksdb_t* db);
 extern STRATA_C_API void rocksdb_release_snapshot(
@@ -728,6 +756,33 @@ extern STRATA_C_API void rocksdb_options_set_wal_recovery_mode(
     int);
 extern STRATA_C_API int rocksdb_options_get_wal_recovery_mode(
     rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_log_file_time_to_roll(
+    rocksdb_options_t*,
+    size_t);
+extern STRATA_C_API size_t rocksdb_options_get_log_file_time_to_roll(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_max_manifest_file_size(
+    rocksdb_options_t*,
+    size_t);
+extern STRATA_C_API size_t rocksdb_options_get_max_manifest_file_size(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_max_compaction_bytes(
+    rocksdb_options_t*,
+    uint64_t);
+extern STRATA_C_API uint64_t rocksdb_options_get_max_compaction_bytes(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_soft_pending_compaction_bytes_limit(
+    rocksdb_options_t* opt,
+    size_t v);
+extern STRATA_C_API size_t rocksdb_options_get_soft_pending_compaction_bytes_limit(
+    rocksdb_options_t* opt);
+extern STRATA_C_API void rocksdb_options_set_hard_pending_compaction_bytes_limit(
+    rocksdb_options_t* opt,
+    size_t v);
+extern STRATA_C_API size_t rocksdb_options_get_hard_pending_compaction_bytes_limit(
+    rocksdb_options_t* opt);
+extern STRATA_C_API rocksdb_options_t* rocksdb_options_create_copy(
+    rocksdb_options_t*);
 extern STRATA_C_API void rocksdb_options_set_wal_dir(
     rocksdb_options_t*,
     const char*);
@@ -797,6 +852,14 @@ extern STRATA_C_API void rocksdb_universal_compaction_options_set_max_merge_widt
 extern STRATA_C_API void rocksdb_universal_compaction_options_set_max_size_amplification_percent(
     rocksdb_universal_compaction_options_t*,
     int);
+extern STRATA_C_API int rocksdb_universal_compaction_options_get_size_ratio(
+    rocksdb_universal_compaction_options_t*);
+extern STRATA_C_API int rocksdb_universal_compaction_options_get_min_merge_width(
+    rocksdb_universal_compaction_options_t*);
+extern STRATA_C_API int rocksdb_universal_compaction_options_get_max_merge_width(
+    rocksdb_universal_compaction_options_t*);
+extern STRATA_C_API int rocksdb_universal_compaction_options_get_max_size_amplification_percent(
+    rocksdb_universal_compaction_options_t*);
 extern STRATA_C_API void rocksdb_universal_compaction_options_destroy(
     rocksdb_universal_compaction_options_t*);
 extern STRATA_C_API rocksdb_fifo_compaction_options_t* rocksdb_fifo_compaction_options_create(
@@ -1017,6 +1080,9 @@ extern STRATA_C_API void rocksdb_env_set_background_threads(
 extern STRATA_C_API void rocksdb_env_set_high_priority_background_threads(
     rocksdb_env_t* env,
     int n);
+extern STRATA_C_API int rocksdb_env_get_background_threads(rocksdb_env_t* env);
+extern STRATA_C_API int rocksdb_env_get_high_priority_background_threads(
+    rocksdb_env_t* env);
 extern STRATA_C_API void rocksdb_env_destroy(rocksdb_env_t*);
 extern STRATA_C_API void rocksdb_options_set_env(
     rocksdb_options_t*,
@@ -1118,6 +1184,24 @@ extern STRATA_C_API void rocksdb_backup_engine_options_set_callback_trigger_inte
 extern STRATA_C_API void rocksdb_backup_engine_options_set_max_valid_backups_to_open(
     rocksdb_backup_engine_options_t* options,
     int val);
+extern STRATA_C_API unsigned char rocksdb_backup_engine_options_get_share_table_files(
+    rocksdb_backup_engine_options_t* options);
+extern STRATA_C_API unsigned char rocksdb_backup_engine_options_get_sync(
+    rocksdb_backup_engine_options_t* options);
+extern STRATA_C_API unsigned char rocksdb_backup_engine_options_get_destroy_old_data(
+    rocksdb_backup_engine_options_t* options);
+extern STRATA_C_API unsigned char rocksdb_backup_engine_options_get_backup_log_files(
+    rocksdb_backup_engine_options_t* options);
+extern STRATA_C_API uint64_t rocksdb_backup_engine_options_get_backup_rate_limit(
+    rocksdb_backup_engine_options_t* options);
+extern STRATA_C_API uint64_t rocksdb_backup_engine_options_get_restore_rate_limit(
+    rocksdb_backup_engine_options_t* options);
+extern STRATA_C_API int rocksdb_backup_engine_options_get_max_background_operations(
+    rocksdb_backup_engine_options_t* options);
+extern STRATA_C_API uint64_t rocksdb_backup_engine_options_get_callback_trigger_interval_size(
+    rocksdb_backup_engine_options_t* options);
+extern STRATA_C_API int rocksdb_backup_engine_options_get_max_valid_backups_to_open(
+    rocksdb_backup_engine_options_t* options);
 extern STRATA_C_API void rocksdb_backup_engine_options_destroy(
     rocksdb_backup_engine_options_t*);
 

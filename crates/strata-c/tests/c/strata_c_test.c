@@ -280,6 +280,21 @@ static void test_options(void) {
   CHECK(rocksdb_options_get_manual_wal_flush(o) == 1);
   rocksdb_options_set_wal_recovery_mode(o, rocksdb_absolute_consistency_recovery);
   CHECK(rocksdb_options_get_wal_recovery_mode(o) == rocksdb_absolute_consistency_recovery);
+  rocksdb_options_set_log_file_time_to_roll(o, 3600);
+  CHECK(rocksdb_options_get_log_file_time_to_roll(o) == 3600);
+  rocksdb_options_set_max_manifest_file_size(o, 1 << 20);
+  CHECK(rocksdb_options_get_max_manifest_file_size(o) == 1 << 20);
+  rocksdb_options_set_max_compaction_bytes(o, 1 << 26);
+  CHECK(rocksdb_options_get_max_compaction_bytes(o) == 1 << 26);
+  rocksdb_options_set_soft_pending_compaction_bytes_limit(o, 1 << 30);
+  CHECK(rocksdb_options_get_soft_pending_compaction_bytes_limit(o) == 1 << 30);
+  rocksdb_options_set_hard_pending_compaction_bytes_limit(o, (size_t)1 << 31);
+  CHECK(rocksdb_options_get_hard_pending_compaction_bytes_limit(o) == (size_t)1 << 31);
+  rocksdb_options_t* copy = rocksdb_options_create_copy(o);
+  CHECK(rocksdb_options_get_max_compaction_bytes(copy) == 1 << 26);
+  rocksdb_options_set_max_compaction_bytes(copy, 7);
+  CHECK(rocksdb_options_get_max_compaction_bytes(o) == 1 << 26); /* a copy */
+  rocksdb_options_destroy(copy);
   rocksdb_options_optimize_level_style_compaction(o, 64 << 20);
   CHECK(rocksdb_options_get_write_buffer_size(o) == 16 << 20);
   CHECK(rocksdb_options_get_compaction_style(o) == rocksdb_level_compaction);
@@ -480,6 +495,21 @@ static void test_basic(void) {
   CHECK(vals[1] == NULL && val_lens[1] == 0);
   CHECK(vals[2] && val_lens[2] == 3);
   for (int i = 0; i < 3; i++) rocksdb_free(vals[i]);
+
+  /* key_may_exist: a key in the memtable is found, with its value. */
+  rocksdb_put(db, wo, "kme", 3, "here", 4, &err);
+  CHECK_OK(err);
+  {
+    char* found_value = NULL;
+    size_t found_len = 0;
+    unsigned char value_found = 0;
+    CHECK(rocksdb_key_may_exist(db, ro, "kme", 3, &found_value, &found_len, NULL, 0, &value_found) == 1);
+    CHECK(value_found == 1 && found_len == 4 && memcmp(found_value, "here", 4) == 0);
+    rocksdb_free(found_value);
+    /* Strata answers exactly (RocksDB may say "maybe"). */
+    STRATA_ONLY(CHECK(rocksdb_key_may_exist(db, ro, "kmz", 3, NULL, NULL, NULL, 0, NULL) == 0));
+  }
+  rocksdb_delete(db, wo, "kme", 3, &err);
 
   /* Snapshots. */
   const rocksdb_snapshot_t* snap = rocksdb_create_snapshot(db);
@@ -804,6 +834,26 @@ static void test_column_families(void) {
   CHECK(vals[0] && val_lens[0] == 7 && vals[1] && val_lens[1] == 3);
   rocksdb_free(vals[0]);
   rocksdb_free(vals[1]);
+  /* Iterators over several families at one sequence number. */
+  rocksdb_iterator_t* its[2];
+  rocksdb_create_iterators(db, ro, handles, its, 2, &err);
+  CHECK_OK(err);
+  rocksdb_iter_seek_to_first(its[0]);
+  CHECK_ITER(its[0], "d1", "default");
+  rocksdb_iter_seek_to_first(its[1]);
+  CHECK_ITER(its[1], "u1", "ann");
+  rocksdb_iter_destroy(its[0]);
+  rocksdb_iter_destroy(its[1]);
+  {
+    unsigned char value_found = 0;
+    char* found_value = NULL;
+    size_t found_len = 0;
+    CHECK(rocksdb_key_may_exist_cf(db, ro, cf, "u1", 2, &found_value, &found_len, NULL, 0, &value_found) == 1);
+    if (value_found) {
+      CHECK(found_len == 3 && memcmp(found_value, "ann", 3) == 0);
+      rocksdb_free(found_value);
+    }
+  }
   rocksdb_drop_column_family(db, cf, &err);
   CHECK_OK(err);
   rocksdb_column_family_handle_destroy(cf);
@@ -1053,6 +1103,10 @@ static void test_tables_and_styles(void) {
   rocksdb_universal_compaction_options_set_min_merge_width(u, 2);
   rocksdb_universal_compaction_options_set_max_merge_width(u, 10);
   rocksdb_universal_compaction_options_set_max_size_amplification_percent(u, 150);
+  CHECK(rocksdb_universal_compaction_options_get_size_ratio(u) == 2);
+  CHECK(rocksdb_universal_compaction_options_get_min_merge_width(u) == 2);
+  CHECK(rocksdb_universal_compaction_options_get_max_merge_width(u) == 10);
+  CHECK(rocksdb_universal_compaction_options_get_max_size_amplification_percent(u) == 150);
   rocksdb_options_set_universal_compaction_options(o, u);
   rocksdb_universal_compaction_options_destroy(u);
   path(p, "universal");
@@ -1093,6 +1147,8 @@ static void test_tables_and_styles(void) {
   rocksdb_env_t* env = rocksdb_create_default_env();
   rocksdb_env_set_background_threads(env, 2);
   rocksdb_env_set_high_priority_background_threads(env, 1);
+  CHECK(rocksdb_env_get_background_threads(env) == 2);
+  CHECK(rocksdb_env_get_high_priority_background_threads(env) == 1);
   o = rocksdb_options_create();
   rocksdb_options_set_create_if_missing(o, 1);
   rocksdb_options_set_env(o, env);
@@ -1295,7 +1351,16 @@ static void test_checkpoint_and_backup(void) {
   rocksdb_backup_engine_options_set_restore_rate_limit(bo, 0);
   rocksdb_backup_engine_options_set_max_background_operations(bo, 2);
   rocksdb_backup_engine_options_set_callback_trigger_interval_size(bo, 1 << 20);
-  rocksdb_backup_engine_options_set_max_valid_backups_to_open(bo, -1);
+  rocksdb_backup_engine_options_set_max_valid_backups_to_open(bo, 5);
+  CHECK(rocksdb_backup_engine_options_get_share_table_files(bo) == 1);
+  CHECK(rocksdb_backup_engine_options_get_sync(bo) == 1);
+  CHECK(rocksdb_backup_engine_options_get_destroy_old_data(bo) == 1);
+  CHECK(rocksdb_backup_engine_options_get_backup_log_files(bo) == 1);
+  CHECK(rocksdb_backup_engine_options_get_backup_rate_limit(bo) == 0);
+  CHECK(rocksdb_backup_engine_options_get_restore_rate_limit(bo) == 0);
+  CHECK(rocksdb_backup_engine_options_get_max_background_operations(bo) == 2);
+  CHECK(rocksdb_backup_engine_options_get_callback_trigger_interval_size(bo) == 1 << 20);
+  CHECK(rocksdb_backup_engine_options_get_max_valid_backups_to_open(bo) == 5);
   rocksdb_env_t* env = rocksdb_create_default_env();
   be = rocksdb_backup_engine_open_opts(bo, env, &err);
   CHECK_OK(err);
