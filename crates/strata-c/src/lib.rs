@@ -21,6 +21,7 @@ pub mod callbacks;
 pub mod db;
 mod ffi;
 pub mod iterator;
+pub mod metadata;
 pub mod options;
 pub mod sst;
 pub mod transactions;

@@ -893,6 +893,89 @@ pub unsafe extern "C" fn rocksdb_options_create_copy(
     })
 }
 
+/// The options a database was last opened with (its newest OPTIONS file):
+/// the database's, and each column family's with its name (RocksDB's
+/// `LoadLatestOptions`). Comparators and other callbacks are not in the
+/// file: they are the defaults. Free everything with
+/// `rocksdb_load_latest_options_destroy`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_load_latest_options(
+    db_path: *const c_char,
+    _env: *mut crate::backup::rocksdb_env_t,
+    _ignore_unknown_options: bool,
+    _cache: *mut rocksdb_cache_t,
+    db_options: *mut *mut rocksdb_options_t,
+    num_column_families: *mut usize,
+    column_family_names: *mut *mut *mut c_char,
+    column_family_options: *mut *mut *mut rocksdb_options_t,
+    errptr: *mut *mut c_char,
+) {
+    crate::ffi::guard(errptr, (), || {
+        // SAFETY: a C string.
+        let path = unsafe { cstr(db_path, "db_path") }?;
+        let file = crate::ffi::st(strata::db::options_parser::load_latest(
+            std::path::Path::new(&path),
+        ))?
+        .ok_or_else(|| format!("NotFound: no OPTIONS file in {path}"))?;
+        let mut db = Options::default();
+        crate::ffi::st(file.apply_db(&mut db))?;
+        let names: Vec<String> = file.column_families().map(str::to_string).collect();
+        let names_out = crate::ffi::malloc_array::<*mut c_char>(names.len());
+        let opts_out = crate::ffi::malloc_array::<*mut rocksdb_options_t>(names.len());
+        for (i, name) in names.iter().enumerate() {
+            let mut o = db.clone();
+            crate::ffi::st(file.apply_cf(name, &mut o.cf))?;
+            // SAFETY: both arrays hold `names.len()` pointers.
+            unsafe {
+                *names_out.add(i) = malloc_cstr(name);
+                *opts_out.add(i) = into_raw(rocksdb_options_t {
+                    opts: o,
+                    max_open_files: None,
+                });
+            }
+        }
+        // SAFETY: out-pointers NULL or writable (C API contract).
+        unsafe {
+            crate::ffi::put_out(
+                db_options,
+                into_raw(rocksdb_options_t {
+                    opts: db,
+                    max_open_files: None,
+                }),
+            );
+            crate::ffi::put_out(num_column_families, names.len());
+            crate::ffi::put_out(column_family_names, names_out);
+            crate::ffi::put_out(column_family_options, opts_out);
+        }
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_load_latest_options_destroy(
+    db_options: *mut rocksdb_options_t,
+    list_column_family_names: *mut *mut c_char,
+    list_column_family_options: *mut *mut rocksdb_options_t,
+    len: usize,
+) {
+    guard_quiet((), || {
+        // SAFETY: what rocksdb_load_latest_options handed out, freed once.
+        unsafe {
+            drop_raw(db_options);
+            for i in 0..len {
+                if !list_column_family_names.is_null() {
+                    crate::ffi::c_free(*list_column_family_names.add(i) as *mut _);
+                }
+                if !list_column_family_options.is_null() {
+                    drop_raw(*list_column_family_options.add(i));
+                }
+            }
+            crate::ffi::c_free(list_column_family_names as *mut _);
+            crate::ffi::c_free(list_column_family_options as *mut _);
+        }
+    })
+}
+
 // ---- block-based table options, caches, filter policies ----
 
 #[unsafe(no_mangle)]

@@ -920,3 +920,262 @@ fn txn_iter(
         Err(msg) => wrap_failed(msg),
     }
 }
+
+// ---- more TransactionDB and transaction reads ----
+
+fn pinned(v: Option<Vec<u8>>) -> *mut rocksdb_pinnableslice_t {
+    v.map_or(std::ptr::null_mut(), |value| {
+        into_raw(rocksdb_pinnableslice_t { value })
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_transactiondb_get_pinned(
+    t: *mut rocksdb_transactiondb_t,
+    options: *const rocksdb_readoptions_t,
+    key: *const c_char,
+    klen: usize,
+    errptr: *mut *mut c_char,
+) -> *mut rocksdb_pinnableslice_t {
+    guard(errptr, std::ptr::null_mut(), || {
+        // SAFETY: `klen` bytes at `key`.
+        Ok(pinned(st(
+            tdb_of(t)?.get(&ro_of(options)?, unsafe { bytes(key, klen) })
+        )?))
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_transactiondb_get_pinned_cf(
+    t: *mut rocksdb_transactiondb_t,
+    options: *const rocksdb_readoptions_t,
+    cf: *mut rocksdb_column_family_handle_t,
+    key: *const c_char,
+    keylen: usize,
+    errptr: *mut *mut c_char,
+) -> *mut rocksdb_pinnableslice_t {
+    guard(errptr, std::ptr::null_mut(), || {
+        // SAFETY: `keylen` bytes at `key`.
+        Ok(pinned(st(tdb_of(t)?.db().get_cf(
+            &ro_of(options)?,
+            cf_of(cf)?,
+            unsafe { bytes(key, keylen) },
+        ))?))
+    })
+}
+
+/// All keys read at one sequence number.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_transactiondb_multi_get(
+    t: *mut rocksdb_transactiondb_t,
+    options: *const rocksdb_readoptions_t,
+    num_keys: usize,
+    keys_list: *const *const c_char,
+    keys_list_sizes: *const usize,
+    values_list: *mut *mut c_char,
+    values_list_sizes: *mut usize,
+    errs: *mut *mut c_char,
+) {
+    guard_quiet((), || {
+        let (Ok(t), Ok(ro)) = (tdb_of(t), ro_of(options)) else {
+            return;
+        };
+        // SAFETY: arrays of `num_keys` entries (C API contract).
+        let keys = unsafe { key_list(num_keys, keys_list, keys_list_sizes) };
+        let r = t.db().multi_get(&ro, &keys);
+        unsafe { out_multi(r, values_list, values_list_sizes, errs) };
+    })
+}
+
+/// Column family handles from the caller's array.
+///
+/// # Safety
+/// `cfs` holds `n` handles.
+unsafe fn cf_list(
+    cfs: *const *const rocksdb_column_family_handle_t,
+    n: usize,
+) -> Option<Vec<strata::ColumnFamilyHandle>> {
+    if cfs.is_null() && n > 0 {
+        return None;
+    }
+    // SAFETY: `i < n` (caller's contract).
+    (0..n)
+        .map(|i| cf_of(unsafe { *cfs.add(i) }).ok().cloned())
+        .collect()
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_transactiondb_multi_get_cf(
+    t: *mut rocksdb_transactiondb_t,
+    options: *const rocksdb_readoptions_t,
+    column_families: *const *const rocksdb_column_family_handle_t,
+    num_keys: usize,
+    keys_list: *const *const c_char,
+    keys_list_sizes: *const usize,
+    values_list: *mut *mut c_char,
+    values_list_sizes: *mut usize,
+    errs: *mut *mut c_char,
+) {
+    guard_quiet((), || {
+        let (Ok(t), Ok(mut ro)) = (tdb_of(t), ro_of(options)) else {
+            return;
+        };
+        // SAFETY: arrays of `num_keys` entries (C API contract).
+        let (Some(cfs), keys) = (unsafe { cf_list(column_families, num_keys) }, unsafe {
+            key_list(num_keys, keys_list, keys_list_sizes)
+        }) else {
+            return;
+        };
+        let db = t.db();
+        let snap = db.snapshot();
+        ro.snapshot.get_or_insert(snap.sequence());
+        let r = cfs
+            .iter()
+            .zip(keys.iter())
+            .map(|(cf, k)| db.get_cf(&ro, cf, k))
+            .collect();
+        unsafe { out_multi(r, values_list, values_list_sizes, errs) };
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_transactiondb_flush_cf(
+    t: *mut rocksdb_transactiondb_t,
+    _options: *const rocksdb_flushoptions_t,
+    cf: *mut rocksdb_column_family_handle_t,
+    errptr: *mut *mut c_char,
+) {
+    guard(errptr, (), || st(tdb_of(t)?.db().flush_cf(cf_of(cf)?)))
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_transactiondb_flush_wal(
+    t: *mut rocksdb_transactiondb_t,
+    sync: c_uchar,
+    errptr: *mut *mut c_char,
+) {
+    guard(errptr, (), || st(tdb_of(t)?.db().flush_wal(sync != 0)))
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_transaction_get_pinned_cf(
+    t: *mut rocksdb_transaction_t,
+    options: *const rocksdb_readoptions_t,
+    cf: *mut rocksdb_column_family_handle_t,
+    key: *const c_char,
+    klen: usize,
+    errptr: *mut *mut c_char,
+) -> *mut rocksdb_pinnableslice_t {
+    guard(errptr, std::ptr::null_mut(), || {
+        // SAFETY: `klen` bytes at `key`.
+        Ok(pinned(st(txn_of(t)?.get_cf(
+            &ro_of(options)?,
+            cf_of(cf)?,
+            unsafe { bytes(key, klen) },
+        ))?))
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_transaction_get_pinned_for_update(
+    t: *mut rocksdb_transaction_t,
+    options: *const rocksdb_readoptions_t,
+    key: *const c_char,
+    klen: usize,
+    exclusive: c_uchar,
+    errptr: *mut *mut c_char,
+) -> *mut rocksdb_pinnableslice_t {
+    guard(errptr, std::ptr::null_mut(), || {
+        // SAFETY: `klen` bytes at `key`.
+        Ok(pinned(st(txn_of(t)?.get_for_update(
+            &ro_of(options)?,
+            unsafe { bytes(key, klen) },
+            exclusive != 0,
+        ))?))
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_transaction_get_pinned_for_update_cf(
+    t: *mut rocksdb_transaction_t,
+    options: *const rocksdb_readoptions_t,
+    cf: *mut rocksdb_column_family_handle_t,
+    key: *const c_char,
+    klen: usize,
+    exclusive: c_uchar,
+    errptr: *mut *mut c_char,
+) -> *mut rocksdb_pinnableslice_t {
+    guard(errptr, std::ptr::null_mut(), || {
+        // SAFETY: `klen` bytes at `key`.
+        Ok(pinned(st(txn_of(t)?.get_for_update_cf(
+            &ro_of(options)?,
+            cf_of(cf)?,
+            unsafe { bytes(key, klen) },
+            exclusive != 0,
+        ))?))
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_transaction_multi_get_cf(
+    t: *mut rocksdb_transaction_t,
+    options: *const rocksdb_readoptions_t,
+    column_families: *const *const rocksdb_column_family_handle_t,
+    num_keys: usize,
+    keys_list: *const *const c_char,
+    keys_list_sizes: *const usize,
+    values_list: *mut *mut c_char,
+    values_list_sizes: *mut usize,
+    errs: *mut *mut c_char,
+) {
+    guard_quiet((), || {
+        let (Ok(t), Ok(ro)) = (txn_of(t), ro_of(options)) else {
+            return;
+        };
+        // SAFETY: arrays of `num_keys` entries (C API contract).
+        let (Some(cfs), keys) = (unsafe { cf_list(column_families, num_keys) }, unsafe {
+            key_list(num_keys, keys_list, keys_list_sizes)
+        }) else {
+            return;
+        };
+        let r = cfs
+            .iter()
+            .zip(keys.iter())
+            .map(|(cf, k)| t.get_cf(&ro, cf, k))
+            .collect();
+        unsafe { out_multi(r, values_list, values_list_sizes, errs) };
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_optimistictransactiondb_open_column_families(
+    options: *const rocksdb_options_t,
+    name: *const c_char,
+    num_column_families: c_int,
+    column_family_names: *const *const c_char,
+    column_family_options: *const *const rocksdb_options_t,
+    column_family_handles: *mut *mut rocksdb_column_family_handle_t,
+    errptr: *mut *mut c_char,
+) -> *mut rocksdb_optimistictransactiondb_t {
+    guard(errptr, std::ptr::null_mut(), || {
+        let o = options_of(options)?;
+        // SAFETY: a C string and arrays of `num_column_families` entries.
+        let name = unsafe { cstr(name, "db name") }?;
+        let descs = unsafe {
+            descriptors(
+                num_column_families,
+                column_family_names,
+                column_family_options,
+            )
+        }?;
+        let names: Vec<String> = descs.iter().map(|d| d.name.clone()).collect();
+        let odb = st(OptimisticTransactionDB::open_cf(
+            o.clone(),
+            name,
+            descs,
+            strata::utilities::transactions::OccValidationPolicy::default(),
+        ))?;
+        unsafe { hand_out_cfs(odb.db(), &names, column_family_handles) }?;
+        Ok(into_raw(rocksdb_optimistictransactiondb_t { odb }))
+    })
+}

@@ -14,7 +14,7 @@ use std::path::Path;
 use strata::ColumnFamilyOptions;
 use strata::table::CompressionType;
 
-pub use strata::db::options_parser::{OptionsFile, parse, sanitize, style_from_code};
+pub use strata::db::options_parser::{OptionsFile, sanitize, style_from_code};
 
 use crate::flags::Flags;
 
@@ -28,23 +28,7 @@ pub fn failed(e: strata::Error) -> String {
 
 /// The newest OPTIONS file of the database at `db`, if it has one.
 pub fn read_latest(db: &Path) -> Result<Option<OptionsFile>, String> {
-    let Ok(entries) = std::fs::read_dir(db) else {
-        return Ok(None);
-    };
-    let newest = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let n: u64 = name.strip_prefix("OPTIONS-")?.parse().ok()?;
-            Some((n, name))
-        })
-        .max();
-    let Some((_, name)) = newest else {
-        return Ok(None);
-    };
-    let text = std::fs::read_to_string(db.join(&name))
-        .map_err(|e| format!("Failed: reading {}: {e}", db.join(&name).display()))?;
-    parse(&name, &text).map(Some).map_err(failed)
+    strata::db::options_parser::load_latest(db).map_err(failed)
 }
 
 /// ldb's command-line overrides of the column family options, applied to

@@ -229,12 +229,13 @@ impl Options {
     ) -> PyResult<(Options, std::collections::HashMap<String, Options>)> {
         let _ = (env, ignore_unknown_options, cache);
         let dir = std::path::Path::new(path);
-        let newest = newest_options_file(dir).ok_or_else(|| {
-            pyo3::exceptions::PyException::new_err(format!("NotFound: no OPTIONS file in {path}"))
-        })?;
-        let text = std::fs::read_to_string(dir.join(&newest))
-            .map_err(|e| pyo3::exceptions::PyException::new_err(format!("IO error: {e}")))?;
-        let file = strata::db::options_parser::parse(&newest, &text).map_err(crate::rdict::err)?;
+        let file = strata::db::options_parser::load_latest(dir)
+            .map_err(crate::rdict::err)?
+            .ok_or_else(|| {
+                pyo3::exceptions::PyException::new_err(format!(
+                    "NotFound: no OPTIONS file in {path}"
+                ))
+            })?;
         let raw = std::fs::read_to_string(dir.join("rocksdict-config.json"))
             .is_ok_and(|c| c.replace(' ', "").contains("\"raw_mode\":true"));
         let mut db = default_options(raw);
@@ -243,7 +244,7 @@ impl Options {
         for name in file.column_families() {
             let mut o = default_options(raw);
             file.apply_cf(name, &mut o.cf).map_err(crate::rdict::err)?;
-            if let Some(c) = cf_comparator(&text, name) {
+            if let Some(c) = file.cf_option(name, "comparator") {
                 o.cf.comparator = default_options(c != "rocksdict").cf.comparator;
             }
             if name == "default" {
@@ -273,27 +274,6 @@ impl Options {
     fn get_statistics(&self) -> Option<String> {
         self.opts.statistics.as_ref().map(|s| s.report())
     }
-}
-
-/// The newest `OPTIONS-NNNNNN` file in `dir`.
-pub fn newest_options_file(dir: &std::path::Path) -> Option<String> {
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter_map(|n| Some((n.strip_prefix("OPTIONS-")?.parse::<u64>().ok()?, n)))
-        .max()
-        .map(|(_, n)| n)
-}
-
-/// The comparator an OPTIONS file names for column family `cf`.
-pub fn cf_comparator(text: &str, cf: &str) -> Option<String> {
-    let section = text.split(&format!("[CFOptions \"{cf}\"]")).nth(1)?;
-    section
-        .lines()
-        .take_while(|l| !l.trim_start().starts_with("[CFOptions"))
-        .map(str::trim)
-        .find_map(|l| l.strip_prefix("comparator="))
-        .map(str::to_string)
 }
 
 /// rocksdict's PlainTable options (strata has no PlainTable yet; applying

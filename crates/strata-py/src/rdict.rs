@@ -35,9 +35,8 @@ const CONFIG_FILE: &str = "rocksdict-config.json";
 
 /// The default column family's comparator in the newest OPTIONS file.
 fn existing_comparator(dir: &Path) -> Option<String> {
-    let newest = crate::options::newest_options_file(dir)?;
-    let text = std::fs::read_to_string(dir.join(newest)).ok()?;
-    crate::options::cf_comparator(&text, "default")
+    let file = strata::db::options_parser::load_latest(dir).ok()??;
+    file.cf_option("default", "comparator").map(str::to_string)
 }
 
 #[pyclass(module = "strata")]

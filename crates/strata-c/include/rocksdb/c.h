@@ -52,6 +52,9 @@ extern "C" {
 #endif
 
 /* Opaque handles. */
+typedef struct rocksdb_sst_file_metadata_t rocksdb_sst_file_metadata_t;
+typedef struct rocksdb_level_metadata_t rocksdb_level_metadata_t;
+typedef struct rocksdb_column_family_metadata_t rocksdb_column_family_metadata_t;
 typedef struct rocksdb_t rocksdb_t;
 typedef struct rocksdb_backup_engine_info_t rocksdb_backup_engine_info_t;
 typedef struct rocksdb_backup_engine_options_t rocksdb_backup_engine_options_t;
@@ -337,6 +340,16 @@ extern STRATA_C_API void rocksdb_create_iterators(
     rocksdb_iterator_t** iterators,
     size_t size,
     char** errptr);
+extern STRATA_C_API void rocksdb_batched_multi_get_cf(
+    rocksdb_t* db,
+    const rocksdb_readoptions_t* options,
+    rocksdb_column_family_handle_t* column_family,
+    size_t num_keys,
+    const char* const* keys_list,
+    const size_t* keys_list_sizes,
+    rocksdb_pinnableslice_t** values,
+    char** errs,
+    const bool sorted_input);
 extern STRATA_C_API const rocksdb_snapshot_t* rocksdb_create_snapshot(
     rocksdb_t* db);
 extern STRATA_C_API void rocksdb_release_snapshot(
@@ -445,6 +458,50 @@ extern STRATA_C_API uint64_t rocksdb_livefiles_deletions(
     const rocksdb_livefiles_t*,
     int index);
 extern STRATA_C_API void rocksdb_livefiles_destroy(const rocksdb_livefiles_t*);
+
+/* ---- Column family metadata ---- */
+
+extern STRATA_C_API rocksdb_column_family_metadata_t* rocksdb_get_column_family_metadata(
+    rocksdb_t* db);
+extern STRATA_C_API rocksdb_column_family_metadata_t* rocksdb_get_column_family_metadata_cf(
+    rocksdb_t* db,
+    rocksdb_column_family_handle_t* column_family);
+extern STRATA_C_API void rocksdb_column_family_metadata_destroy(
+    rocksdb_column_family_metadata_t* cf_meta);
+extern STRATA_C_API uint64_t rocksdb_column_family_metadata_get_size(
+    rocksdb_column_family_metadata_t* cf_meta);
+extern STRATA_C_API size_t rocksdb_column_family_metadata_get_file_count(
+    rocksdb_column_family_metadata_t* cf_meta);
+extern STRATA_C_API char* rocksdb_column_family_metadata_get_name(
+    rocksdb_column_family_metadata_t* cf_meta);
+extern STRATA_C_API size_t rocksdb_column_family_metadata_get_level_count(
+    rocksdb_column_family_metadata_t* cf_meta);
+extern STRATA_C_API rocksdb_level_metadata_t* rocksdb_column_family_metadata_get_level_metadata(
+    rocksdb_column_family_metadata_t* cf_meta,
+    size_t i);
+extern STRATA_C_API void rocksdb_level_metadata_destroy(
+    rocksdb_level_metadata_t* level_meta);
+extern STRATA_C_API int rocksdb_level_metadata_get_level(
+    rocksdb_level_metadata_t* level_meta);
+extern STRATA_C_API uint64_t rocksdb_level_metadata_get_size(
+    rocksdb_level_metadata_t* level_meta);
+extern STRATA_C_API size_t rocksdb_level_metadata_get_file_count(
+    rocksdb_level_metadata_t* level_meta);
+extern STRATA_C_API rocksdb_sst_file_metadata_t* rocksdb_level_metadata_get_sst_file_metadata(
+    rocksdb_level_metadata_t* level_meta,
+    size_t i);
+extern STRATA_C_API void rocksdb_sst_file_metadata_destroy(
+    rocksdb_sst_file_metadata_t* file_meta);
+extern STRATA_C_API char* rocksdb_sst_file_metadata_get_relative_filename(
+    rocksdb_sst_file_metadata_t* file_meta);
+extern STRATA_C_API uint64_t rocksdb_sst_file_metadata_get_size(
+    rocksdb_sst_file_metadata_t* file_meta);
+extern STRATA_C_API char* rocksdb_sst_file_metadata_get_smallestkey(
+    rocksdb_sst_file_metadata_t* file_meta,
+    size_t* len);
+extern STRATA_C_API char* rocksdb_sst_file_metadata_get_largestkey(
+    rocksdb_sst_file_metadata_t* file_meta,
+    size_t* len);
 
 /* ---- Write batches ---- */
 
@@ -810,6 +867,21 @@ extern STRATA_C_API void rocksdb_options_set_universal_compaction_options(
 extern STRATA_C_API void rocksdb_options_set_fifo_compaction_options(
     rocksdb_options_t* opt,
     rocksdb_fifo_compaction_options_t* fifo);
+extern STRATA_C_API void rocksdb_load_latest_options(
+    const char* db_path,
+    rocksdb_env_t* env,
+    bool ignore_unknown_options,
+    rocksdb_cache_t* cache,
+    rocksdb_options_t** db_options,
+    size_t* num_column_families,
+    char*** column_family_names,
+    rocksdb_options_t*** column_family_options,
+    char** errptr);
+extern STRATA_C_API void rocksdb_load_latest_options_destroy(
+    rocksdb_options_t* db_options,
+    char** list_column_family_names,
+    rocksdb_options_t** list_column_family_options,
+    size_t len);
 extern STRATA_C_API rocksdb_block_based_table_options_t* rocksdb_block_based_options_create(
     void);
 extern STRATA_C_API void rocksdb_block_based_options_destroy(
@@ -1507,6 +1579,88 @@ extern STRATA_C_API rocksdb_iterator_t* rocksdb_transaction_create_iterator_cf(
     rocksdb_transaction_t* txn,
     const rocksdb_readoptions_t* options,
     rocksdb_column_family_handle_t* column_family);
+
+extern STRATA_C_API rocksdb_pinnableslice_t* rocksdb_transactiondb_get_pinned(
+    rocksdb_transactiondb_t* txn_db,
+    const rocksdb_readoptions_t* options,
+    const char* key,
+    size_t klen,
+    char** errptr);
+extern STRATA_C_API rocksdb_pinnableslice_t* rocksdb_transactiondb_get_pinned_cf(
+    rocksdb_transactiondb_t* txn_db,
+    const rocksdb_readoptions_t* options,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t keylen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_transactiondb_multi_get(
+    rocksdb_transactiondb_t* txn_db,
+    const rocksdb_readoptions_t* options,
+    size_t num_keys,
+    const char* const* keys_list,
+    const size_t* keys_list_sizes,
+    char** values_list,
+    size_t* values_list_sizes,
+    char** errs);
+extern STRATA_C_API void rocksdb_transactiondb_multi_get_cf(
+    rocksdb_transactiondb_t* txn_db,
+    const rocksdb_readoptions_t* options,
+    const rocksdb_column_family_handle_t* const* column_families,
+    size_t num_keys,
+    const char* const* keys_list,
+    const size_t* keys_list_sizes,
+    char** values_list,
+    size_t* values_list_sizes,
+    char** errs);
+extern STRATA_C_API void rocksdb_transactiondb_flush_cf(
+    rocksdb_transactiondb_t* txn_db,
+    const rocksdb_flushoptions_t* options,
+    rocksdb_column_family_handle_t* column_family,
+    char** errptr);
+extern STRATA_C_API void rocksdb_transactiondb_flush_wal(
+    rocksdb_transactiondb_t* txn_db,
+    unsigned char sync,
+    char** errptr);
+extern STRATA_C_API rocksdb_pinnableslice_t* rocksdb_transaction_get_pinned_cf(
+    rocksdb_transaction_t* txn,
+    const rocksdb_readoptions_t* options,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t klen,
+    char** errptr);
+extern STRATA_C_API rocksdb_pinnableslice_t* rocksdb_transaction_get_pinned_for_update(
+    rocksdb_transaction_t* txn,
+    const rocksdb_readoptions_t* options,
+    const char* key,
+    size_t klen,
+    unsigned char exclusive,
+    char** errptr);
+extern STRATA_C_API rocksdb_pinnableslice_t* rocksdb_transaction_get_pinned_for_update_cf(
+    rocksdb_transaction_t* txn,
+    const rocksdb_readoptions_t* options,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t klen,
+    unsigned char exclusive,
+    char** errptr);
+extern STRATA_C_API void rocksdb_transaction_multi_get_cf(
+    rocksdb_transaction_t* txn,
+    const rocksdb_readoptions_t* options,
+    const rocksdb_column_family_handle_t* const* column_families,
+    size_t num_keys,
+    const char* const* keys_list,
+    const size_t* keys_list_sizes,
+    char** values_list,
+    size_t* values_list_sizes,
+    char** errs);
+extern STRATA_C_API rocksdb_optimistictransactiondb_t* rocksdb_optimistictransactiondb_open_column_families(
+    const rocksdb_options_t* options,
+    const char* name,
+    int num_column_families,
+    const char* const* column_family_names,
+    const rocksdb_options_t* const* column_family_options,
+    rocksdb_column_family_handle_t** column_family_handles,
+    char** errptr);
 
 #ifdef __cplusplus
 } /* end extern "C" */

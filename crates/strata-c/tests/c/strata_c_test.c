@@ -639,6 +639,47 @@ static void test_basic(void) {
   rocksdb_approximate_sizes(db, 1, starts, one, limits, three, sizes, &err);
   CHECK_OK(err);
   CHECK(sizes[0] > 0);
+  /* Column family metadata: levels, sizes, each table. */
+  {
+    rocksdb_column_family_metadata_t* cm = rocksdb_get_column_family_metadata(db);
+    CHECK(rocksdb_column_family_metadata_get_file_count(cm) >= 1);
+    CHECK(rocksdb_column_family_metadata_get_size(cm) > 0);
+    char* cname = rocksdb_column_family_metadata_get_name(cm);
+    CHECK(strcmp(cname, "default") == 0);
+    rocksdb_free(cname);
+    size_t nlevels = rocksdb_column_family_metadata_get_level_count(cm);
+    CHECK(nlevels == 7);
+    size_t files_seen = 0;
+    uint64_t bytes_seen = 0;
+    for (size_t l = 0; l < nlevels; l++) {
+      rocksdb_level_metadata_t* lm = rocksdb_column_family_metadata_get_level_metadata(cm, l);
+      CHECK(rocksdb_level_metadata_get_level(lm) == (int)l);
+      size_t nf = rocksdb_level_metadata_get_file_count(lm);
+      uint64_t lsize = 0;
+      for (size_t f = 0; f < nf; f++) {
+        rocksdb_sst_file_metadata_t* fm = rocksdb_level_metadata_get_sst_file_metadata(lm, f);
+        char* fname = rocksdb_sst_file_metadata_get_relative_filename(fm);
+        CHECK(fname[0] != '/' && strstr(fname, ".sst") != NULL);
+        rocksdb_free(fname);
+        lsize += rocksdb_sst_file_metadata_get_size(fm);
+        size_t kl = 0;
+        char* sk = rocksdb_sst_file_metadata_get_smallestkey(fm, &kl);
+        CHECK(kl == 2 && memcmp(sk, "b1", 2) == 0);
+        rocksdb_free(sk);
+        char* lk = rocksdb_sst_file_metadata_get_largestkey(fm, &kl);
+        CHECK(kl == 8 && memcmp(lk, "zero\0len", 8) == 0);
+        rocksdb_free(lk);
+        rocksdb_sst_file_metadata_destroy(fm);
+      }
+      CHECK(rocksdb_level_metadata_get_size(lm) == lsize);
+      files_seen += nf;
+      bytes_seen += lsize;
+      rocksdb_level_metadata_destroy(lm);
+    }
+    CHECK(files_seen == rocksdb_column_family_metadata_get_file_count(cm));
+    CHECK(bytes_seen == rocksdb_column_family_metadata_get_size(cm));
+    rocksdb_column_family_metadata_destroy(cm);
+  }
   rocksdb_disable_file_deletions(db, &err);
   CHECK_OK(err);
   rocksdb_enable_file_deletions(db, 1, &err);
@@ -777,6 +818,23 @@ static void test_column_families(void) {
   rocksdb_free(vals[0]);
   rocksdb_free(vals[1]);
 
+  /* Batched multi-get: pinned values, NULL where absent. */
+  {
+    rocksdb_pinnableslice_t* pvals[2];
+    char* perrs[2];
+    const char* bkeys[2] = {"u1", "zz"};
+    size_t bklens[2] = {2, 2};
+    rocksdb_batched_multi_get_cf(db, ro, cf, 2, bkeys, bklens, pvals, perrs, false);
+    CHECK(perrs[0] == NULL && perrs[1] == NULL && pvals[0] != NULL && pvals[1] == NULL);
+    const char* pv0 = rocksdb_pinnableslice_value(pvals[0], &len);
+    CHECK(len == 3 && memcmp(pv0, "ann", 3) == 0);
+    rocksdb_pinnableslice_destroy(pvals[0]);
+    rocksdb_column_family_metadata_t* cm = rocksdb_get_column_family_metadata_cf(db, cf);
+    char* cname = rocksdb_column_family_metadata_get_name(cm);
+    CHECK(strcmp(cname, "users") == 0);
+    rocksdb_free(cname);
+    rocksdb_column_family_metadata_destroy(cm);
+  }
   rocksdb_iterator_t* it = rocksdb_create_iterator_cf(db, ro, cf);
   rocksdb_iter_seek_to_first(it);
   CHECK_ITER(it, "u1", "ann");
@@ -812,6 +870,27 @@ static void test_column_families(void) {
   CHECK_OK(err);
   CHECK(ncf == 2 && strcmp(names[0], "default") == 0 && strcmp(names[1], "users") == 0);
   rocksdb_list_column_families_destroy(names, ncf);
+
+  /* The options it was last opened with, per column family. */
+  {
+    rocksdb_env_t* env = rocksdb_create_default_env();
+    rocksdb_options_t* lo = NULL;
+    size_t lcount = 0;
+    char** lnames = NULL;
+    rocksdb_options_t** lopts = NULL;
+    rocksdb_load_latest_options(p, env, false, NULL, &lo, &lcount, &lnames, &lopts, &err);
+    CHECK_OK(err);
+    CHECK(lcount == 2 && strcmp(lnames[0], "default") == 0 && strcmp(lnames[1], "users") == 0);
+    rocksdb_column_family_handle_t* lh[2];
+    db = rocksdb_open_column_families(lo, p, 2, (const char* const*)lnames, (const rocksdb_options_t* const*)lopts, lh, &err);
+    CHECK_OK(err);
+    CHECK_GET_CF(db, ro, lh[1], "u8", "hal");
+    rocksdb_column_family_handle_destroy(lh[0]);
+    rocksdb_column_family_handle_destroy(lh[1]);
+    rocksdb_close(db);
+    rocksdb_load_latest_options_destroy(lo, lnames, lopts, lcount);
+    rocksdb_env_destroy(env);
+  }
 
   /* Reopen with both families; opening without one is refused. */
   db = rocksdb_open(o, p, &err);
@@ -1592,6 +1671,54 @@ static void test_transactions(void) {
   v = rocksdb_transactiondb_get(tdb, ro, "2pc", 3, &len, &err);
   CHECK(v && len == 4);
   rocksdb_free(v);
+  /* Pinned and multi-key reads of the database and of a transaction. */
+  pin = rocksdb_transactiondb_get_pinned(tdb, ro, "2pc", 3, &err);
+  CHECK_OK(err);
+  CHECK(pin != NULL);
+  rocksdb_pinnableslice_destroy(pin);
+  pin = rocksdb_transactiondb_get_pinned_cf(tdb, ro, handles[1], "y", 1, &err);
+  CHECK_OK(err);
+  CHECK(pin != NULL && memcmp(rocksdb_pinnableslice_value(pin, &len), "2", 1) == 0);
+  rocksdb_pinnableslice_destroy(pin);
+  {
+    const char* mk[2] = {"2pc", "y"};
+    size_t mkl[2] = {3, 1};
+    char* mv[2];
+    size_t mvl[2];
+    char* me[2];
+    rocksdb_transactiondb_multi_get(tdb, ro, 2, mk, mkl, mv, mvl, me);
+    CHECK(me[0] == NULL && mv[0] && mvl[0] == 4 && mv[1] == NULL);
+    rocksdb_free(mv[0]);
+    const rocksdb_column_family_handle_t* mcf[2] = {handles[0], handles[1]};
+    rocksdb_transactiondb_multi_get_cf(tdb, ro, mcf, 2, mk, mkl, mv, mvl, me);
+    CHECK(mv[0] && mvl[0] == 4 && mv[1] && mvl[1] == 1);
+    rocksdb_free(mv[0]);
+    rocksdb_free(mv[1]);
+    rocksdb_transaction_t* rt = rocksdb_transaction_begin(tdb, wo, txo, NULL);
+    pin = rocksdb_transaction_get_pinned_cf(rt, ro, handles[1], "y", 1, &err);
+    CHECK(pin != NULL);
+    rocksdb_pinnableslice_destroy(pin);
+    pin = rocksdb_transaction_get_pinned_for_update(rt, ro, "2pc", 3, 1, &err);
+    CHECK_OK(err);
+    CHECK(pin != NULL);
+    rocksdb_pinnableslice_destroy(pin);
+    pin = rocksdb_transaction_get_pinned_for_update_cf(rt, ro, handles[1], "y", 1, 1, &err);
+    CHECK_OK(err);
+    CHECK(pin != NULL);
+    rocksdb_pinnableslice_destroy(pin);
+    rocksdb_transaction_multi_get_cf(rt, ro, mcf, 2, mk, mkl, mv, mvl, me);
+    CHECK(mv[0] && mv[1]);
+    rocksdb_free(mv[0]);
+    rocksdb_free(mv[1]);
+    rocksdb_transaction_rollback(rt, &err);
+    rocksdb_transaction_destroy(rt);
+  }
+  fo = rocksdb_flushoptions_create();
+  rocksdb_transactiondb_flush_cf(tdb, fo, handles[1], &err);
+  CHECK_OK(err);
+  rocksdb_flushoptions_destroy(fo);
+  rocksdb_transactiondb_flush_wal(tdb, 1, &err);
+  CHECK_OK(err);
   rocksdb_column_family_handle_destroy(handles[0]);
   rocksdb_column_family_handle_destroy(handles[1]);
   rocksdb_transactiondb_close(tdb);
@@ -1628,6 +1755,25 @@ static void test_transactions(void) {
   rocksdb_transaction_destroy(bt);
   rocksdb_optimistictransactiondb_close_base_db(base);
   rocksdb_optimistictransactiondb_close(odb);
+
+  /* With column families. */
+  {
+    rocksdb_options_set_create_missing_column_families(o, 1);
+    const char* on[2] = {"default", "extra"};
+    const rocksdb_options_t* oopts[2] = {o, o};
+    rocksdb_column_family_handle_t* oh[2];
+    path(p, "optimistic_cf");
+    odb = rocksdb_optimistictransactiondb_open_column_families(o, p, 2, on, oopts, oh, &err);
+    CHECK_OK(err);
+    base = rocksdb_optimistictransactiondb_get_base_db(odb);
+    rocksdb_put_cf(base, wo, oh[1], "e", 1, "x", 1, &err);
+    CHECK_OK(err);
+    CHECK_GET_CF(base, ro, oh[1], "e", "x");
+    rocksdb_optimistictransactiondb_close_base_db(base);
+    rocksdb_column_family_handle_destroy(oh[0]);
+    rocksdb_column_family_handle_destroy(oh[1]);
+    rocksdb_optimistictransactiondb_close(odb);
+  }
   rocksdb_optimistictransaction_options_destroy(oo);
 
   rocksdb_transaction_options_destroy(txo);

@@ -377,6 +377,11 @@ impl DB {
             .collect()
     }
 
+    /// The number of levels of a column family (RocksDB's `NumberLevels`).
+    pub fn number_levels(&self, cf: &ColumnFamilyHandle) -> Result<usize> {
+        Ok(self.inner.super_version(cf.id)?.version.num_levels())
+    }
+
     /// The latest sequence number visible to reads.
     pub fn latest_sequence_number(&self) -> SequenceNumber {
         self.inner

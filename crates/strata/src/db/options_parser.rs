@@ -53,6 +53,29 @@ fn unescape(s: &str) -> String {
     out
 }
 
+/// The newest `OPTIONS-NNNNNN` file of the database directory `db` (on the
+/// real file system), parsed; `None` when it has none (or no directory).
+pub fn load_latest(db: &std::path::Path) -> Result<Option<OptionsFile>> {
+    let Ok(entries) = std::fs::read_dir(db) else {
+        return Ok(None);
+    };
+    let newest = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let n: u64 = name.strip_prefix("OPTIONS-")?.parse().ok()?;
+            Some((n, name))
+        })
+        .max();
+    let Some((_, name)) = newest else {
+        return Ok(None);
+    };
+    let path = db.join(&name);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    parse(&name, &text).map(Some)
+}
+
 /// Parses the text of an OPTIONS file.
 pub fn parse(name: &str, text: &str) -> Result<OptionsFile> {
     let mut f = OptionsFile {
@@ -174,6 +197,11 @@ impl OptionsFile {
 
     /// Applies the `[DBOptions]` settings that matter to compaction and to
     /// the write path.
+    /// A column family option as the file writes it (`None` if absent).
+    pub fn cf_option(&self, cf: &str, key: &str) -> Option<&str> {
+        self.cfs.get(cf)?.get(key).map(String::as_str)
+    }
+
     pub fn apply_db(&self, o: &mut Options) -> Result<()> {
         let file = self.name.as_str();
         for (k, v) in &self.db {
