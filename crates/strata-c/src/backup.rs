@@ -102,6 +102,39 @@ pub unsafe extern "C" fn rocksdb_env_set_high_priority_background_threads(
 
 /// Threads for compactions (RocksDB's low-priority pool).
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_env_set_low_priority_background_threads(
+    env: *mut rocksdb_env_t,
+    n: c_int,
+) {
+    // SAFETY: as rocksdb_env_set_background_threads (the same pool).
+    unsafe { rocksdb_env_set_background_threads(env, n) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_env_get_low_priority_background_threads(
+    env: *mut rocksdb_env_t,
+) -> c_int {
+    // SAFETY: as rocksdb_env_get_background_threads (the same pool).
+    unsafe { rocksdb_env_get_background_threads(env) }
+}
+
+/// Creates the directory (and its parents) if it does not exist.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_create_dir_if_missing(
+    _env: *mut rocksdb_env_t,
+    path: *const c_char,
+    errptr: *mut *mut c_char,
+) {
+    guard(errptr, (), || {
+        // SAFETY: a C string.
+        let path = unsafe { cstr(path, "path") }?;
+        std::fs::create_dir_all(&path)
+            .map_err(|e| format!("IO error: While mkdir if missing: {path}: {e}"))
+    })
+}
+
+/// Threads for compactions (RocksDB's low-priority pool).
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn rocksdb_env_get_background_threads(env: *mut rocksdb_env_t) -> c_int {
     // SAFETY: NULL or a live env.
     guard_quiet(0, || {

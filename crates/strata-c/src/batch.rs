@@ -224,7 +224,7 @@ pub unsafe extern "C" fn rocksdb_writebatch_delete_range_cf(
 ///
 /// # Safety
 /// The arrays hold `n` entries.
-unsafe fn concat(n: c_int, list: *const *const c_char, sizes: *const usize) -> Vec<u8> {
+pub(crate) unsafe fn concat(n: c_int, list: *const *const c_char, sizes: *const usize) -> Vec<u8> {
     let mut out = Vec::new();
     if list.is_null() || sizes.is_null() {
         return out;
@@ -279,6 +279,23 @@ pub unsafe extern "C" fn rocksdb_writebatch_deletev(
 ) {
     let k = unsafe { concat(num_keys, keys_list, keys_list_sizes) };
     with_batch(b, |w| w.delete(&k))
+}
+
+/// One range deletion whose begin and end keys are each the concatenation
+/// of the parts.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_writebatch_delete_rangev(
+    b: *mut rocksdb_writebatch_t,
+    num_keys: c_int,
+    start_keys_list: *const *const c_char,
+    start_keys_list_sizes: *const usize,
+    end_keys_list: *const *const c_char,
+    end_keys_list_sizes: *const usize,
+) {
+    // SAFETY: arrays of `num_keys` entries (C API contract).
+    let s = unsafe { concat(num_keys, start_keys_list, start_keys_list_sizes) };
+    let e = unsafe { concat(num_keys, end_keys_list, end_keys_list_sizes) };
+    with_batch(b, |w| w.delete_range(&s, &e))
 }
 
 #[unsafe(no_mangle)]

@@ -17,6 +17,7 @@
 
 pub mod backup;
 pub mod batch;
+pub mod batch_wi;
 pub mod callbacks;
 pub mod db;
 mod ffi;

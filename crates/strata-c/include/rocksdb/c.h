@@ -52,6 +52,7 @@ extern "C" {
 #endif
 
 /* Opaque handles. */
+typedef struct rocksdb_writebatch_wi_t rocksdb_writebatch_wi_t;
 typedef struct rocksdb_sst_file_metadata_t rocksdb_sst_file_metadata_t;
 typedef struct rocksdb_level_metadata_t rocksdb_level_metadata_t;
 typedef struct rocksdb_column_family_metadata_t rocksdb_column_family_metadata_t;
@@ -591,6 +592,13 @@ extern STRATA_C_API void rocksdb_writebatch_deletev(
     int num_keys,
     const char* const* keys_list,
     const size_t* keys_list_sizes);
+extern STRATA_C_API void rocksdb_writebatch_delete_rangev(
+    rocksdb_writebatch_t* b,
+    int num_keys,
+    const char* const* start_keys_list,
+    const size_t* start_keys_list_sizes,
+    const char* const* end_keys_list,
+    const size_t* end_keys_list_sizes);
 extern STRATA_C_API void rocksdb_writebatch_put_log_data(
     rocksdb_writebatch_t*,
     const char* blob,
@@ -610,6 +618,64 @@ extern STRATA_C_API void rocksdb_writebatch_rollback_to_save_point(
     char** errptr);
 extern STRATA_C_API void rocksdb_writebatch_pop_save_point(
     rocksdb_writebatch_t*,
+    char** errptr);
+
+/* ---- Write batches with an index (readable before they are written) ---- */
+
+extern STRATA_C_API rocksdb_writebatch_wi_t* rocksdb_writebatch_wi_create(
+    size_t reserved_bytes,
+    unsigned char overwrite_keys);
+extern STRATA_C_API void rocksdb_writebatch_wi_destroy(
+    rocksdb_writebatch_wi_t*);
+extern STRATA_C_API void rocksdb_writebatch_wi_clear(rocksdb_writebatch_wi_t*);
+extern STRATA_C_API int rocksdb_writebatch_wi_count(rocksdb_writebatch_wi_t* b);
+extern STRATA_C_API void rocksdb_writebatch_wi_put(
+    rocksdb_writebatch_wi_t*,
+    const char* key,
+    size_t klen,
+    const char* val,
+    size_t vlen);
+extern STRATA_C_API void rocksdb_writebatch_wi_putv(
+    rocksdb_writebatch_wi_t* b,
+    int num_keys,
+    const char* const* keys_list,
+    const size_t* keys_list_sizes,
+    int num_values,
+    const char* const* values_list,
+    const size_t* values_list_sizes);
+extern STRATA_C_API void rocksdb_writebatch_wi_delete(
+    rocksdb_writebatch_wi_t*,
+    const char* key,
+    size_t klen);
+extern STRATA_C_API void rocksdb_writebatch_wi_iterate(
+    rocksdb_writebatch_wi_t* b,
+    void* state,
+    void (*put)(void*, const char* k, size_t klen, const char* v, size_t vlen),
+    void (*deleted)(void*, const char* k, size_t klen));
+extern STRATA_C_API void rocksdb_writebatch_wi_set_save_point(
+    rocksdb_writebatch_wi_t*);
+extern STRATA_C_API void rocksdb_writebatch_wi_rollback_to_save_point(
+    rocksdb_writebatch_wi_t*,
+    char** errptr);
+extern STRATA_C_API char* rocksdb_writebatch_wi_get_from_batch(
+    rocksdb_writebatch_wi_t* wbwi,
+    const rocksdb_options_t* options,
+    const char* key,
+    size_t keylen,
+    size_t* vallen,
+    char** errptr);
+extern STRATA_C_API char* rocksdb_writebatch_wi_get_from_batch_and_db(
+    rocksdb_writebatch_wi_t* wbwi,
+    rocksdb_t* db,
+    const rocksdb_readoptions_t* options,
+    const char* key,
+    size_t keylen,
+    size_t* vallen,
+    char** errptr);
+extern STRATA_C_API void rocksdb_write_writebatch_wi(
+    rocksdb_t* db,
+    const rocksdb_writeoptions_t* options,
+    rocksdb_writebatch_wi_t* wbwi,
     char** errptr);
 
 /* ---- Iterators ---- */
@@ -1155,6 +1221,15 @@ extern STRATA_C_API void rocksdb_env_set_high_priority_background_threads(
 extern STRATA_C_API int rocksdb_env_get_background_threads(rocksdb_env_t* env);
 extern STRATA_C_API int rocksdb_env_get_high_priority_background_threads(
     rocksdb_env_t* env);
+extern STRATA_C_API void rocksdb_env_set_low_priority_background_threads(
+    rocksdb_env_t* env,
+    int n);
+extern STRATA_C_API int rocksdb_env_get_low_priority_background_threads(
+    rocksdb_env_t* env);
+extern STRATA_C_API void rocksdb_create_dir_if_missing(
+    rocksdb_env_t* env,
+    const char* path,
+    char** errptr);
 extern STRATA_C_API void rocksdb_env_destroy(rocksdb_env_t*);
 extern STRATA_C_API void rocksdb_options_set_env(
     rocksdb_options_t*,

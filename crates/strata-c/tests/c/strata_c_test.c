@@ -448,7 +448,11 @@ static void test_basic(void) {
   rocksdb_writebatch_singledelete(b, "nothing", 7);
   rocksdb_writebatch_merge(b, "nomerge", 7, "x", 1);
   rocksdb_writebatch_delete_range(b, "r0", 2, "r9", 2);
-  CHECK(rocksdb_writebatch_count(b) == 7);
+  const char* rs_parts[1] = {"s0"};
+  const char* re_parts[1] = {"s9"};
+  size_t r_lens[1] = {2};
+  rocksdb_writebatch_delete_rangev(b, 1, rs_parts, r_lens, re_parts, r_lens);
+  CHECK(rocksdb_writebatch_count(b) == 8);
   struct seen s = {0, 0, ""};
   rocksdb_writebatch_iterate(b, &s, batch_put, batch_deleted);
   CHECK(s.puts == 2 && s.deletes == 2);
@@ -456,7 +460,7 @@ static void test_basic(void) {
   size_t rep_len = 0;
   const char* rep = rocksdb_writebatch_data(b, &rep_len);
   rocksdb_writebatch_t* copy = rocksdb_writebatch_create_from(rep, rep_len);
-  CHECK(copy != NULL && rocksdb_writebatch_count(copy) == 7);
+  CHECK(copy != NULL && rocksdb_writebatch_count(copy) == 8);
   /* Strata refuses bytes that are not a batch (RocksDB takes them and
      fails later). */
   STRATA_ONLY(CHECK(rocksdb_writebatch_create_from("junk", 4) == NULL));
@@ -594,6 +598,46 @@ static void test_basic(void) {
   rocksdb_wal_iter_destroy(wal);
   CHECK(rocksdb_get_updates_since(db, seq + 100, NULL, &err) == NULL);
   CHECK_ERR(err, "NotFound: ");
+
+  /* A batch that can be read before it is written. */
+  {
+    rocksdb_writebatch_wi_t* wi = rocksdb_writebatch_wi_create(0, 1);
+    rocksdb_writebatch_wi_put(wi, "w1", 2, "a", 1);
+    rocksdb_writebatch_wi_set_save_point(wi);
+    rocksdb_writebatch_wi_put(wi, "w2", 2, "b", 1);
+    rocksdb_writebatch_wi_rollback_to_save_point(wi, &err);
+    CHECK_OK(err);
+    const char* wkp[2] = {"w", "3"};
+    size_t wkl[2] = {1, 1};
+    const char* wvp[1] = {"c"};
+    size_t wvl[1] = {1};
+    rocksdb_writebatch_wi_putv(wi, 2, wkp, wkl, 1, wvp, wvl);
+    rocksdb_writebatch_wi_delete(wi, "b3", 2);
+    CHECK(rocksdb_writebatch_wi_count(wi) == 3);
+    size_t wlen = 0;
+    char* wv = rocksdb_writebatch_wi_get_from_batch(wi, o, "w1", 2, &wlen, &err);
+    CHECK_OK(err);
+    CHECK(wv != NULL && wlen == 1 && wv[0] == 'a');
+    rocksdb_free(wv);
+    CHECK(rocksdb_writebatch_wi_get_from_batch(wi, o, "w2", 2, &wlen, &err) == NULL);
+    CHECK_OK(err);
+    wv = rocksdb_writebatch_wi_get_from_batch_and_db(wi, db, ro, "c1", 2, &wlen, &err);
+    CHECK(wv != NULL && wlen == 1 && wv[0] == 'x'); /* from the database */
+    rocksdb_free(wv);
+    CHECK(rocksdb_writebatch_wi_get_from_batch_and_db(wi, db, ro, "b3", 2, &wlen, &err) == NULL);
+    CHECK_OK(err); /* deleted by the batch */
+    struct seen ws = {0, 0, ""};
+    rocksdb_writebatch_wi_iterate(wi, &ws, batch_put, batch_deleted);
+    CHECK(ws.puts == 2 && ws.deletes == 1);
+    rocksdb_writebatch_wi_clear(wi);
+    CHECK(rocksdb_writebatch_wi_count(wi) == 0);
+    rocksdb_writebatch_wi_put(wi, "w1", 2, "a", 1);
+    rocksdb_write_writebatch_wi(db, wo, wi, &err);
+    CHECK_OK(err);
+    CHECK_GET(db, ro, "w1", "a");
+    rocksdb_delete(db, wo, "w1", 2, &err);
+    rocksdb_writebatch_wi_destroy(wi);
+  }
 
   /* Flush, compaction, properties, live files, sizes. */
   rocksdb_flush_wal(db, 1, &err);
@@ -1228,6 +1272,14 @@ static void test_tables_and_styles(void) {
   rocksdb_env_set_high_priority_background_threads(env, 1);
   CHECK(rocksdb_env_get_background_threads(env) == 2);
   CHECK(rocksdb_env_get_high_priority_background_threads(env) == 1);
+  rocksdb_env_set_low_priority_background_threads(env, 3);
+  CHECK(rocksdb_env_get_low_priority_background_threads(env) == 3);
+  char made[1024];
+  path(made, "made_dir");
+  rocksdb_create_dir_if_missing(env, made, &err);
+  CHECK_OK(err);
+  rocksdb_create_dir_if_missing(env, made, &err); /* already there: fine */
+  CHECK_OK(err);
   o = rocksdb_options_create();
   rocksdb_options_set_create_if_missing(o, 1);
   rocksdb_options_set_env(o, env);

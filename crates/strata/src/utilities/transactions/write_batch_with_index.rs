@@ -355,6 +355,19 @@ impl WriteBatchWithIndex {
         }
     }
 
+    /// `key` read through the batch, then from `db` as `ro` says (RocksDB's
+    /// `GetFromBatchAndDB`): the batch's merges apply to the database's
+    /// value; `cf` `None` is the default column family.
+    pub fn get_from_batch_and_db(
+        &self,
+        db: &crate::DB,
+        ro: &crate::ReadOptions,
+        cf: Option<&ColumnFamilyHandle>,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        super::transaction::get_from_batch_and_db(self, db, ro, cf.map_or(0, |c| c.id), key)
+    }
+
     /// What the batch alone says about `key` in column family `cf`, with
     /// merges on a base in the batch applied by `merge`.
     pub fn lookup(
