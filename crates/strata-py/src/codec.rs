@@ -51,31 +51,46 @@ impl Codec {
     }
 
     pub fn encode_key(&self, key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+        let mut out = Vec::new();
+        self.encode_key_into(key, &mut out)?;
+        Ok(out)
+    }
+
+    /// Appends the key's encoding to `out`.
+    pub fn encode_key_into(&self, key: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
         if self.raw {
-            return raw_bytes(key);
+            return raw_bytes_into(key, out);
         }
-        encode_primitive(key)?.ok_or_else(|| {
-            PyException::new_err(
+        if encode_primitive_into(key, out)? {
+            Ok(())
+        } else {
+            Err(PyException::new_err(
                 "Only support `string`, `int`, `float`, `bool`, and `bytes` as keys",
-            )
-        })
+            ))
+        }
     }
 
     pub fn encode_value(&self, value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+        let mut out = Vec::new();
+        self.encode_value_into(value, &mut out)?;
+        Ok(out)
+    }
+
+    /// Appends the value's encoding to `out`.
+    pub fn encode_value_into(&self, value: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
         if self.raw {
-            return raw_bytes(value);
+            return raw_bytes_into(value, out);
         }
-        if let Some(v) = encode_primitive(value)? {
-            return Ok(v);
+        if encode_primitive_into(value, out)? {
+            return Ok(());
         }
         let pickled = self.dumps.bind(value.py()).call1((value,))?;
         let b = pickled
             .downcast::<PyBytes>()
             .map_err(|_| PyTypeError::new_err("dumps must return bytes"))?;
-        let mut out = Vec::with_capacity(b.as_bytes().len() + 1);
         out.push(ANY);
         out.extend_from_slice(b.as_bytes());
-        Ok(out)
+        Ok(())
     }
 
     pub fn decode_key(&self, py: Python<'_>, b: &[u8]) -> PyResult<PyObject> {
@@ -97,12 +112,21 @@ impl Codec {
         };
         Ok(match t {
             BYTES => PyBytes::new(py, rest).into_any().unbind(),
-            STR => PyString::new(
-                py,
-                std::str::from_utf8(rest).map_err(|e| PyException::new_err(e.to_string()))?,
-            )
-            .into_any()
-            .unbind(),
+            // One UTF-8 validation, CPython's (invalid bytes raise).
+            // SAFETY: `rest` is valid for the call; the result is a new
+            // reference, or NULL with the exception set.
+            STR => unsafe {
+                Bound::from_owned_ptr_or_err(
+                    py,
+                    pyo3::ffi::PyUnicode_DecodeUTF8(
+                        rest.as_ptr() as *const std::ffi::c_char,
+                        rest.len() as pyo3::ffi::Py_ssize_t,
+                        c"strict".as_ptr(),
+                    ),
+                )?
+                .unbind()
+            },
+
             INT => decode_int(py, rest)?,
             FLOAT => {
                 let a: [u8; 8] = rest
@@ -128,39 +152,38 @@ impl Codec {
     }
 }
 
-fn raw_bytes(v: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+fn raw_bytes_into(v: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
     match v.downcast::<PyBytes>() {
-        Ok(b) => Ok(b.as_bytes().to_vec()),
+        Ok(b) => {
+            out.extend_from_slice(b.as_bytes());
+            Ok(())
+        }
         Err(_) => Err(PyTypeError::new_err("raw mode only supports bytes")),
     }
 }
 
-/// The encoding of a bytes, str, int, float or bool (`None` for other
-/// types).
-fn encode_primitive(v: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u8>>> {
-    let mut out;
+/// Appends the encoding of a bytes, str, int, float or bool to `out`
+/// (`false`, nothing appended, for other types).
+fn encode_primitive_into(v: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<bool> {
     if let Ok(b) = v.downcast::<PyBytes>() {
-        out = Vec::with_capacity(b.as_bytes().len() + 1);
         out.push(BYTES);
         out.extend_from_slice(b.as_bytes());
     } else if let Ok(s) = v.downcast::<PyString>() {
-        let s = s.to_str()?;
-        out = Vec::with_capacity(s.len() + 1);
         out.push(STR);
-        out.extend_from_slice(s.as_bytes());
+        out.extend_from_slice(s.to_str()?.as_bytes());
     } else if let Ok(b) = v.downcast::<PyBool>() {
         // Before int: bool is an int subclass.
-        out = vec![BOOL, u8::from(b.is_true())];
+        out.extend_from_slice(&[BOOL, u8::from(b.is_true())]);
     } else if v.is_instance_of::<PyInt>() {
-        out = vec![INT];
-        encode_int(v, &mut out)?;
+        out.push(INT);
+        encode_int(v, out)?;
     } else if let Ok(f) = v.downcast::<PyFloat>() {
-        out = vec![FLOAT];
+        out.push(FLOAT);
         out.extend_from_slice(&f.value().to_be_bytes());
     } else {
-        return Ok(None);
+        return Ok(false);
     }
-    Ok(Some(out))
+    Ok(true)
 }
 
 /// Fewest big-endian two's-complement bytes (num-bigint's

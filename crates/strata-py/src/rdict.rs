@@ -33,6 +33,26 @@ pub fn bound_key(key: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
 
 const CONFIG_FILE: &str = "rocksdict-config.json";
 
+thread_local! {
+    /// Encoding buffers reused by puts and gets on this thread.
+    static SCRATCH: std::cell::RefCell<(Vec<u8>, Vec<u8>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// Runs `f` with two cleared scratch buffers (fresh ones when a `dumps`
+/// callback re-enters on this thread while they are in use).
+fn with_scratch<T>(f: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>) -> PyResult<T>) -> PyResult<T> {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut bufs) => {
+            let (k, v) = &mut *bufs;
+            k.clear();
+            v.clear();
+            f(k, v)
+        }
+        Err(_) => f(&mut Vec::new(), &mut Vec::new()),
+    })
+}
+
 /// The default column family's comparator in the newest OPTIONS file.
 fn existing_comparator(dir: &Path) -> Option<String> {
     let file = strata::db::options_parser::load_latest(dir).ok()??;
@@ -83,9 +103,12 @@ impl Rdict {
         key: &Bound<'_, PyAny>,
         ro: &strata::ReadOptions,
     ) -> PyResult<Option<PyObject>> {
-        let k = self.codec.encode_key(key)?;
         let db = self.db()?;
-        match db.get_cf(ro, &self.cf, &k).map_err(err)? {
+        let v = with_scratch(|k, _| {
+            self.codec.encode_key_into(key, k)?;
+            db.get_cf(ro, &self.cf, k).map_err(err)
+        })?;
+        match v {
             Some(v) => Ok(Some(self.codec.decode_value(py, &v)?)),
             None => Ok(None),
         }
@@ -313,10 +336,19 @@ impl Rdict {
         value: &Bound<'_, PyAny>,
         write_opt: Option<PyRef<'_, WriteOptions>>,
     ) -> PyResult<()> {
-        let k = self.codec.encode_key(key)?;
-        let v = self.codec.encode_value(value)?;
         let wo = self.wo_or(write_opt);
-        self.db()?.put_cf(&wo, &self.cf, &k, &v).map_err(err)
+        let db = self.db()?;
+        // Key and value are encoded straight into the batch that is
+        // written: one allocation per put.
+        let batch = with_scratch(|k, v| {
+            self.codec.encode_key_into(key, k)?;
+            self.codec.encode_value_into(value, v)?;
+            let mut b =
+                strata::WriteBatch::with_capacity(strata::WriteBatch::record_size_bound(&[k, v]));
+            b.put_cf(self.cf.id, k, v);
+            Ok(b)
+        })?;
+        db.write(&wo, batch).map_err(err)
     }
 
     #[pyo3(signature = (key, write_opt = None))]

@@ -336,3 +336,26 @@ def test_load_latest_handles_and_unsupported_tables(path):
         o.set_plain_table_factory(PlainTableFactoryOptions())
     with pytest.raises(NotImplementedError, match="CuckooTable"):
         o.set_cuckoo_table_factory(CuckooTableOptions())
+
+
+def test_dumps_may_write_to_the_database(path):
+    # A dumps callback that writes re-enters the put path on this thread.
+    with Rdict(path) as db:
+        def dumps(v):
+            db[b"side"] = b"effect"
+            return pickle.dumps(v)
+
+        db.set_dumps(dumps)
+        db["k"] = [1]
+        assert db[b"side"] == b"effect"
+        assert db["k"] == [1]
+
+
+def test_a_damaged_str_value_raises(path):
+    with Rdict(path) as db:
+        db["k"] = "ok"
+    with Rdict(path, Options(raw_mode=True)) as raw:
+        raw[b"\x02k"] = b"\x02\xff\xfe"  # a str value that is not UTF-8
+    with Rdict(path) as db:
+        with pytest.raises(UnicodeDecodeError):
+            db["k"]
