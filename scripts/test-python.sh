@@ -10,8 +10,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 venv=$root/target/py-venv
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
+  # Debian's own python3 needs python3-venv for `-m venv`.
+  python3 -m venv "$venv" 2>/dev/null || {
+    rm -rf "$venv"
+    as_root apt-get install -y python3-venv >/dev/null 2>&1 || {
+      as_root apt-get update >/dev/null
+      as_root apt-get install -y python3-venv >/dev/null
+    }
+    python3 -m venv "$venv"
+  }
 fi
 "$venv/bin/pip" install -q --disable-pip-version-check "maturin>=1.5,<2" pytest rocksdict
 export VIRTUAL_ENV=$venv

@@ -307,8 +307,9 @@ pub unsafe extern "C" fn rocksdb_writebatch_put_log_data(
     with_batch(b, |w| w.put_log_data(unsafe { bytes(blob, len) }))
 }
 
-type PutCb = unsafe extern "C" fn(*mut c_void, *const c_char, usize, *const c_char, usize);
-type DeletedCb = unsafe extern "C" fn(*mut c_void, *const c_char, usize);
+pub(crate) type PutCb =
+    unsafe extern "C" fn(*mut c_void, *const c_char, usize, *const c_char, usize);
+pub(crate) type DeletedCb = unsafe extern "C" fn(*mut c_void, *const c_char, usize);
 
 /// Calls `put` for each put and `deleted` for each delete of the default
 /// column family, in order; as RocksDB's C handler, other default-family
@@ -322,38 +323,50 @@ pub unsafe extern "C" fn rocksdb_writebatch_iterate(
     deleted: Option<DeletedCb>,
 ) {
     guard_quiet((), || {
-        // SAFETY: NULL or a live batch.
-        let Some(b) = (unsafe { b.as_ref() }) else {
-            return;
-        };
-        for r in b.batch.iter() {
-            let Ok(r) = r else { return };
-            // SAFETY: the callbacks get pointers valid for the call.
-            match r {
-                BatchRecord::Put { cf: 0, key, value } => {
-                    if let Some(f) = put {
-                        unsafe {
-                            f(
-                                state,
-                                key.as_ptr() as *const c_char,
-                                key.len(),
-                                value.as_ptr() as *const c_char,
-                                value.len(),
-                            )
-                        }
-                    }
-                }
-                BatchRecord::Delete { cf: 0, key } => {
-                    if let Some(f) = deleted {
-                        unsafe { f(state, key.as_ptr() as *const c_char, key.len()) }
-                    }
-                }
-                // Another column family's record ends the walk.
-                _ if record_cf(&r) != 0 => return,
-                _ => {}
-            }
+        // SAFETY: NULL or a live batch; the callbacks are the caller's.
+        if let Some(b) = unsafe { b.as_ref() } {
+            unsafe { iterate(&b.batch, state, put, deleted) }
         }
     })
+}
+
+/// The walk of `rocksdb_writebatch_iterate` (also the indexed batch's).
+///
+/// # Safety
+/// The callbacks take the pointers they get for the call only.
+pub(crate) unsafe fn iterate(
+    batch: &WriteBatch,
+    state: *mut c_void,
+    put: Option<PutCb>,
+    deleted: Option<DeletedCb>,
+) {
+    for r in batch.iter() {
+        let Ok(r) = r else { return };
+        // SAFETY: the callbacks get pointers valid for the call.
+        match r {
+            BatchRecord::Put { cf: 0, key, value } => {
+                if let Some(f) = put {
+                    unsafe {
+                        f(
+                            state,
+                            key.as_ptr() as *const c_char,
+                            key.len(),
+                            value.as_ptr() as *const c_char,
+                            value.len(),
+                        )
+                    }
+                }
+            }
+            BatchRecord::Delete { cf: 0, key } => {
+                if let Some(f) = deleted {
+                    unsafe { f(state, key.as_ptr() as *const c_char, key.len()) }
+                }
+            }
+            // Another column family's record ends the walk.
+            _ if record_cf(&r) != 0 => return,
+            _ => {}
+        }
+    }
 }
 
 fn record_cf(r: &BatchRecord<'_>) -> u32 {

@@ -6,10 +6,10 @@
 
 use std::ffi::{c_char, c_int, c_uchar, c_void};
 
-use strata::format::write_batch::BatchRecord;
 use strata::util::comparator::bytewise;
 use strata::utilities::transactions::WriteBatchWithIndex;
 
+use crate::batch::{DeletedCb, PutCb};
 use crate::db::{db_of, out_value, ro_of, rocksdb_t, wo_of};
 use crate::ffi::{bytes, drop_raw, guard, guard_quiet, into_raw, st};
 use crate::options::rocksdb_options_t;
@@ -98,9 +98,6 @@ pub unsafe extern "C" fn rocksdb_writebatch_wi_putv(
     with_wbwi(b, |w| w.put(&k, &v))
 }
 
-type PutCb = unsafe extern "C" fn(*mut c_void, *const c_char, usize, *const c_char, usize);
-type DeletedCb = unsafe extern "C" fn(*mut c_void, *const c_char, usize);
-
 /// As `rocksdb_writebatch_iterate`, over the batch's records in order.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rocksdb_writebatch_wi_iterate(
@@ -110,34 +107,9 @@ pub unsafe extern "C" fn rocksdb_writebatch_wi_iterate(
     deleted: Option<DeletedCb>,
 ) {
     guard_quiet((), || {
-        // SAFETY: NULL or a live batch.
-        let Some(b) = (unsafe { b.as_ref() }) else {
-            return;
-        };
-        for r in b.wbwi.write_batch().iter() {
-            let Ok(r) = r else { return };
-            // SAFETY: the callbacks get pointers valid for the call.
-            match r {
-                BatchRecord::Put { cf: 0, key, value } => {
-                    if let Some(f) = put {
-                        unsafe {
-                            f(
-                                state,
-                                key.as_ptr() as *const c_char,
-                                key.len(),
-                                value.as_ptr() as *const c_char,
-                                value.len(),
-                            )
-                        }
-                    }
-                }
-                BatchRecord::Delete { cf: 0, key } => {
-                    if let Some(f) = deleted {
-                        unsafe { f(state, key.as_ptr() as *const c_char, key.len()) }
-                    }
-                }
-                _ => {}
-            }
+        // SAFETY: NULL or a live batch; the callbacks are the caller's.
+        if let Some(b) = unsafe { b.as_ref() } {
+            unsafe { crate::batch::iterate(b.wbwi.write_batch(), state, put, deleted) }
         }
     })
 }

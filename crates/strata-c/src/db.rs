@@ -669,31 +669,47 @@ pub unsafe extern "C" fn rocksdb_multi_get_cf(
         let (Ok(db), Ok(ro)) = (db_of(db), ro_of(options)) else {
             return;
         };
-        if column_families.is_null() {
-            return;
-        }
         // SAFETY: arrays of `num_keys` entries (C API contract).
+        let Some(cfs) = (unsafe { cf_list(column_families, num_keys) }) else {
+            return;
+        };
         let keys = unsafe { key_list(num_keys, keys_list, keys_list_sizes) };
-        let mut cfs = Vec::with_capacity(num_keys);
-        for i in 0..num_keys {
-            match cf_of(unsafe { *column_families.add(i) }) {
-                Ok(c) => cfs.push(c.clone()),
-                Err(_) => return,
-            }
-        }
-        // One view for every column family: the caller's snapshot, or one
-        // taken now.
-        let snap = db.snapshot();
-        let mut ro = ro;
-        ro.snapshot.get_or_insert(snap.sequence());
-        let r: Vec<_> = cfs
-            .iter()
-            .zip(keys.iter())
-            .map(|(cf, k)| db.get_cf(&ro, cf, k))
-            .collect();
-        drop(snap);
+        let r = multi_get_across(db, ro, &cfs, &keys);
         unsafe { out_multi(r, values_list, values_list_sizes, errs) };
     })
+}
+
+/// Column family handles from the caller's array (`None` if any is NULL).
+///
+/// # Safety
+/// `cfs` holds `n` handles.
+pub(crate) unsafe fn cf_list(
+    cfs: *const *const rocksdb_column_family_handle_t,
+    n: usize,
+) -> Option<Vec<ColumnFamilyHandle>> {
+    if cfs.is_null() && n > 0 {
+        return None;
+    }
+    // SAFETY: `i < n` (caller's contract).
+    (0..n)
+        .map(|i| cf_of(unsafe { *cfs.add(i) }).ok().cloned())
+        .collect()
+}
+
+/// `keys[i]` of `cfs[i]`, every read at one sequence number: the caller's
+/// snapshot, or one taken now.
+pub(crate) fn multi_get_across(
+    db: &DB,
+    mut ro: strata::ReadOptions,
+    cfs: &[ColumnFamilyHandle],
+    keys: &[&[u8]],
+) -> Vec<strata::Result<Option<Vec<u8>>>> {
+    let snap = db.snapshot();
+    ro.snapshot.get_or_insert(snap.sequence());
+    cfs.iter()
+        .zip(keys)
+        .map(|(cf, k)| db.get_cf(&ro, cf, k))
+        .collect()
 }
 
 /// Whether the key may exist: Strata answers exactly (a full read), which

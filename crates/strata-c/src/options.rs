@@ -165,9 +165,9 @@ pub unsafe extern "C" fn rocksdb_options_increase_parallelism(
 }
 
 /// RocksDB's `OptimizeLevelStyleCompaction(memtable_memory_budget)`:
-/// memtables of a quarter of the budget, 3 of them, L0 triggers at 2, the
-/// base level as large as the budget, lz4 in lower levels (Strata has one
-/// codec per column family: lz4).
+/// memtables of a quarter of the budget, L0 triggers at 2, the base level
+/// as large as the budget, and lz4 (RocksDB puts lz4 below L1; this keeps
+/// the behaviour it had before per-level codecs).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rocksdb_options_optimize_level_style_compaction(
     opt: *mut rocksdb_options_t,
@@ -176,22 +176,15 @@ pub unsafe extern "C" fn rocksdb_options_optimize_level_style_compaction(
     guard_quiet((), || {
         // SAFETY: NULL or a live options object.
         if let Some(o) = unsafe { opt.as_mut() } {
-            let budget = memtable_memory_budget.max(1 << 20);
-            let cf = &mut o.opts.cf;
-            cf.write_buffer_size = (budget / 4) as usize;
-            cf.max_write_buffer_number = 6;
-            cf.level0_file_num_compaction_trigger = 2;
-            cf.target_file_size_base = budget / 8;
-            cf.max_bytes_for_level_base = budget;
-            cf.compaction_style = CompactionStyle::Level;
-            cf.compression = CompressionType::Lz4;
+            o.opts
+                .cf
+                .optimize_level_style_compaction(memtable_memory_budget);
+            o.opts.cf.compression = CompressionType::Lz4;
         }
     })
 }
 
-/// RocksDB's `OptimizeForPointLookup(block_cache_size_mb)`: a block cache
-/// of that size and a bloom filter. (RocksDB also switches to a hash
-/// index, which Strata's tables do not have yet.)
+/// RocksDB's `OptimizeForPointLookup(block_cache_size_mb)`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rocksdb_options_optimize_for_point_lookup(
     opt: *mut rocksdb_options_t,
@@ -200,9 +193,7 @@ pub unsafe extern "C" fn rocksdb_options_optimize_for_point_lookup(
     guard_quiet((), || {
         // SAFETY: NULL or a live options object.
         if let Some(o) = unsafe { opt.as_mut() } {
-            o.opts.cf.block_cache =
-                Some(BlockCache::new(block_cache_size_mb.saturating_mul(1 << 20)));
-            o.opts.cf.bloom_bits_per_key = Some(10.0);
+            o.opts.cf.optimize_for_point_lookup(block_cache_size_mb);
         }
     })
 }
@@ -357,20 +348,9 @@ pub unsafe extern "C" fn rocksdb_options_set_min_level_to_compress(
         let Some(o) = (unsafe { opt.as_mut() }) else {
             return;
         };
-        if level < 0 {
-            return;
+        if level >= 0 {
+            o.opts.cf.set_min_level_to_compress(level as usize);
         }
-        let cf = &mut o.opts.cf;
-        let (n, c) = (cf.num_levels, cf.compression);
-        cf.compression_per_level = (0..n)
-            .map(|l| {
-                if l < level as usize {
-                    CompressionType::None
-                } else {
-                    c
-                }
-            })
-            .collect();
     })
 }
 

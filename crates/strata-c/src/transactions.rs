@@ -15,9 +15,9 @@ use strata::utilities::transactions::{
 use crate::backup::rocksdb_checkpoint_t;
 use crate::batch::rocksdb_writebatch_t;
 use crate::db::{
-    batch_copy, cf_of, descriptors, hand_out_cfs, key_list, new_snapshot, options_of, out_multi,
-    out_value, ro_of, rocksdb_column_family_handle_t, rocksdb_pinnableslice_t, rocksdb_snapshot_t,
-    rocksdb_t, wo_of,
+    batch_copy, cf_list, cf_of, descriptors, hand_out_cfs, key_list, multi_get_across,
+    new_snapshot, options_of, out_multi, out_value, ro_of, rocksdb_column_family_handle_t,
+    rocksdb_pinnableslice_t, rocksdb_snapshot_t, rocksdb_t, wo_of,
 };
 use crate::ffi::{
     bytes, cstr, drop_raw, guard, guard_quiet, handle, handle_mut, into_raw, malloc_array, put_out,
@@ -987,23 +987,6 @@ pub unsafe extern "C" fn rocksdb_transactiondb_multi_get(
     })
 }
 
-/// Column family handles from the caller's array.
-///
-/// # Safety
-/// `cfs` holds `n` handles.
-unsafe fn cf_list(
-    cfs: *const *const rocksdb_column_family_handle_t,
-    n: usize,
-) -> Option<Vec<strata::ColumnFamilyHandle>> {
-    if cfs.is_null() && n > 0 {
-        return None;
-    }
-    // SAFETY: `i < n` (caller's contract).
-    (0..n)
-        .map(|i| cf_of(unsafe { *cfs.add(i) }).ok().cloned())
-        .collect()
-}
-
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rocksdb_transactiondb_multi_get_cf(
     t: *mut rocksdb_transactiondb_t,
@@ -1017,23 +1000,15 @@ pub unsafe extern "C" fn rocksdb_transactiondb_multi_get_cf(
     errs: *mut *mut c_char,
 ) {
     guard_quiet((), || {
-        let (Ok(t), Ok(mut ro)) = (tdb_of(t), ro_of(options)) else {
+        let (Ok(t), Ok(ro)) = (tdb_of(t), ro_of(options)) else {
             return;
         };
         // SAFETY: arrays of `num_keys` entries (C API contract).
-        let (Some(cfs), keys) = (unsafe { cf_list(column_families, num_keys) }, unsafe {
-            key_list(num_keys, keys_list, keys_list_sizes)
-        }) else {
+        let Some(cfs) = (unsafe { cf_list(column_families, num_keys) }) else {
             return;
         };
-        let db = t.db();
-        let snap = db.snapshot();
-        ro.snapshot.get_or_insert(snap.sequence());
-        let r = cfs
-            .iter()
-            .zip(keys.iter())
-            .map(|(cf, k)| db.get_cf(&ro, cf, k))
-            .collect();
+        let keys = unsafe { key_list(num_keys, keys_list, keys_list_sizes) };
+        let r = multi_get_across(t.db(), ro, &cfs, &keys);
         unsafe { out_multi(r, values_list, values_list_sizes, errs) };
     })
 }

@@ -190,18 +190,7 @@ fn encode_primitive_into(v: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<bo
 /// `to_signed_bytes_be`, which rocksdict uses).
 fn encode_int(v: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
     if let Ok(n) = v.extract::<i64>() {
-        let b = n.to_be_bytes();
-        // Drop leading bytes that only repeat the sign.
-        let mut start = 0;
-        while start < 7 {
-            let (cur, next) = (b[start], b[start + 1]);
-            if (cur == 0 && next & 0x80 == 0) || (cur == 0xff && next & 0x80 != 0) {
-                start += 1;
-            } else {
-                break;
-            }
-        }
-        out.extend_from_slice(&b[start..]);
+        out.extend_from_slice(minimal(&n.to_be_bytes()));
         return Ok(());
     }
     // Big ints: int.to_bytes with the length of the magnitude's bits.
@@ -291,14 +280,7 @@ mod tests {
     fn ints_compare_numerically_and_other_keys_bytewise() {
         let enc = |n: i64| {
             let mut v = vec![INT];
-            let b = n.to_be_bytes();
-            let mut s = 0;
-            while s < 7
-                && ((b[s] == 0 && b[s + 1] & 0x80 == 0) || (b[s] == 0xff && b[s + 1] & 0x80 != 0))
-            {
-                s += 1;
-            }
-            v.extend_from_slice(&b[s..]);
+            v.extend_from_slice(minimal(&n.to_be_bytes()));
             v
         };
         let ns = [

@@ -70,19 +70,10 @@ impl Options {
         self.opts.max_subcompactions = n.max(1) as usize;
     }
     fn optimize_level_style_compaction(&mut self, budget: usize) {
-        let cf = &mut self.opts.cf;
-        let budget = budget.max(1 << 20);
-        cf.write_buffer_size = budget / 4;
-        cf.max_write_buffer_number = 6;
-        cf.level0_file_num_compaction_trigger = 2;
-        cf.target_file_size_base = (budget / 8) as u64;
-        cf.max_bytes_for_level_base = budget as u64;
-        cf.compaction_style = CompactionStyle::Level;
+        self.opts.cf.optimize_level_style_compaction(budget as u64);
     }
     fn optimize_for_point_lookup(&mut self, cache_size_mb: u64) {
-        self.opts.cf.block_cache =
-            Some(BlockCache::new(cache_size_mb << 20) as Arc<dyn BlockCacheApi>);
-        self.opts.cf.bloom_bits_per_key = Some(10.0);
+        self.opts.cf.optimize_for_point_lookup(cache_size_mb);
     }
     fn set_write_buffer_size(&mut self, n: usize) {
         self.opts.cf.write_buffer_size = n;
@@ -108,16 +99,7 @@ impl Options {
     /// Levels below `lvl` uncompressed, the rest with the current codec.
     fn set_min_level_to_compress(&mut self, lvl: i32) {
         if lvl >= 0 {
-            let (n, c) = (self.opts.cf.num_levels, self.opts.cf.compression);
-            self.opts.cf.compression_per_level = (0..n)
-                .map(|l| {
-                    if l < lvl as usize {
-                        CompressionType::None
-                    } else {
-                        c
-                    }
-                })
-                .collect();
+            self.opts.cf.set_min_level_to_compress(lvl as usize);
         }
     }
     fn set_compaction_style(&mut self, s: &DBCompactionStyle) {

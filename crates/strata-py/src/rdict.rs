@@ -122,7 +122,20 @@ impl Rdict {
         read_opt: Option<PyRef<'_, ReadOptions>>,
         what: View,
     ) -> PyResult<RdictView> {
-        let mut it = self.new_iter(py, self.ro_or(read_opt))?;
+        self.view_at(py, self.ro_or(read_opt), backwards, from_key, what)
+    }
+
+    /// A keys/values/items view read with `ro`, positioned at `from_key`
+    /// (or an end) in the view's direction.
+    fn view_at(
+        &self,
+        py: Python<'_>,
+        ro: strata::ReadOptions,
+        backwards: bool,
+        from_key: Option<&Bound<'_, PyAny>>,
+        what: View,
+    ) -> PyResult<RdictView> {
+        let mut it = self.new_iter(py, ro)?;
         match (from_key, backwards) {
             (Some(k), false) => it.seek_encoded(&self.codec.encode_key(k)?),
             (Some(k), true) => it.seek_for_prev_encoded(&self.codec.encode_key(k)?),
@@ -863,18 +876,8 @@ impl Snapshot {
         from_key: Option<&Bound<'_, PyAny>>,
         what: View,
     ) -> PyResult<RdictView> {
-        let mut it = self.rdict.new_iter(py, self.ro.clone())?;
-        match (from_key, backwards) {
-            (Some(k), false) => it.seek_encoded(&self.rdict.codec.encode_key(k)?),
-            (Some(k), true) => it.seek_for_prev_encoded(&self.rdict.codec.encode_key(k)?),
-            (None, false) => it.it.seek_to_first(),
-            (None, true) => it.it.seek_to_last(),
-        }
-        Ok(RdictView {
-            it,
-            backwards,
-            what,
-        })
+        self.rdict
+            .view_at(py, self.ro.clone(), backwards, from_key, what)
     }
 }
 

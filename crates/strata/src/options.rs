@@ -337,6 +337,42 @@ impl ColumnFamilyOptions {
         Ok(())
     }
 
+    /// RocksDB's `OptimizeLevelStyleCompaction(memtable_memory_budget)`, the
+    /// shape part: memtables of a quarter of the budget (up to 6), L0
+    /// compacted at 2 files, table files of an eighth, a base level as
+    /// large as the budget, leveled compaction. Budgets under 1 MiB count as
+    /// 1 MiB.
+    pub fn optimize_level_style_compaction(&mut self, memtable_memory_budget: u64) {
+        let budget = memtable_memory_budget.max(1 << 20);
+        self.write_buffer_size = (budget / 4) as usize;
+        self.max_write_buffer_number = 6;
+        self.level0_file_num_compaction_trigger = 2;
+        self.target_file_size_base = budget / 8;
+        self.max_bytes_for_level_base = budget;
+        self.compaction_style = CompactionStyle::Level;
+    }
+
+    /// RocksDB's `OptimizeForPointLookup(block_cache_size_mb)`: a block
+    /// cache of that size and a 10-bit bloom filter (RocksDB also switches
+    /// to a hash index, which Strata's tables do not have yet).
+    pub fn optimize_for_point_lookup(&mut self, block_cache_size_mb: u64) {
+        self.block_cache = Some(crate::cache::BlockCache::new(
+            block_cache_size_mb.saturating_mul(1 << 20),
+        ));
+        self.bloom_bits_per_key = Some(10.0);
+    }
+
+    /// Levels below `level` uncompressed, the rest with `compression`, as
+    /// `compression_per_level` (db_bench's `--min_level_to_compress`, the C
+    /// API's `rocksdb_options_set_min_level_to_compress`); uses the
+    /// current `num_levels` and `compression`.
+    pub fn set_min_level_to_compress(&mut self, level: usize) {
+        let c = self.compression;
+        self.compression_per_level = (0..self.num_levels)
+            .map(|l| if l < level { CompressionType::None } else { c })
+            .collect();
+    }
+
     /// The codec of a flush's table.
     pub fn compression_for_flush(&self) -> CompressionType {
         match (self.compaction_style, self.compression_per_level.first()) {

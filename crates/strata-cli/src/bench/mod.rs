@@ -440,15 +440,7 @@ pub fn run(f: &Flags) -> Result<(), String> {
                 "--min_level_to_compress={min_level} exceeds --num_levels={n}"
             ));
         }
-        opts.cf.compression_per_level = (0..n)
-            .map(|l| {
-                if l < min_level as usize {
-                    CompressionType::None
-                } else {
-                    opts.cf.compression
-                }
-            })
-            .collect();
+        opts.cf.set_min_level_to_compress(min_level as usize);
     }
     if opts.cf.compaction_style == CompactionStyle::Fifo && opts.cf.fifo.max_table_files_size == 0 {
         eprintln!(
