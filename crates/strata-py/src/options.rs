@@ -179,6 +179,8 @@ impl Options {
         cf.block_size = f.block_size;
         cf.block_restart_interval = f.block_restart_interval;
         cf.bloom_bits_per_key = f.bloom_bits_per_key;
+        cf.format_version = f.format_version;
+        cf.whole_key_filtering = f.whole_key_filtering;
         cf.block_cache = f.cache.clone().map(|c| c as Arc<dyn BlockCacheApi>);
     }
     /// Accepted for compatibility; Strata reads table files with `pread`
@@ -350,6 +352,8 @@ pub struct BlockBasedOptions {
     block_size: usize,
     block_restart_interval: usize,
     bloom_bits_per_key: Option<f64>,
+    format_version: u32,
+    whole_key_filtering: bool,
     cache: Option<Arc<BlockCache>>,
 }
 
@@ -362,8 +366,19 @@ impl BlockBasedOptions {
             block_size: d.block_size,
             block_restart_interval: d.block_restart_interval,
             bloom_bits_per_key: None,
+            format_version: d.format_version,
+            whole_key_filtering: d.whole_key_filtering,
             cache: None,
         }
+    }
+    /// Table format_version of new files: 5 (default; RocksDB 6.6+ reads
+    /// it) or 6 (RocksDB 8.6+; rocksdict's default). Others are refused
+    /// when the database opens.
+    fn set_format_version(&mut self, version: i32) {
+        self.format_version = version.max(0) as u32;
+    }
+    fn set_whole_key_filtering(&mut self, v: bool) {
+        self.whole_key_filtering = v;
     }
     fn set_block_size(&mut self, n: usize) {
         self.block_size = n.max(1);

@@ -300,11 +300,54 @@ def test_rocksdict_reads_what_strata_wrote(path):
         db["from_rocksdict"] = 7
     finally:
         db.close()
-    # And back (rocksdict's write is still in its WAL: RocksDB 10's tables
-    # use format_version 6, which Strata does not read yet).
+    # And back (rocksdict's write is still in its WAL).
     with Rdict(path) as db:
         assert db["from_rocksdict"] == 7
         assert db[42] == [1, 2]
+
+
+def test_table_format_version_6_both_ways(path):
+    # rocksdict's RocksDB (9.x/10.x) writes format_version 6 tables by
+    # default; Strata reads them, and writes them when asked.
+    rocksdict = pytest.importorskip("rocksdict")
+    db = rocksdict.Rdict(path)
+    try:
+        for i in range(3000):
+            db[i] = "r%d" % i
+        db.flush()
+        db.compact_range(None, None)
+    finally:
+        db.close()
+    opts = Options()
+    table = BlockBasedOptions()
+    table.set_format_version(6)
+    table.set_bloom_filter(10, False)
+    opts.set_block_based_table_factory(table)
+    with Rdict(path, opts) as db:
+        assert db[2999] == "r2999"
+        assert db.get(3000) is None
+        assert sum(1 for _ in db.keys()) == 3000
+        for i in range(3000, 6000):
+            db[i] = "s%d" % i
+        db.flush()
+        props = [f["name"] for f in db.live_files()]
+        assert len(props) == 2, props
+    db = rocksdict.Rdict(path)
+    try:
+        assert db[2999] == "r2999"
+        assert db[5999] == "s5999"
+        assert db.get(6000) is None
+        db.compact_range(None, None)
+        assert sum(1 for _ in db.keys()) == 6000
+    finally:
+        db.close()
+    with Rdict(path) as db:
+        assert db[4000] == "s4000"
+    # A format_version Strata does not write is refused at open.
+    table.set_format_version(7)
+    opts.set_block_based_table_factory(table)
+    with pytest.raises(Exception, match="format_version 7"):
+        Rdict(path, opts)
 
 
 def test_load_latest_handles_and_unsupported_tables(path):

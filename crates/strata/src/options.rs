@@ -10,6 +10,7 @@ use crate::format::SequenceNumber;
 use crate::merge_operator::MergeOperatorRef;
 use crate::table::options::BlockCacheApi;
 use crate::table::{CompressionType, TableOptions};
+use crate::util::checksum::ChecksumType;
 use crate::util::comparator::{ComparatorRef, bytewise};
 use crate::util::slice_transform::SliceTransformRef;
 
@@ -129,6 +130,17 @@ pub struct ColumnFamilyOptions {
     pub block_size: usize,
     pub block_restart_interval: usize,
     pub bloom_bits_per_key: Option<f64>,
+    /// Put whole user keys into the filter (with a prefix extractor, off
+    /// leaves only prefixes in it).
+    pub whole_key_filtering: bool,
+    /// Table format_version of new files: 5 (default; RocksDB 6.6 and
+    /// later read it, 7.8.3's default) or 6 (RocksDB 8.6 and later only;
+    /// the default of RocksDB 9 and 10: block checksums bound to their
+    /// file offset, a checksummed footer). 2 to 4 write older filter-less
+    /// forms.
+    pub format_version: u32,
+    /// Block checksum of new files.
+    pub checksum: ChecksumType,
     pub num_levels: usize,
     /// Block cache for this column family's tables; `None` gets the DB's
     /// default 8 MiB cache. Pass one `Arc` to several DBs to share it.
@@ -179,6 +191,9 @@ impl Default for ColumnFamilyOptions {
             block_size: 4096,
             block_restart_interval: 16,
             bloom_bits_per_key: Some(10.0),
+            whole_key_filtering: true,
+            format_version: 5,
+            checksum: ChecksumType::Crc32c,
             num_levels: 7,
             block_cache: None,
             compaction_style: CompactionStyle::Level,
@@ -334,6 +349,19 @@ impl ColumnFamilyOptions {
                 return bad(format!("bloom_bits_per_key {b} is not a valid number"));
             }
         }
+        let max = crate::table::format::MAX_FORMAT_VERSION;
+        if !(2..=max).contains(&self.format_version) {
+            return Err(crate::error::Error::NotSupported(format!(
+                "column family {cf_name}: table format_version {} (Strata writes 2 to {max})",
+                self.format_version
+            )));
+        }
+        if self.format_version < 5 && self.bloom_bits_per_key.is_some_and(|b| b >= 0.5) {
+            return bad(format!(
+                "bloom filters need table format_version 5 or later (got {})",
+                self.format_version
+            ));
+        }
         Ok(())
     }
 
@@ -403,6 +431,9 @@ impl ColumnFamilyOptions {
             block_restart_interval: self.block_restart_interval,
             compression: self.compression,
             bloom_bits_per_key: self.bloom_bits_per_key,
+            whole_key_filtering: self.whole_key_filtering,
+            format_version: self.format_version,
+            checksum: self.checksum,
             prefix_extractor: self.prefix_extractor.clone(),
             comparator: self.comparator.clone(),
             column_family_id: u64::from(id),

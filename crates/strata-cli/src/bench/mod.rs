@@ -422,6 +422,12 @@ pub fn run(f: &Flags) -> Result<(), String> {
     };
     let bloom_bits: f64 = f.num("bloom_bits", -1.0)?;
     opts.cf.bloom_bits_per_key = (bloom_bits >= 0.0).then_some(bloom_bits);
+    opts.cf.whole_key_filtering = f.bool_or("whole_key_filtering", true)?;
+    opts.cf.format_version = f.num("format_version", 5)?;
+    // db_bench's default checksum is 4 (kXXH3).
+    let checksum: u8 = f.num("checksum_type", 4)?;
+    opts.cf.checksum = strata::util::checksum::ChecksumType::from_u8(checksum)
+        .ok_or_else(|| format!("unknown --checksum_type={checksum}"))?;
     let cache_size: i64 = f.num("cache_size", 8 << 20)?;
     if cache_size > 0 {
         opts.cf.block_cache = Some(strata::cache::BlockCache::new(cache_size as u64));

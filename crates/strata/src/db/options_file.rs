@@ -15,7 +15,6 @@ use crate::env::FileSystem;
 use crate::error::Result;
 use crate::options::{ColumnFamilyOptions, Options, WalRecoveryMode};
 use crate::table::CompressionType;
-use crate::util::checksum::ChecksumType;
 use crate::version::filename::{
     options_file_name, replace_file_atomically, temp_options_file_name,
 };
@@ -51,16 +50,6 @@ fn compression_name(c: CompressionType) -> &'static str {
         CompressionType::Xpress => "kXpressCompression",
         CompressionType::Zstd => "kZSTD",
         CompressionType::ZstdNotFinal => "kZSTDNotFinalCompression",
-    }
-}
-
-fn checksum_name(c: ChecksumType) -> &'static str {
-    match c {
-        ChecksumType::NoChecksum => "kNoChecksum",
-        ChecksumType::Crc32c => "kCRC32c",
-        ChecksumType::XxHash => "kxxHash",
-        ChecksumType::XxHash64 => "kxxHash64",
-        ChecksumType::Xxh3 => "kXXH3",
     }
 }
 
@@ -260,7 +249,7 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
         let _ = writeln!(s, "[TableOptions/BlockBasedTable \"{}\"]", escape(name));
         kv(&mut s, "block_size", &t.block_size);
         kv(&mut s, "block_restart_interval", &t.block_restart_interval);
-        kv(&mut s, "checksum", &checksum_name(t.checksum));
+        kv(&mut s, "checksum", &t.checksum.name());
         kv(&mut s, "format_version", &t.format_version);
         kv(&mut s, "whole_key_filtering", &t.whole_key_filtering);
         let filter = t.bloom_bits_per_key.map_or_else(

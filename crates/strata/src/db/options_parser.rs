@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use crate::error::{Error, Result};
 use crate::options::{ColumnFamilyOptions, CompactionStyle, Options};
 use crate::table::CompressionType;
+use crate::util::checksum::ChecksumType;
 
 fn bad(msg: String) -> Error {
     Error::InvalidArgument(msg)
@@ -389,6 +390,15 @@ impl OptionsFile {
                             c.block_restart_interval = n;
                         }
                     }
+                    "format_version" => {
+                        let n: u32 = num(file, k, v)?;
+                        c.format_version = n;
+                    }
+                    "checksum" => {
+                        c.checksum = ChecksumType::from_name(v)
+                            .ok_or_else(|| bad(format!("{file}: invalid value for {k}: {v}")))?;
+                    }
+                    "whole_key_filtering" => c.whole_key_filtering = boolean(file, k, v)?,
                     "filter_policy" => {
                         c.bloom_bits_per_key = match v.as_str() {
                             "nullptr" | "" => None,

@@ -5,9 +5,19 @@
 //! ```text
 //! block   := payload | compression_type: u8 | checksum: fixed32
 //! footer  := checksum_type: u8 | metaindex_handle | index_handle | padding to 41
-//!            | format_version: fixed32 | magic: fixed64          (53 bytes, fv >= 1)
+//!            | format_version: fixed32 | magic: fixed64          (53 bytes, fv 1..=5)
+//!          | checksum_type: u8 | 3e 00 7a 00 | footer_checksum: fixed32
+//!            | base_context_checksum: fixed32 | metaindex_size: fixed32
+//!            | 16 unchecked zero bytes | 8 zero bytes
+//!            | format_version: fixed32 | magic: fixed64          (53 bytes, fv 6)
 //!          | metaindex_handle | index_handle | padding to 40 | legacy magic (48 bytes)
 //! ```
+//! format_version 6 (RocksDB 8.6+, the default of 9.x and 10.x) moves the
+//! index handle into the meta-index (`rocksdb.index`), puts the meta-index
+//! right before the footer, checksums the footer, and adds a per-file
+//! "context" to every block checksum so that a block copied to another
+//! offset or file fails verification: stored = checksum + modifier(base,
+//! offset), with modifier = base ^ (low32(offset) + high32(offset)).
 //! Invariant: a handle read from disk is checked against the file size
 //! before anything is allocated for it.
 
@@ -28,7 +38,15 @@ pub const BLOCK_BASED_TABLE_MAGIC: u64 = 0x88e2_41b7_85f4_cff7;
 /// LevelDB's table magic, used by format_version 0 footers.
 pub const LEGACY_BLOCK_BASED_TABLE_MAGIC: u64 = 0xdb47_7524_8b80_fb57;
 /// Newest table format_version RocksDB 7.8.3 reads.
-pub const MAX_FORMAT_VERSION: u32 = 5;
+pub const MAX_FORMAT_VERSION_7_8: u32 = 5;
+/// Newest table format_version Strata reads and writes (RocksDB 8.6+'s
+/// context checksums; RocksDB 9.x and 10.x write it by default).
+pub const MAX_FORMAT_VERSION: u32 = 6;
+/// RocksDB 10.4's format_version 7 (compression manager names in the
+/// properties): a real format Strata does not read yet.
+pub const FORMAT_VERSION_COMPRESSION_MANAGER: u32 = 7;
+/// Part of a format_version 6 footer that cannot be a pair of handles.
+const EXTENDED_MAGIC: [u8; 4] = [0x3e, 0x00, 0x7a, 0x00];
 /// Length of a new-style footer.
 pub const NEW_FOOTER_LEN: usize = 53;
 /// Length of a legacy footer.
@@ -92,20 +110,55 @@ pub struct Footer {
     pub format_version: u32,
     /// Offset of the footer in the file.
     pub offset: u64,
+    /// format_version >= 6: the file's nonzero base for block checksum
+    /// contexts; 0 before (no context).
+    pub base_context_checksum: u32,
+}
+
+/// What RocksDB adds to a block's checksum at `offset` in a file whose
+/// base context checksum is `base` (`ChecksumModifierForContext`); 0 when
+/// `base` is 0 (format_version < 6).
+pub fn checksum_modifier_for_context(base: u32, offset: u64) -> u32 {
+    if base == 0 {
+        return 0;
+    }
+    base ^ (offset as u32).wrapping_add((offset >> 32) as u32)
 }
 
 impl Footer {
-    /// Encodes a new-style (format_version >= 1) footer.
+    /// Encodes a new-style (format_version >= 1) footer. format_version 6
+    /// requires the meta-index to end right before the footer and a
+    /// nonzero `base_context_checksum`.
     pub fn encode(&self) -> Vec<u8> {
         debug_assert!(self.format_version >= 1);
         let mut v = Vec::with_capacity(NEW_FOOTER_LEN);
         v.push(self.checksum_type as u8);
-        self.metaindex_handle.encode_to(&mut v);
-        self.index_handle.encode_to(&mut v);
+        if self.format_version >= 6 {
+            debug_assert_ne!(self.base_context_checksum, 0);
+            debug_assert_eq!(
+                self.metaindex_handle.offset
+                    + self.metaindex_handle.size
+                    + BLOCK_TRAILER_SIZE as u64,
+                self.offset
+            );
+            v.extend_from_slice(&EXTENDED_MAGIC);
+            put_fixed32(&mut v, 0); // the footer checksum, filled below
+            put_fixed32(&mut v, self.base_context_checksum);
+            put_fixed32(&mut v, self.metaindex_handle.size as u32);
+        } else {
+            self.metaindex_handle.encode_to(&mut v);
+            self.index_handle.encode_to(&mut v);
+        }
         v.resize(1 + 2 * MAX_HANDLE_LEN, 0);
         put_fixed32(&mut v, self.format_version);
         put_fixed64(&mut v, BLOCK_BASED_TABLE_MAGIC);
         debug_assert_eq!(v.len(), NEW_FOOTER_LEN);
+        if self.format_version >= 6 {
+            let sum = footer_checksum(self.checksum_type, &v).wrapping_add(
+                checksum_modifier_for_context(self.base_context_checksum, self.offset),
+            );
+            v[5..9].copy_from_slice(&sum.to_le_bytes());
+        }
         v
     }
 
@@ -136,6 +189,7 @@ impl Footer {
                 index_handle,
                 format_version: 0,
                 offset,
+                base_context_checksum: 0,
             });
         }
         if magic != BLOCK_BASED_TABLE_MAGIC {
@@ -152,6 +206,12 @@ impl Footer {
         let start = n - NEW_FOOTER_LEN;
         let offset = file_size - NEW_FOOTER_LEN as u64;
         let format_version = decode_fixed32(tail, n - 12).unwrap_or(u32::MAX);
+        if format_version == FORMAT_VERSION_COMPRESSION_MANAGER {
+            return Err(Error::NotSupported(format!(
+                "{file}: table format_version {format_version} (RocksDB 10.4's compression \
+                 manager format; Strata reads format_version 0 to {MAX_FORMAT_VERSION})"
+            )));
+        }
         if format_version == 0 || format_version > MAX_FORMAT_VERSION {
             return Err(bad(
                 file_size - 12,
@@ -165,6 +225,9 @@ impl Footer {
                 format!("Corrupt or unsupported checksum type: {ct}"),
             )
         })?;
+        if format_version >= 6 {
+            return Self::decode_v6(&tail[start..], checksum_type, format_version, offset, file);
+        }
         let mut d = Decoder::new(&tail[start + 1..n - 12]);
         let metaindex_handle = BlockHandle::decode_from(&mut d)
             .ok_or_else(|| bad(offset, "bad metaindex handle in footer".into()))?;
@@ -176,8 +239,73 @@ impl Footer {
             index_handle,
             format_version,
             offset,
+            base_context_checksum: 0,
         })
     }
+
+    /// Decodes the 53 bytes `f` of a format_version 6 footer at `offset`.
+    /// The index handle is left empty: it is in the meta-index.
+    fn decode_v6(
+        f: &[u8],
+        checksum_type: ChecksumType,
+        format_version: u32,
+        offset: u64,
+        file: &str,
+    ) -> Result<Footer> {
+        debug_assert_eq!(f.len(), NEW_FOOTER_LEN);
+        let bad = |msg: String| Error::corruption(file, offset, msg);
+        if f[1..5] != EXTENDED_MAGIC {
+            return Err(bad(format!(
+                "Bad extended magic number: 0x{:02X}{:02X}{:02X}{:02X}",
+                f[1], f[2], f[3], f[4]
+            )));
+        }
+        let stored = decode_fixed32(f, 5).unwrap_or(0);
+        let base_context_checksum = decode_fixed32(f, 9).unwrap_or(0);
+        if base_context_checksum == 0 {
+            return Err(bad("Invalid base context checksum".into()));
+        }
+        if checksum_type != ChecksumType::NoChecksum {
+            let mut copy = [0u8; NEW_FOOTER_LEN];
+            copy.copy_from_slice(f);
+            copy[5..9].fill(0);
+            let computed = footer_checksum(checksum_type, &copy)
+                .wrapping_add(checksum_modifier_for_context(base_context_checksum, offset));
+            if computed != stored {
+                return Err(bad(format!("Footer at {offset} checksum mismatch")));
+            }
+        }
+        let metaindex_size = u64::from(decode_fixed32(f, 13).unwrap_or(0));
+        if decode_fixed64(f, 33).unwrap_or(0) != 0 {
+            return Err(Error::NotSupported(format!(
+                "{file}: table uses a future feature (reserved footer bytes are set) not \
+                 supported in this version"
+            )));
+        }
+        let metaindex_offset = offset
+            .checked_sub(BLOCK_TRAILER_SIZE as u64 + metaindex_size)
+            .ok_or_else(|| {
+                bad(format!(
+                    "bad footer: a meta-index of {metaindex_size} bytes does not fit before \
+                     the footer at {offset}"
+                ))
+            })?;
+        Ok(Footer {
+            checksum_type,
+            metaindex_handle: BlockHandle::new(metaindex_offset, metaindex_size),
+            index_handle: BlockHandle::default(),
+            format_version,
+            offset,
+            base_context_checksum,
+        })
+    }
+}
+
+/// RocksDB's `ComputeBuiltinChecksum` over a whole footer (its last byte
+/// plays the block type byte's part).
+fn footer_checksum(kind: ChecksumType, f: &[u8]) -> u32 {
+    let (body, last) = f.split_at(f.len() - 1);
+    block_checksum(kind, body, last[0])
 }
 
 /// Reads and decodes the footer of `file`.
@@ -204,24 +332,49 @@ pub struct BlockReadOptions {
     pub verify_checksums: bool,
     pub format_version: u32,
     pub file_size: u64,
+    /// The footer's base context checksum (0 before format_version 6).
+    pub base_context_checksum: u32,
 }
 
-/// Verifies a block's trailer checksum. `raw` is payload + trailer.
+impl BlockReadOptions {
+    /// How to read the blocks of the table with `footer`.
+    pub fn for_footer(footer: &Footer, verify_checksums: bool, file_size: u64) -> Self {
+        BlockReadOptions {
+            checksum_type: footer.checksum_type,
+            verify_checksums,
+            format_version: footer.format_version,
+            file_size,
+            base_context_checksum: footer.base_context_checksum,
+        }
+    }
+}
+
+/// Verifies a block's trailer checksum. `raw` is payload + trailer;
+/// `context` the file's base context checksum (0: none).
 pub fn verify_block_checksum(
     kind: ChecksumType,
+    context: u32,
     raw: &[u8],
     name: &str,
     handle: BlockHandle,
 ) -> Result<()> {
     let n = raw.len() - BLOCK_TRAILER_SIZE;
-    let stored = decode_fixed32(raw, n + 1).unwrap_or(0);
+    let modifier = checksum_modifier_for_context(context, handle.offset);
+    let stored = decode_fixed32(raw, n + 1)
+        .unwrap_or(0)
+        .wrapping_sub(modifier);
     let computed = block_checksum(kind, &raw[..n], raw[n]);
     if kind != ChecksumType::NoChecksum && stored != computed {
+        let ctx = if modifier != 0 {
+            "(context removed)"
+        } else {
+            ""
+        };
         return Err(Error::corruption(
             name,
             handle.offset,
             format!(
-                "block checksum mismatch: stored = {stored}, computed = {computed}, type = {} (block of {} bytes)",
+                "block checksum mismatch: stored{ctx} = {stored}, computed = {computed}, type = {} (block of {} bytes)",
                 kind as u8, handle.size
             ),
         ));
@@ -303,7 +456,13 @@ pub fn decode_block(
     opts: &BlockReadOptions,
 ) -> Result<BlockContents> {
     if opts.verify_checksums {
-        verify_block_checksum(opts.checksum_type, &raw, name, handle)?;
+        verify_block_checksum(
+            opts.checksum_type,
+            opts.base_context_checksum,
+            &raw,
+            name,
+            handle,
+        )?;
     }
     let n = raw.len() - BLOCK_TRAILER_SIZE;
     let type_byte = raw[n];
@@ -345,6 +504,7 @@ mod tests {
             index_handle: BlockHandle::new(900, 95),
             format_version: 5,
             offset: 1055,
+            base_context_checksum: 0,
         };
         let enc = f.encode();
         assert_eq!(
@@ -354,9 +514,13 @@ mod tests {
         let size = 1055 + 53;
         assert_eq!(Footer::decode(&enc, size, "t").unwrap(), f);
         let mut bad = enc.clone();
-        bad[41] = 6;
+        bad[41] = 8;
         let e = Footer::decode(&bad, size, "t").unwrap_err();
-        assert!(e.to_string().contains("format_version: 6"), "{e}");
+        assert!(e.to_string().contains("format_version: 8"), "{e}");
+        bad[41] = 7;
+        let e = Footer::decode(&bad, size, "t").unwrap_err();
+        assert!(matches!(e, Error::NotSupported(_)), "{e}");
+        assert!(e.to_string().contains("format_version 7"), "{e}");
         let mut bad = enc.clone();
         bad[0] = 9;
         assert!(Footer::decode(&bad, size, "t").is_err());
@@ -369,6 +533,74 @@ mod tests {
                 .contains("magic")
         );
         assert!(Footer::decode(&enc[..40], 40, "t").is_err());
+    }
+
+    #[test]
+    fn footer_v6_roundtrip_checksum_and_rejections() {
+        for kind in [
+            ChecksumType::Crc32c,
+            ChecksumType::XxHash,
+            ChecksumType::XxHash64,
+            ChecksumType::Xxh3,
+        ] {
+            let f = Footer {
+                checksum_type: kind,
+                metaindex_handle: BlockHandle::new(1000, 50),
+                index_handle: BlockHandle::default(),
+                format_version: 6,
+                offset: 1055,
+                base_context_checksum: 0x1234_5678,
+            };
+            let enc = f.encode();
+            assert_eq!(&enc[1..5], &EXTENDED_MAGIC);
+            assert_eq!(decode_fixed32(&enc, 13), Some(50));
+            let size = 1055 + 53;
+            assert_eq!(Footer::decode(&enc, size, "t").unwrap(), f);
+            // Any flipped byte outside the magic and version fails the
+            // footer checksum (or its own check).
+            for i in 0..41 {
+                let mut bad = enc.clone();
+                bad[i] ^= 0x10;
+                assert!(
+                    Footer::decode(&bad, size, "t").is_err(),
+                    "{kind:?} byte {i}"
+                );
+            }
+            // The same footer read at another offset fails: the checksum
+            // carries the offset.
+            let mut moved = f;
+            moved.offset = 2055;
+            moved.metaindex_handle = BlockHandle::new(2000, 50);
+            let e = Footer::decode(&enc, 2055 + 53, "t").unwrap_err();
+            assert!(e.to_string().contains("checksum mismatch"), "{e}");
+            assert_eq!(
+                Footer::decode(&moved.encode(), 2055 + 53, "t").unwrap(),
+                moved
+            );
+        }
+        // Reserved bytes set: a future feature, not damage.
+        let f = Footer {
+            checksum_type: ChecksumType::NoChecksum,
+            metaindex_handle: BlockHandle::new(1000, 50),
+            index_handle: BlockHandle::default(),
+            format_version: 6,
+            offset: 1055,
+            base_context_checksum: 7,
+        };
+        let mut enc = f.encode();
+        enc[40] = 1;
+        let e = Footer::decode(&enc, 1055 + 53, "t").unwrap_err();
+        assert!(matches!(e, Error::NotSupported(_)), "{e}");
+    }
+
+    #[test]
+    fn context_modifier_matches_rocksdb() {
+        assert_eq!(checksum_modifier_for_context(0, 12345), 0);
+        assert_eq!(checksum_modifier_for_context(5, 0), 5);
+        assert_eq!(
+            checksum_modifier_for_context(0xdead_beef, 0x0000_0002_0000_0010),
+            0xdead_beef ^ 0x12
+        );
     }
 
     #[test]

@@ -19,6 +19,9 @@ pub const PROPERTIES_BLOCK: &str = "rocksdb.properties";
 /// Old name of the properties block, accepted on read.
 pub const PROPERTIES_BLOCK_OLD: &str = "rocksdb.stats";
 /// Meta-index name of the range-deletion block.
+/// Meta-index entry of the index block (format_version >= 6, where the
+/// footer no longer holds its handle).
+pub const INDEX_BLOCK: &str = "rocksdb.index";
 pub const RANGE_DEL_BLOCK: &str = "rocksdb.range_del";
 /// Meta-index name of the full filter written by the built-in bloom policies.
 pub const FULL_FILTER_BLOCK: &str = "fullfilter.rocksdb.BuiltinBloomFilter";

@@ -13,11 +13,13 @@ use std::cmp::Ordering;
 use super::block_builder::BlockBuilder;
 use super::compression::{CompressionType, compress};
 use super::filter::FilterBuilder;
-use super::format::{BLOCK_TRAILER_SIZE, BlockHandle, Footer};
+use super::format::{
+    BLOCK_TRAILER_SIZE, BlockHandle, Footer, MAX_FORMAT_VERSION, checksum_modifier_for_context,
+};
 use super::options::TableOptions;
 use super::properties::{
-    FULL_FILTER_BLOCK, INDEX_TYPE, PREFIX_FILTERING, PROPERTIES_BLOCK, RANGE_DEL_BLOCK,
-    TableProperties, WHOLE_KEY_FILTERING,
+    FULL_FILTER_BLOCK, INDEX_BLOCK, INDEX_TYPE, PREFIX_FILTERING, PROPERTIES_BLOCK,
+    RANGE_DEL_BLOCK, TableProperties, WHOLE_KEY_FILTERING,
 };
 use crate::env::WritableFile;
 use crate::error::{Error, Result};
@@ -57,7 +59,26 @@ pub struct TableBuilder {
     props: TableProperties,
     info: TableInfo,
     compressed_buf: Vec<u8>,
+    /// format_version >= 6: this file's nonzero base for block checksum
+    /// contexts (random per file, as RocksDB); 0 before.
+    base_context_checksum: u32,
     finished: bool,
+}
+
+/// A random nonzero base context checksum for a new file.
+fn new_base_context_checksum() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static FILES: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(FILES.fetch_add(1, Ordering::Relaxed));
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    let x = h.finish();
+    ((x as u32) ^ ((x >> 32) as u32)).max(1)
 }
 
 impl std::fmt::Debug for TableBuilder {
@@ -72,9 +93,9 @@ impl std::fmt::Debug for TableBuilder {
 impl TableBuilder {
     /// Starts a table written to `file`, which must be empty.
     pub fn new(opts: TableOptions, file: Box<dyn WritableFile>) -> Result<TableBuilder> {
-        if !(1..=5).contains(&opts.format_version) {
+        if !(1..=MAX_FORMAT_VERSION).contains(&opts.format_version) {
             return Err(Error::InvalidArgument(format!(
-                "unsupported table format_version {} (1..=5)",
+                "unsupported table format_version {} (1..={MAX_FORMAT_VERSION})",
                 opts.format_version
             )));
         }
@@ -131,6 +152,11 @@ impl TableBuilder {
             db_host_id: b"strata".to_vec(),
             ..Default::default()
         };
+        let base_context_checksum = if opts.format_version >= 6 {
+            new_base_context_checksum()
+        } else {
+            0
+        };
         Ok(TableBuilder {
             icmp: InternalKeyComparator::new(opts.comparator.clone()),
             data_block: BlockBuilder::new(opts.block_restart_interval),
@@ -149,6 +175,7 @@ impl TableBuilder {
                 ..Default::default()
             },
             compressed_buf: Vec::new(),
+            base_context_checksum,
             finished: false,
         })
     }
@@ -298,7 +325,9 @@ impl TableBuilder {
         let handle = BlockHandle::new(self.offset, stored.len() as u64);
         let mut trailer = [0u8; BLOCK_TRAILER_SIZE];
         trailer[0] = type_byte as u8;
-        let crc = block_checksum(self.opts.checksum, stored, type_byte as u8);
+        let crc = block_checksum(self.opts.checksum, stored, type_byte as u8).wrapping_add(
+            checksum_modifier_for_context(self.base_context_checksum, self.offset),
+        );
         trailer[1..].copy_from_slice(&crc.to_le_bytes());
         self.file.append(stored)?;
         self.file.append(&trailer)?;
@@ -333,6 +362,9 @@ impl TableBuilder {
             let h = self.write_block(&rd, CompressionType::None)?;
             meta.push((RANGE_DEL_BLOCK, h));
         }
+        if self.opts.format_version >= 6 {
+            meta.push((INDEX_BLOCK, index_handle));
+        }
         self.props.index_key_is_user_key = 0;
         self.props.index_value_is_delta_encoded = 0;
         self.props
@@ -363,6 +395,7 @@ impl TableBuilder {
             index_handle,
             format_version: self.opts.format_version,
             offset: self.offset,
+            base_context_checksum: self.base_context_checksum,
         };
         self.file.append(&footer.encode())?;
         self.offset += footer.encode().len() as u64;

@@ -19,7 +19,8 @@ use super::format::{
 use super::iterator::InternalIterator;
 use super::options::TableOptions;
 use super::properties::{
-    FULL_FILTER_BLOCK, PROPERTIES_BLOCK, PROPERTIES_BLOCK_OLD, RANGE_DEL_BLOCK, TableProperties,
+    FULL_FILTER_BLOCK, INDEX_BLOCK, PROPERTIES_BLOCK, PROPERTIES_BLOCK_OLD, RANGE_DEL_BLOCK,
+    TableProperties,
 };
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
@@ -97,7 +98,7 @@ impl Table {
         opts: &TableOptions,
         largest_seqno: Option<u64>,
     ) -> Result<Table> {
-        let footer = read_footer(&*file, name, file_size)?;
+        let mut footer = read_footer(&*file, name, file_size)?;
         // The footer's handles carry no checksum: one that points outside
         // the blocks is damage in the footer, reported there (not at the
         // offset the damaged handle names).
@@ -130,12 +131,7 @@ impl Table {
             )));
         }
         let name: Arc<str> = Arc::from(name);
-        let read_opts = BlockReadOptions {
-            checksum_type: footer.checksum_type,
-            verify_checksums: opts.verify_checksums,
-            format_version: footer.format_version,
-            file_size,
-        };
+        let read_opts = BlockReadOptions::for_footer(&footer, opts.verify_checksums, file_size);
         // The meta-index is read with checksums on whatever the caller asked.
         let meta_opts = BlockReadOptions {
             verify_checksums: true,
@@ -162,6 +158,26 @@ impl Table {
             it.next();
         }
         it.status()?;
+        if footer.format_version >= 6 {
+            // format_version 6 keeps the index handle in the meta-index.
+            footer.index_handle = match meta.get(INDEX_BLOCK) {
+                Some(&h) if h.fits_in(footer.offset) => h,
+                Some(h) => {
+                    return Err(bad_footer(format!(
+                        "bad meta-index: index block handle ({}, {}) runs past the blocks, \
+                         which end at {}",
+                        h.offset, h.size, footer.offset
+                    )));
+                }
+                None => {
+                    return Err(Error::corruption(
+                        &*name,
+                        footer.metaindex_handle.offset,
+                        "Index block handle not found in metaindex",
+                    ));
+                }
+            };
+        }
 
         let mut global_seqno_offset = None;
         let props = match meta
@@ -815,12 +831,7 @@ pub fn read_table_properties(
     file_size: u64,
 ) -> Result<TableProperties> {
     let footer = read_footer(file, name, file_size)?;
-    let opts = BlockReadOptions {
-        checksum_type: footer.checksum_type,
-        verify_checksums: true,
-        format_version: footer.format_version,
-        file_size,
-    };
+    let opts = BlockReadOptions::for_footer(&footer, true, file_size);
     let metaindex = read_block(file, name, footer.metaindex_handle, &opts)?;
     let block = Arc::new(Block::new(
         metaindex.data,
@@ -873,13 +884,14 @@ fn read_properties_block(
             )
         })
         .flatten();
-    if let Err(e) = verify_block_checksum(read_opts.checksum_type, &raw, name, h) {
+    let context = read_opts.base_context_checksum;
+    if let Err(e) = verify_block_checksum(read_opts.checksum_type, context, &raw, name, h) {
         let Some(at) = offset else {
             return Err(e);
         };
         let mut zeroed = raw.clone();
         zeroed[at..at + 8].fill(0);
-        verify_block_checksum(read_opts.checksum_type, &zeroed, name, h).map_err(|_| e)?;
+        verify_block_checksum(read_opts.checksum_type, context, &zeroed, name, h).map_err(|_| e)?;
     }
     let opts = BlockReadOptions {
         verify_checksums: false,

@@ -53,6 +53,13 @@ impl ChecksumType {
         })
     }
 
+    /// The type RocksDB names `name` (`kCRC32c`, ...); `None` if unknown.
+    pub fn from_name(name: &str) -> Option<ChecksumType> {
+        (0..=4)
+            .filter_map(ChecksumType::from_u8)
+            .find(|t| t.name() == name)
+    }
+
     /// RocksDB's name for the type, as `sst_dump` prints it.
     pub fn name(self) -> &'static str {
         match self {
