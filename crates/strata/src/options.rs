@@ -141,6 +141,12 @@ pub struct ColumnFamilyOptions {
     pub format_version: u32,
     /// Block checksum of new files.
     pub checksum: ChecksumType,
+    /// Compress index blocks with `compression` (RocksDB's
+    /// `enable_index_compression`, on by default).
+    pub enable_index_compression: bool,
+    /// Entries between restart points in index blocks (RocksDB's
+    /// `index_block_restart_interval`, default 1).
+    pub index_block_restart_interval: usize,
     pub num_levels: usize,
     /// Block cache for this column family's tables; `None` gets the DB's
     /// default 8 MiB cache. Pass one `Arc` to several DBs to share it.
@@ -194,6 +200,8 @@ impl Default for ColumnFamilyOptions {
             whole_key_filtering: true,
             format_version: 5,
             checksum: ChecksumType::Crc32c,
+            enable_index_compression: true,
+            index_block_restart_interval: 1,
             num_levels: 7,
             block_cache: None,
             compaction_style: CompactionStyle::Level,
@@ -283,8 +291,10 @@ impl ColumnFamilyOptions {
         if self.block_size == 0 || self.block_size > (u32::MAX as usize) {
             return bad(format!("block_size {} out of range", self.block_size));
         }
-        if self.block_restart_interval == 0 {
-            return bad("block_restart_interval must be at least 1".into());
+        if self.block_restart_interval == 0 || self.index_block_restart_interval == 0 {
+            return bad(
+                "block_restart_interval and index_block_restart_interval must be at least 1".into(),
+            );
         }
         if self.num_levels == 0 || self.num_levels > 64 {
             return bad(format!(
@@ -434,6 +444,8 @@ impl ColumnFamilyOptions {
             whole_key_filtering: self.whole_key_filtering,
             format_version: self.format_version,
             checksum: self.checksum,
+            enable_index_compression: self.enable_index_compression,
+            index_block_restart_interval: self.index_block_restart_interval,
             prefix_extractor: self.prefix_extractor.clone(),
             comparator: self.comparator.clone(),
             column_family_id: u64::from(id),

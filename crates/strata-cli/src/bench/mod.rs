@@ -424,6 +424,9 @@ pub fn run(f: &Flags) -> Result<(), String> {
     opts.cf.bloom_bits_per_key = (bloom_bits >= 0.0).then_some(bloom_bits);
     opts.cf.whole_key_filtering = f.bool_or("whole_key_filtering", true)?;
     opts.cf.format_version = f.num("format_version", 5)?;
+    opts.cf.enable_index_compression = f.bool_or("enable_index_compression", true)?;
+    opts.cf.index_block_restart_interval = f.num("index_block_restart_interval", 1)?;
+    opts.cf.block_restart_interval = f.num("block_restart_interval", 16)?;
     // db_bench's default checksum is 4 (kXXH3).
     let checksum: u8 = f.num("checksum_type", 4)?;
     opts.cf.checksum = strata::util::checksum::ChecksumType::from_u8(checksum)

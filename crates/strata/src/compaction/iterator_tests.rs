@@ -178,6 +178,7 @@ struct Run<'a> {
     merge: bool,
     filter: Option<CompactionFilterRef>,
     end: Option<&'a str>,
+    zero: bool,
 }
 
 impl Default for Run<'_> {
@@ -190,6 +191,7 @@ impl Default for Run<'_> {
             merge: true,
             filter: None,
             end: None,
+            zero: false,
         }
     }
 }
@@ -202,6 +204,7 @@ fn rules(snapshots: Vec<u64>, merge: bool, filter: Option<CompactionFilterRef>) 
             .then(|| Arc::new(StringAppendOperator::default()) as MergeOperatorRef),
         filter,
         output_level: 2,
+        zero_bottom_seqnos: false,
     }
 }
 
@@ -224,7 +227,10 @@ impl Run<'_> {
         let mut it = CompactionIterator::new(
             Box::new(input),
             self.end.map(|e| e.as_bytes().to_vec()),
-            rules(self.snapshots.clone(), self.merge, self.filter.clone()),
+            CompactionRules {
+                zero_bottom_seqnos: self.zero,
+                ..rules(self.snapshots.clone(), self.merge, self.filter.clone())
+            },
             Fragments::new(bytewise(), &tombs),
             BeyondOutputLevel::new(&c, bytewise()),
         );
@@ -362,6 +368,90 @@ fn deletions_dropped_at_the_bottom_of_the_oldest_stripe_only() {
     }
     .out();
     assert_eq!(out, vec![sdel("a", 10)]);
+}
+
+/// RocksDB's sequence-number zeroing at the bottom: only the surviving Put
+/// of the oldest stripe, only where nothing deeper holds the key, and not
+/// under an older tombstone that would then cover it.
+#[test]
+fn bottom_puts_of_the_oldest_stripe_get_sequence_zero() {
+    let run = |points: Vec<Point>, snapshots: Vec<u64>, deeper, tombstones| {
+        Run {
+            points,
+            snapshots,
+            deeper,
+            tombstones,
+            zero: true,
+            ..Run::default()
+        }
+        .go()
+    };
+    let (out, stats) = run(
+        vec![put("a", 10, "a10"), put("a", 5, "a5"), put("b", 4, "b4")],
+        vec![],
+        vec![],
+        vec![],
+    );
+    assert_eq!(out, vec![put("a", 0, "a10"), put("b", 0, "b4")]);
+    assert_eq!(stats.zeroed_seqnos, 2);
+    // A snapshot at 7: a10 is newer than it and keeps its number; a5 is
+    // the oldest stripe's Put.
+    let (out, _) = run(
+        vec![put("a", 10, "a10"), put("a", 5, "a5"), put("b", 9, "b9")],
+        vec![7],
+        vec![],
+        vec![],
+    );
+    assert_eq!(
+        out,
+        vec![put("a", 10, "a10"), put("a", 0, "a5"), put("b", 9, "b9")]
+    );
+    // A deeper file holding "a": not the bottom for "a".
+    let (out, _) = run(
+        vec![put("a", 10, "a10"), put("b", 4, "b4")],
+        vec![],
+        vec![("a", "a")],
+        vec![],
+    );
+    assert_eq!(out, vec![put("a", 10, "a10"), put("b", 0, "b4")]);
+    // Merges fold into a Put at the bottom, which is zeroed; deletions and
+    // operands that stay are never zeroed.
+    let (out, _) = run(
+        vec![merge("m", 8, "x"), merge("m", 6, "y"), del("d", 3)],
+        vec![],
+        vec![("d", "d")],
+        vec![],
+    );
+    assert_eq!(out, vec![del("d", 3), put("m", 0, "y,x")]);
+    let (out, _) = run(vec![merge("m", 8, "x")], vec![], vec![("m", "m")], vec![]);
+    assert_eq!(out, vec![merge("m", 8, "x")]);
+    // An older tombstone over the key (kept for a deeper file elsewhere in
+    // its range): zeroing b12 would put it under [b, c)@10.
+    let (out, _) = run(
+        vec![put("b", 12, "b12")],
+        vec![],
+        vec![("bz", "bz")],
+        vec![("b", "c", 10)],
+    );
+    assert_eq!(out, vec![put("b", 12, "b12")]);
+    // As old as the Put (an ingested file's tombstone and keys share one
+    // number): the tombstone does not cover it, and must not after.
+    let (out, _) = run(
+        vec![put("b", 12, "b12")],
+        vec![],
+        vec![("bz", "bz")],
+        vec![("b", "c", 12)],
+    );
+    assert_eq!(out, vec![put("b", 12, "b12")]);
+    // A newer tombstone over it is fine (it covers the key either way,
+    // here the Put is dropped).
+    let (out, _) = run(
+        vec![put("b", 8, "b8"), put("c", 8, "c8")],
+        vec![],
+        vec![],
+        vec![("b", "c", 10)],
+    );
+    assert_eq!(out, vec![put("c", 0, "c8")]);
 }
 
 // ---------------------------------------------------------------------
@@ -834,7 +924,11 @@ fn random_case(seed: u64) -> std::result::Result<(), String> {
         fs: Arc::clone(&fs),
         dir,
         table_options: table_options.clone(),
-        rules: rules(snapshots.clone(), true, None),
+        rules: CompactionRules {
+            // As the engine sets it: zeros below level 0 only.
+            zero_bottom_seqnos: c.output_level >= 1,
+            ..rules(snapshots.clone(), true, None)
+        },
         input_tombstones,
         new_file_number: &new_file_number,
         make_input: &make_input,
@@ -948,10 +1042,14 @@ fn random_case(seed: u64) -> std::result::Result<(), String> {
             }
         }
     }
-    // Sequence numbers are never rewritten: every output entry's
-    // sequence is an input sequence.
+    // Sequence numbers are not rewritten, except a Put's to 0 below
+    // level 0: every other output entry's sequence is an input sequence.
     let seqs: HashSet<u64> = points.iter().map(|p| p.1).collect();
-    if let Some(p) = out_points.iter().find(|p| !seqs.contains(&p.1)) {
+    let zeroed = |p: &Point| p.1 == 0 && p.2 == ValueType::Value && c.output_level >= 1;
+    if let Some(p) = out_points
+        .iter()
+        .find(|p| !seqs.contains(&p.1) && !zeroed(p))
+    {
         return Err(format!("output {p:?} has a sequence no input had"));
     }
     Ok(())

@@ -444,6 +444,7 @@ impl DbInner {
                 merge_operator: opts.merge_operator.clone(),
                 filter: opts.compaction_filter.clone(),
                 output_level: c.output_level,
+                zero_bottom_seqnos: c.output_level >= 1,
             },
             input_tombstones: tombstones,
             new_file_number: &new_file_number,

@@ -251,6 +251,16 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
         kv(&mut s, "block_restart_interval", &t.block_restart_interval);
         kv(&mut s, "checksum", &t.checksum.name());
         kv(&mut s, "format_version", &t.format_version);
+        kv(
+            &mut s,
+            "index_block_restart_interval",
+            &t.index_block_restart_interval,
+        );
+        kv(
+            &mut s,
+            "enable_index_compression",
+            &t.enable_index_compression,
+        );
         kv(&mut s, "whole_key_filtering", &t.whole_key_filtering);
         let filter = t.bloom_bits_per_key.map_or_else(
             || "nullptr".to_string(),

@@ -399,6 +399,12 @@ impl OptionsFile {
                             .ok_or_else(|| bad(format!("{file}: invalid value for {k}: {v}")))?;
                     }
                     "whole_key_filtering" => c.whole_key_filtering = boolean(file, k, v)?,
+                    "enable_index_compression" => c.enable_index_compression = boolean(file, k, v)?,
+                    "index_block_restart_interval" => {
+                        if let Some(n) = count(file, k, v)?.filter(|&n| n > 0) {
+                            c.index_block_restart_interval = n;
+                        }
+                    }
                     "filter_policy" => {
                         c.bloom_bits_per_key = match v.as_str() {
                             "nullptr" | "" => None,

@@ -10,6 +10,7 @@ pub mod block_builder;
 pub mod compression;
 pub mod filter;
 pub mod format;
+pub mod index_builder;
 pub mod iterator;
 pub mod options;
 pub mod prefix_seek_iter;

@@ -23,13 +23,20 @@ pub struct TableOptions {
     pub block_size: usize,
     /// Entries between restart points in data blocks.
     pub block_restart_interval: usize,
+    /// Entries between restart points in the index block (RocksDB's
+    /// `index_block_restart_interval`, default 1).
+    pub index_block_restart_interval: usize,
     /// Codec for data blocks.
     pub compression: CompressionType,
+    /// Compress the index block with `compression` too (RocksDB's
+    /// `enable_index_compression`, default true).
+    pub enable_index_compression: bool,
     /// Codec level; `None` uses the codec's default.
     pub compression_level: Option<i32>,
     /// Block checksum written into the footer.
     pub checksum: ChecksumType,
-    /// Table format_version (1..=5; RocksDB 7.8.3 reads up to 5).
+    /// Table format_version (1..=6; RocksDB 7.8.3 reads up to 5). It also
+    /// picks the index form: user keys from 3, delta-encoded handles from 4.
     pub format_version: u32,
     /// Bits per key of the full bloom filter; `None` writes no filter.
     pub bloom_bits_per_key: Option<f64>,
@@ -71,7 +78,9 @@ impl Default for TableOptions {
         TableOptions {
             block_size: 4096,
             block_restart_interval: 16,
+            index_block_restart_interval: 1,
             compression: CompressionType::Snappy,
+            enable_index_compression: true,
             compression_level: None,
             checksum: ChecksumType::Crc32c,
             format_version: 5,

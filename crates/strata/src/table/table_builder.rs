@@ -2,6 +2,11 @@
 //! deletions, properties, meta-index and footer, in RocksDB's order and
 //! encodings (`block_based_table_builder.cc`).
 //!
+//! Data blocks are cut as RocksDB's `FlushBlockBySizePolicy` cuts them
+//! (block_size_deviation 10): before an entry, when the block has reached
+//! `block_size`, or when the entry would take it past `block_size` and it
+//! is already over 90% full.
+//!
 //! Invariants: keys are added in strictly increasing internal-key order
 //! (checked in debug builds); an index entry for a data block is written
 //! only once the next key (or the end) is known, so its separator satisfies
@@ -16,6 +21,7 @@ use super::filter::FilterBuilder;
 use super::format::{
     BLOCK_TRAILER_SIZE, BlockHandle, Footer, MAX_FORMAT_VERSION, checksum_modifier_for_context,
 };
+use super::index_builder::IndexBuilder;
 use super::options::TableOptions;
 use super::properties::{
     FULL_FILTER_BLOCK, INDEX_BLOCK, INDEX_TYPE, PREFIX_FILTERING, PROPERTIES_BLOCK,
@@ -49,7 +55,10 @@ pub struct TableBuilder {
     file: Box<dyn WritableFile>,
     offset: u64,
     data_block: BlockBuilder,
-    index_block: BlockBuilder,
+    index: IndexBuilder,
+    /// RocksDB's `block_size_deviation_limit_`: a block over this many
+    /// bytes is cut before an entry that would take it past `block_size`.
+    deviation_limit: usize,
     range_del_block: BlockBuilder,
     filter: Option<FilterBuilder>,
     last_prefix: Option<Vec<u8>>,
@@ -64,6 +73,9 @@ pub struct TableBuilder {
     base_context_checksum: u32,
     finished: bool,
 }
+
+/// RocksDB's default `block_size_deviation` (percent).
+const BLOCK_SIZE_DEVIATION: usize = 10;
 
 /// A random nonzero base context checksum for a new file.
 fn new_base_context_checksum() -> u32 {
@@ -105,9 +117,14 @@ impl TableBuilder {
                 opts.compression.name()
             )));
         }
-        if opts.block_size == 0 || opts.block_restart_interval == 0 {
+        if opts.block_size == 0
+            || opts.block_restart_interval == 0
+            || opts.index_block_restart_interval == 0
+        {
             return Err(Error::InvalidArgument(
-                "block_size and block_restart_interval must be positive".into(),
+                "block_size, block_restart_interval and index_block_restart_interval must be \
+                 positive"
+                    .into(),
             ));
         }
         let filter = match opts.bloom_bits_per_key {
@@ -160,7 +177,8 @@ impl TableBuilder {
         Ok(TableBuilder {
             icmp: InternalKeyComparator::new(opts.comparator.clone()),
             data_block: BlockBuilder::new(opts.block_restart_interval),
-            index_block: BlockBuilder::new(1),
+            index: IndexBuilder::new(opts.format_version, opts.index_block_restart_interval),
+            deviation_limit: (opts.block_size * (100 - BLOCK_SIZE_DEVIATION)).div_ceil(100),
             range_del_block: BlockBuilder::new(1),
             filter,
             last_prefix: None,
@@ -232,10 +250,25 @@ impl TableBuilder {
                 "keys must be added to a table in strictly increasing order".into(),
             ));
         }
+        if !self.data_block.is_empty() {
+            let size = self.data_block.current_size_estimate();
+            if size >= self.opts.block_size
+                || (size > self.deviation_limit
+                    && self.data_block.estimate_size_after(ikey.len(), value.len())
+                        > self.opts.block_size)
+            {
+                self.flush_data_block()?;
+            }
+        }
         if let Some(handle) = self.pending_handle.take() {
             let mut sep = std::mem::take(&mut self.last_key);
+            let splits_user_key = self
+                .icmp
+                .user_comparator()
+                .compare(extract_user_key(&sep), parsed.user_key)
+                .is_eq();
             self.icmp.find_shortest_separator(&mut sep, ikey);
-            self.index_block.add(&sep, &handle.encode());
+            self.index.add(&sep, handle, splits_user_key);
         }
         if let Some(f) = &mut self.filter {
             let user_key = parsed.user_key;
@@ -266,9 +299,6 @@ impl TableBuilder {
             _ => {}
         }
         self.track_key(ikey, parsed.sequence, None);
-        if self.data_block.current_size_estimate() >= self.opts.block_size {
-            self.flush_data_block()?;
-        }
         Ok(())
     }
 
@@ -340,9 +370,10 @@ impl TableBuilder {
     pub fn finish(mut self, sync: bool) -> Result<TableInfo> {
         self.flush_data_block()?;
         if let Some(handle) = self.pending_handle.take() {
-            let mut last = std::mem::take(&mut self.last_key);
-            self.icmp.find_short_successor(&mut last);
-            self.index_block.add(&last, &handle.encode());
+            // RocksDB's default index_shortening (kShortenSeparators)
+            // keeps the last key as it is.
+            let last = std::mem::take(&mut self.last_key);
+            self.index.add(&last, handle, false);
         }
         let mut meta: Vec<(&str, BlockHandle)> = Vec::new();
         if let Some(f) = &mut self.filter {
@@ -354,9 +385,17 @@ impl TableBuilder {
                 meta.push((FULL_FILTER_BLOCK, h));
             }
         }
-        let index = self.index_block.finish().to_vec();
-        let index_handle = self.write_block(&index, CompressionType::None)?;
-        self.props.index_size = index.len() as u64 + BLOCK_TRAILER_SIZE as u64;
+        let index = std::mem::replace(&mut self.index, IndexBuilder::new(1, 1)).finish();
+        let index_codec = if self.opts.enable_index_compression {
+            self.opts.compression
+        } else {
+            CompressionType::None
+        };
+        let index_handle = self.write_block(&index.block, index_codec)?;
+        // RocksDB records the uncompressed index size.
+        self.props.index_size = index.block.len() as u64;
+        self.props.index_key_is_user_key = u64::from(index.key_is_user_key);
+        self.props.index_value_is_delta_encoded = u64::from(index.value_is_delta_encoded);
         if !self.range_del_block.is_empty() {
             let rd = self.range_del_block.finish().to_vec();
             let h = self.write_block(&rd, CompressionType::None)?;
@@ -365,8 +404,6 @@ impl TableBuilder {
         if self.opts.format_version >= 6 {
             meta.push((INDEX_BLOCK, index_handle));
         }
-        self.props.index_key_is_user_key = 0;
-        self.props.index_value_is_delta_encoded = 0;
         self.props
             .user_collected
             .insert(INDEX_TYPE.as_bytes().to_vec(), 0u32.to_le_bytes().to_vec());

@@ -75,7 +75,11 @@ impl Comparator for BytewiseComparator {
         if byte >= limit[diff] {
             return; // start is not below limit: leave it alone
         }
-        if byte + 1 < limit[diff] {
+        // RocksDB's rule: incrementing the byte is enough when the result
+        // stays below `limit`, which it does if limit's byte is larger by
+        // more than one, or if limit goes on past it (the result is then a
+        // proper prefix of limit).
+        if diff < limit.len() - 1 || byte + 1 < limit[diff] {
             start[diff] += 1;
             start.truncate(diff + 1);
             debug_assert!(self.compare(start, limit) == Ordering::Less);
@@ -152,6 +156,14 @@ mod tests {
         let mut s = b"abc".to_vec();
         c.find_shortest_separator(&mut s, b"abcde");
         assert_eq!(s, b"abc");
+        // Adjacent bytes: incremented when limit goes on (RocksDB), else
+        // the first non-0xff byte after it is.
+        let mut s = b"ab\x2c\x31zz".to_vec();
+        c.find_shortest_separator(&mut s, b"ab\x2d\x00");
+        assert_eq!(s, b"ab\x2d");
+        let mut s = b"ab\x2c\xff\x31zz".to_vec();
+        c.find_shortest_separator(&mut s, b"ab\x2d");
+        assert_eq!(s, b"ab\x2c\xff\x32");
         let mut k = vec![0xff, 0xff, 0x05, 0x07];
         c.find_short_successor(&mut k);
         assert_eq!(k, [0xff, 0xff, 0x06]);

@@ -71,6 +71,12 @@ pub struct Transaction<'db> {
     batch: WriteBatchWithIndex,
     snapshot: Option<Arc<Snapshot>>,
     snapshot_on_next_op: bool,
+    /// Optimistic: a snapshot at or below every tracked key's sequence,
+    /// held while keys are tracked. Compactions give a Put sequence 0 only
+    /// when every snapshot sees it, so a write after a tracked sequence
+    /// keeps its number and validation sees it (RocksDB validates against
+    /// memtables only, and answers TryAgain when they are too short).
+    seq_guard: Option<Arc<Snapshot>>,
     tracked: HashMap<(u32, Vec<u8>), Tracked>,
     save_points: Vec<SavePoint>,
     state: TransactionState,
@@ -107,6 +113,7 @@ impl<'db> Transaction<'db> {
             batch: WriteBatchWithIndex::default(),
             snapshot: None,
             snapshot_on_next_op: false,
+            seq_guard: None,
             tracked: HashMap::new(),
             save_points: Vec::new(),
             state: TransactionState::Started,
@@ -333,9 +340,18 @@ impl<'db> Transaction<'db> {
             }
             Backend::Optimistic(_) => {
                 if prior.is_none() {
+                    let guard = self
+                        .seq_guard
+                        .get_or_insert_with(|| {
+                            self.snapshot
+                                .clone()
+                                .unwrap_or_else(|| Arc::new(self.db.snapshot()))
+                        })
+                        .sequence();
                     let seq = self
                         .snapshot()
                         .unwrap_or_else(|| self.db.latest_sequence_number());
+                    debug_assert!(guard <= seq, "the guard sees every tracked sequence");
                     self.tracked.insert(k.clone(), Tracked { seq, exclusive });
                 }
             }
@@ -667,6 +683,7 @@ impl<'db> Transaction<'db> {
         }
         self.tracked.clear();
         self.save_points.clear();
+        self.seq_guard = None;
     }
 }
 
