@@ -179,11 +179,60 @@ fn read_capped(mut r: impl Read, expected: Option<usize>) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Raw inflate primed with `dict` (RocksDB's `inflateSetDictionary`).
+fn inflate_with_dict(body: &[u8], expected: Option<usize>, dict: &[u8]) -> Result<Vec<u8>> {
+    let mut d = flate2::Decompress::new(false);
+    d.set_dictionary(dict)
+        .map_err(|e| corrupt(format!("bad Zlib dictionary: {e}")))?;
+    let cap = expected.unwrap_or(MAX_UNCOMPRESSED_BLOCK);
+    let mut out = Vec::with_capacity(expected.map_or(64 << 10, |n| n + 1));
+    loop {
+        let (consumed, produced) = (d.total_in() as usize, d.total_out());
+        let st = d
+            .decompress_vec(&body[consumed..], &mut out, flate2::FlushDecompress::Finish)
+            .map_err(|e| corrupt(format!("bad compressed block: {e}")))?;
+        if out.len() > cap {
+            return Err(corrupt("compressed block inflates past its stated size"));
+        }
+        if st == flate2::Status::StreamEnd {
+            break;
+        }
+        if out.len() == out.capacity() {
+            out.reserve(out.len().max(4096));
+        } else if d.total_in() as usize == consumed && d.total_out() == produced {
+            return Err(corrupt("bad compressed block: truncated deflate stream"));
+        }
+    }
+    if let Some(n) = expected
+        && out.len() != n
+    {
+        return Err(corrupt(format!(
+            "decompressed size {} differs from stated {n}",
+            out.len()
+        )));
+    }
+    Ok(out)
+}
+
 /// Decompresses a block payload. `format_version` selects the framing
 /// (RocksDB's compress_format_version is 2 for table format_version >= 2).
 /// Errors are Corruption with offset 0; callers relocate them.
 pub fn decompress(kind: CompressionType, data: &[u8], format_version: u32) -> Result<Vec<u8>> {
+    decompress_with_dict(kind, data, format_version, None)
+}
+
+/// [`decompress`] for a data block of a table with a compression
+/// dictionary (`rocksdb.compression_dict`): ZSTD, LZ4 and Zlib blocks were
+/// compressed against it (RocksDB's `compression_opts.max_dict_bytes`);
+/// Snappy and BZip2 take none.
+pub fn decompress_with_dict(
+    kind: CompressionType,
+    data: &[u8],
+    format_version: u32,
+    dict: Option<&[u8]>,
+) -> Result<Vec<u8>> {
     use CompressionType as C;
+    let dict = dict.filter(|d| !d.is_empty());
     let v2 = format_version >= 2;
     match kind {
         C::None => Ok(data.to_vec()),
@@ -204,12 +253,20 @@ pub fn decompress(kind: CompressionType, data: &[u8], format_version: u32) -> Re
                 ));
             }
             let (n, body) = split_size_prefix(data)?;
-            lz4_flex::block::decompress(body, n).map_err(|e| corrupt(format!("bad LZ4 block: {e}")))
+            match dict {
+                None => lz4_flex::block::decompress(body, n),
+                Some(d) => lz4_flex::block::decompress_with_dict(body, n, d),
+            }
+            .map_err(|e| corrupt(format!("bad LZ4 block: {e}")))
         }
         C::Zstd | C::ZstdNotFinal => {
             let (n, body) = split_size_prefix(data)?;
-            let out = zstd::bulk::decompress(body, n)
-                .map_err(|e| corrupt(format!("bad ZSTD block: {e}")))?;
+            let out = match dict {
+                None => zstd::bulk::decompress(body, n),
+                Some(d) => zstd::bulk::Decompressor::with_dictionary(d)
+                    .and_then(|mut z| z.decompress(body, n)),
+            }
+            .map_err(|e| corrupt(format!("bad ZSTD block: {e}")))?;
             if out.len() != n {
                 return Err(corrupt("ZSTD block size differs from its prefix"));
             }
@@ -222,7 +279,10 @@ pub fn decompress(kind: CompressionType, data: &[u8], format_version: u32) -> Re
             } else {
                 (None, data)
             };
-            read_capped(flate2::read::DeflateDecoder::new(body), n)
+            match dict {
+                None => read_capped(flate2::read::DeflateDecoder::new(body), n),
+                Some(d) => inflate_with_dict(body, n, d),
+            }
         }
         C::BZip2 => {
             let (n, body) = if v2 {
@@ -285,6 +345,54 @@ mod tests {
         d.decompress_vec(body, &mut out, flate2::FlushDecompress::Finish)
             .unwrap();
         assert_eq!(out, data);
+    }
+
+    /// Blocks compressed against a dictionary read back only with it
+    /// (ZSTD, LZ4, Zlib; RocksDB's `compression_opts.max_dict_bytes`).
+    #[test]
+    fn dictionary_blocks_roundtrip() {
+        let dict: Vec<u8> = (0..4096u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
+            .collect();
+        let data: Vec<u8> = dict[100..2100]
+            .iter()
+            .chain(dict[3000..3500].iter())
+            .copied()
+            .collect();
+        // ZSTD with a raw-content dictionary.
+        let mut c = zstd::bulk::Compressor::with_dictionary(3, &dict).unwrap();
+        let z = with_size_prefix(data.len(), &c.compress(&data).unwrap());
+        assert_eq!(
+            decompress_with_dict(CompressionType::Zstd, &z, 5, Some(&dict)).unwrap(),
+            data
+        );
+        assert!(decompress(CompressionType::Zstd, &z, 5).is_err());
+        // LZ4.
+        let l = with_size_prefix(
+            data.len(),
+            &lz4_flex::block::compress_with_dict(&data, &dict),
+        );
+        assert!(l.len() < 200, "{}", l.len());
+        assert_eq!(
+            decompress_with_dict(CompressionType::Lz4, &l, 5, Some(&dict)).unwrap(),
+            data
+        );
+        // Zlib (raw deflate primed with the dictionary).
+        let mut zc = flate2::Compress::new_with_window_bits(flate2::Compression::new(6), false, 14);
+        zc.set_dictionary(&dict).unwrap();
+        let mut body = Vec::with_capacity(4096);
+        zc.compress_vec(&data, &mut body, flate2::FlushCompress::Finish)
+            .unwrap();
+        let zl = with_size_prefix(data.len(), &body);
+        assert!(zl.len() < 200, "{}", zl.len());
+        assert_eq!(
+            decompress_with_dict(CompressionType::Zlib, &zl, 5, Some(&dict)).unwrap(),
+            data
+        );
+        assert!(
+            decompress_with_dict(CompressionType::Zlib, &zl[..zl.len() - 3], 5, Some(&dict))
+                .is_err()
+        );
     }
 
     #[test]

@@ -23,7 +23,7 @@
 
 use std::sync::Arc;
 
-use super::compression::{CompressionType, decompress};
+use super::compression::{CompressionType, decompress_with_dict};
 use crate::env::{RandomAccessFile, read_exact_at};
 use crate::error::{Error, Result};
 use crate::util::checksum::{ChecksumType, block_checksum};
@@ -450,10 +450,22 @@ fn decompress_snappy_shared(data: &[u8]) -> Result<Arc<[u8]>> {
 
 /// Checks and decompresses a block already read (payload + trailer).
 pub fn decode_block(
+    raw: Vec<u8>,
+    name: &str,
+    handle: BlockHandle,
+    opts: &BlockReadOptions,
+) -> Result<BlockContents> {
+    decode_block_with_dict(raw, name, handle, opts, None)
+}
+
+/// [`decode_block`] for a data block of a table with a compression
+/// dictionary.
+pub fn decode_block_with_dict(
     mut raw: Vec<u8>,
     name: &str,
     handle: BlockHandle,
     opts: &BlockReadOptions,
+    dict: Option<&[u8]>,
 ) -> Result<BlockContents> {
     if opts.verify_checksums {
         verify_block_checksum(
@@ -481,7 +493,7 @@ pub fn decode_block(
         // (no intermediate Vec and copy).
         decompress_snappy_shared(&raw[..n]).map_err(|e| e.relocate(name, handle.offset))?
     } else {
-        decompress(compression, &raw[..n], opts.format_version)
+        decompress_with_dict(compression, &raw[..n], opts.format_version, dict)
             .map_err(|e| e.relocate(name, handle.offset))?
             .into()
     };

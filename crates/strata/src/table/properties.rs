@@ -22,6 +22,8 @@ pub const PROPERTIES_BLOCK_OLD: &str = "rocksdb.stats";
 /// Meta-index entry of the index block (format_version >= 6, where the
 /// footer no longer holds its handle).
 pub const INDEX_BLOCK: &str = "rocksdb.index";
+/// Meta-index entry of the data blocks' compression dictionary.
+pub const COMPRESSION_DICT_BLOCK: &str = "rocksdb.compression_dict";
 pub const RANGE_DEL_BLOCK: &str = "rocksdb.range_del";
 /// Meta-index name of the full filter written by the built-in bloom policies.
 pub const FULL_FILTER_BLOCK: &str = "fullfilter.rocksdb.BuiltinBloomFilter";

@@ -19,8 +19,8 @@ use super::format::{
 use super::iterator::InternalIterator;
 use super::options::TableOptions;
 use super::properties::{
-    FULL_FILTER_BLOCK, INDEX_BLOCK, PROPERTIES_BLOCK, PROPERTIES_BLOCK_OLD, RANGE_DEL_BLOCK,
-    TableProperties,
+    COMPRESSION_DICT_BLOCK, FULL_FILTER_BLOCK, INDEX_BLOCK, PROPERTIES_BLOCK, PROPERTIES_BLOCK_OLD,
+    RANGE_DEL_BLOCK, TableProperties,
 };
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
@@ -47,6 +47,8 @@ pub struct Table {
     index_order: KeyOrder,
     index_delta: bool,
     filter: Option<FilterReader>,
+    /// The data blocks' compression dictionary (`rocksdb.compression_dict`).
+    compression_dict: Option<Arc<[u8]>>,
     whole_key_filtering: bool,
     prefix_filter: Option<crate::util::slice_transform::SliceTransformRef>,
     range_tombstones: Vec<(Vec<u8>, Vec<u8>)>,
@@ -224,6 +226,10 @@ impl Table {
             )),
             None => None,
         };
+        let compression_dict = match meta.get(COMPRESSION_DICT_BLOCK) {
+            Some(&h) => Some(read_block(&*file, &name, h, &meta_opts)?.data),
+            None => None,
+        };
         let prefix_filter =
             if props.user_property(super::properties::PREFIX_FILTERING) == Some(b"1") {
                 crate::util::slice_transform::parse_slice_transform(&String::from_utf8_lossy(
@@ -278,6 +284,7 @@ impl Table {
             index_block,
             index_order,
             filter,
+            compression_dict,
             whole_key_filtering,
             prefix_filter,
             range_tombstones,
@@ -331,9 +338,29 @@ impl Table {
             .iter(self.index_order.clone(), self.index_delta)
     }
 
-    /// Reads and checks a block of this table (uncompressed contents).
+    /// Reads and checks a block of this table (uncompressed contents;
+    /// data blocks decompress with the table's dictionary, if any).
     pub fn read_block(&self, handle: BlockHandle) -> Result<BlockContents> {
-        read_block(&*self.file, &self.name, handle, &self.read_opts)
+        self.read_data_contents(handle, &self.read_opts)
+    }
+
+    /// Reads a data block's contents with `opts`, through the table's
+    /// compression dictionary.
+    fn read_data_contents(
+        &self,
+        handle: BlockHandle,
+        opts: &BlockReadOptions,
+    ) -> Result<BlockContents> {
+        super::format::check_in_file(&self.name, handle, opts.file_size)?;
+        let len = handle.size as usize + BLOCK_TRAILER_SIZE;
+        let raw = crate::env::read_exact_at(&*self.file, &self.name, handle.offset, len)?;
+        super::format::decode_block_with_dict(
+            raw,
+            &self.name,
+            handle,
+            opts,
+            self.compression_dict.as_deref(),
+        )
     }
 
     /// Reads a data block (through the block cache when there is one).
@@ -369,10 +396,16 @@ impl Table {
             record(&self.statistics, Ticker::BlockCacheDataMiss, 1);
         }
         let c = match readahead {
-            None => read_block(&*self.file, &self.name, handle, &read_opts)?,
+            None => self.read_data_contents(handle, &read_opts)?,
             Some(ra) => {
                 let raw = ra.read(&*self.file, &self.name, handle, self.file_size)?;
-                super::format::decode_block(raw, &self.name, handle, &read_opts)?
+                super::format::decode_block_with_dict(
+                    raw,
+                    &self.name,
+                    handle,
+                    &read_opts,
+                    self.compression_dict.as_deref(),
+                )?
             }
         };
         let block = Arc::new(Block::new(c.data, self.name.clone(), handle)?);
@@ -515,7 +548,7 @@ impl Table {
         while idx.valid() {
             let h = BlockHandle::decode(idx.value())
                 .ok_or_else(|| Error::corruption(&*self.name, 0, "bad index entry"))?;
-            read_block(&*self.file, &self.name, h, &opts)?;
+            self.read_data_contents(h, &opts)?;
             idx.next();
         }
         idx.status()
