@@ -147,6 +147,8 @@ pub struct ColumnFamilyOptions {
     /// Entries between restart points in index blocks (RocksDB's
     /// `index_block_restart_interval`, default 1).
     pub index_block_restart_interval: usize,
+    /// How index keys are shortened (RocksDB's `index_shortening`).
+    pub index_shortening: crate::table::options::IndexShorteningMode,
     pub num_levels: usize,
     /// Block cache for this column family's tables; `None` gets the DB's
     /// default 8 MiB cache. Pass one `Arc` to several DBs to share it.
@@ -202,6 +204,7 @@ impl Default for ColumnFamilyOptions {
             checksum: ChecksumType::Crc32c,
             enable_index_compression: true,
             index_block_restart_interval: 1,
+            index_shortening: crate::table::options::IndexShorteningMode::ShortenSeparators,
             num_levels: 7,
             block_cache: None,
             compaction_style: CompactionStyle::Level,
@@ -366,12 +369,6 @@ impl ColumnFamilyOptions {
                 self.format_version
             )));
         }
-        if self.format_version < 5 && self.bloom_bits_per_key.is_some_and(|b| b >= 0.5) {
-            return bad(format!(
-                "bloom filters need table format_version 5 or later (got {})",
-                self.format_version
-            ));
-        }
         Ok(())
     }
 
@@ -446,6 +443,7 @@ impl ColumnFamilyOptions {
             checksum: self.checksum,
             enable_index_compression: self.enable_index_compression,
             index_block_restart_interval: self.index_block_restart_interval,
+            index_shortening: self.index_shortening,
             prefix_extractor: self.prefix_extractor.clone(),
             comparator: self.comparator.clone(),
             column_family_id: u64::from(id),

@@ -426,6 +426,10 @@ pub fn run(f: &Flags) -> Result<(), String> {
     opts.cf.format_version = f.num("format_version", 5)?;
     opts.cf.enable_index_compression = f.bool_or("enable_index_compression", true)?;
     opts.cf.index_block_restart_interval = f.num("index_block_restart_interval", 1)?;
+    // db_bench's default is 2 (separators and successor).
+    let mode: i64 = f.num("index_shortening_mode", 2)?;
+    opts.cf.index_shortening = strata::table::options::IndexShorteningMode::from_code(mode)
+        .ok_or_else(|| format!("unknown --index_shortening_mode={mode}"))?;
     opts.cf.block_restart_interval = f.num("block_restart_interval", 16)?;
     // db_bench's default checksum is 4 (kXXH3).
     let checksum: u8 = f.num("checksum_type", 4)?;

@@ -261,6 +261,7 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
             "enable_index_compression",
             &t.enable_index_compression,
         );
+        kv(&mut s, "index_shortening", &t.index_shortening.name());
         kv(&mut s, "whole_key_filtering", &t.whole_key_filtering);
         let filter = t.bloom_bits_per_key.map_or_else(
             || "nullptr".to_string(),

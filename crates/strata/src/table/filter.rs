@@ -70,6 +70,9 @@ pub struct FilterBuilder {
     millibits_per_key: u32,
     num_probes: u32,
     hashes: Vec<u64>,
+    /// Tables of format_version < 5: RocksDB's legacy Bloom
+    /// (`LegacyBloomBitsBuilder`), 32-bit `BloomHash` keys.
+    legacy: bool,
 }
 
 impl std::fmt::Debug for FilterBuilder {
@@ -91,13 +94,33 @@ impl FilterBuilder {
             millibits_per_key,
             num_probes: choose_num_probes(millibits_per_key),
             hashes: Vec::new(),
+            legacy: false,
+        }
+    }
+
+    /// A builder of the legacy Bloom filter RocksDB writes into tables of
+    /// format_version < 5: whole bits per key (rounded), `bits * 0.69`
+    /// probes (1 to 30), an odd number of 64-byte lines.
+    pub fn new_legacy(bits_per_key: f64) -> Self {
+        let millibits_per_key = millibits_for(bits_per_key);
+        let whole_bits = (millibits_per_key + 500) / 1000;
+        let num_probes = ((f64::from(whole_bits) * 0.69) as u32).clamp(1, 30);
+        FilterBuilder {
+            millibits_per_key: whole_bits * 1000,
+            num_probes,
+            hashes: Vec::new(),
+            legacy: true,
         }
     }
 
     /// Adds a key (a user key). An adjacent duplicate hash is collapsed, as
     /// RocksDB does.
     pub fn add_key(&mut self, key: &[u8]) {
-        self.add_hash(xxph3_64(key));
+        if self.legacy {
+            self.add_hash(u64::from(hash32(key, LEGACY_BLOOM_SEED)));
+        } else {
+            self.add_hash(xxph3_64(key));
+        }
     }
 
     /// Adds an already computed [`xxph3_64`] hash of a key.
@@ -137,6 +160,9 @@ impl FilterBuilder {
         if hashes.is_empty() {
             return Vec::new();
         }
+        if self.legacy {
+            return self.finish_legacy(&hashes);
+        }
         let len = self.filter_len(hashes.len());
         let mut block = vec![0u8; len + METADATA_LEN];
         let num_lines = (len / LINE_BYTES) as u32;
@@ -153,6 +179,39 @@ impl FilterBuilder {
             // top 3 bits (64-byte lines); two reserved zero bytes.
             trailer.copy_from_slice(&[0xff, 0x00, self.num_probes as u8, 0x00, 0x00]);
         }
+        block
+    }
+}
+
+impl FilterBuilder {
+    /// `LegacyBloomBitsBuilder::Finish`: `total_bits` rounded up to whole
+    /// 64-byte lines, made odd; then `num_probes: u8`, `num_lines: fixed32`.
+    fn finish_legacy(&self, hashes: &[u64]) -> Vec<u8> {
+        const LINE_BITS: u64 = LINE_BYTES as u64 * 8;
+        let bits =
+            (hashes.len() as u64 * u64::from(self.millibits_per_key / 1000)).min(0xffff_0000);
+        let mut num_lines = bits.div_ceil(LINE_BITS);
+        if num_lines % 2 == 0 {
+            num_lines += 1;
+        }
+        let len = (num_lines * LINE_BITS / 8) as usize;
+        let mut block = vec![0u8; len + METADATA_LEN];
+        let lines = num_lines as u32;
+        for &h in hashes {
+            let h = h as u32;
+            let off = ((h % lines) as usize) * LINE_BYTES;
+            let delta = h.rotate_right(17);
+            let mut p = h;
+            for _ in 0..self.num_probes {
+                let bitpos = (p & (LINE_BITS as u32 - 1)) as usize;
+                if let Some(b) = block.get_mut(off + bitpos / 8) {
+                    *b |= 1 << (bitpos % 8);
+                }
+                p = p.wrapping_add(delta);
+            }
+        }
+        block[len] = self.num_probes as u8;
+        block[len + 1..].copy_from_slice(&lines.to_le_bytes());
         block
     }
 }
@@ -536,6 +595,32 @@ mod tests {
         for short in [&[][..], &[0xff], &[0xff, 0, 6, 0, 0]] {
             check(&FilterReader::new(short.to_vec()), false);
         }
+    }
+
+    /// The legacy Bloom writer (format_version < 5): every added key
+    /// matches, the false-positive rate is what 10 bits/key give, and the
+    /// layout is RocksDB's (odd line count, probes and lines in the
+    /// trailer).
+    #[test]
+    fn legacy_builder_roundtrip() {
+        let mut b = FilterBuilder::new_legacy(10.0);
+        for i in 0..5000u32 {
+            b.add_key(&key(i));
+        }
+        let block = b.finish();
+        let len = block.len() - METADATA_LEN;
+        let lines = u32::from_le_bytes(block[len + 1..].try_into().unwrap());
+        assert_eq!(block[len], 6, "10 bits/key: 6 probes");
+        assert_eq!(lines % 2, 1);
+        assert_eq!(len, lines as usize * 64);
+        assert_eq!(lines, (5000u32 * 10).div_ceil(512) | 1);
+        let r = FilterReader::new(block);
+        assert!(matches!(r.kind, Kind::LegacyBloom { .. }), "{r:?}");
+        assert!((0..5000).all(|i| r.key_may_match(&key(i))));
+        let fp = (100_000..110_000u32)
+            .filter(|&i| r.key_may_match(&key(i)))
+            .count();
+        assert!(fp < 300, "{fp} false positives in 10000");
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod format;
 pub mod index_builder;
 pub mod iterator;
 pub mod options;
+pub mod partitioned;
 pub mod prefix_seek_iter;
 pub mod properties;
 pub mod sst_file_writer;

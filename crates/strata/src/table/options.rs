@@ -16,6 +16,47 @@ pub trait BlockCacheApi: Send + Sync {
     fn insert(&self, cache_id: u64, offset: u64, block: Arc<Block>);
 }
 
+/// RocksDB's `BlockBasedTableOptions::IndexShorteningMode`: how far index
+/// keys between data blocks are shortened (shorter keys, smaller index;
+/// longer keys, fewer needless block reads on seeks).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IndexShorteningMode {
+    /// The last key of each block as it is.
+    NoShortening,
+    /// The shortest separator between blocks; the last block's key as is
+    /// (RocksDB's default).
+    #[default]
+    ShortenSeparators,
+    /// Separators, and a short successor for the last block (db_bench's
+    /// default, mode 2).
+    ShortenSeparatorsAndSuccessor,
+}
+
+impl IndexShorteningMode {
+    /// db_bench's `--index_shortening_mode` number.
+    pub fn from_code(c: i64) -> Option<Self> {
+        Some(match c {
+            0 => IndexShorteningMode::NoShortening,
+            1 => IndexShorteningMode::ShortenSeparators,
+            2 => IndexShorteningMode::ShortenSeparatorsAndSuccessor,
+            _ => return None,
+        })
+    }
+
+    /// The OPTIONS file's name of the mode.
+    pub fn name(self) -> &'static str {
+        match self {
+            IndexShorteningMode::NoShortening => "kNoShortening",
+            IndexShorteningMode::ShortenSeparators => "kShortenSeparators",
+            IndexShorteningMode::ShortenSeparatorsAndSuccessor => "kShortenSeparatorsAndSuccessor",
+        }
+    }
+
+    pub fn from_name(n: &str) -> Option<Self> {
+        (0..3).filter_map(Self::from_code).find(|m| m.name() == n)
+    }
+}
+
 /// How tables are written and read.
 #[derive(Clone)]
 pub struct TableOptions {
@@ -28,6 +69,8 @@ pub struct TableOptions {
     pub index_block_restart_interval: usize,
     /// Codec for data blocks.
     pub compression: CompressionType,
+    /// How index separators are shortened (RocksDB's `index_shortening`).
+    pub index_shortening: IndexShorteningMode,
     /// Compress the index block with `compression` too (RocksDB's
     /// `enable_index_compression`, default true).
     pub enable_index_compression: bool,
@@ -81,6 +124,7 @@ impl Default for TableOptions {
             index_block_restart_interval: 1,
             compression: CompressionType::Snappy,
             enable_index_compression: true,
+            index_shortening: IndexShorteningMode::ShortenSeparators,
             compression_level: None,
             checksum: ChecksumType::Crc32c,
             format_version: 5,

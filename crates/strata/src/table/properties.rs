@@ -27,6 +27,8 @@ pub const COMPRESSION_DICT_BLOCK: &str = "rocksdb.compression_dict";
 pub const RANGE_DEL_BLOCK: &str = "rocksdb.range_del";
 /// Meta-index name of the full filter written by the built-in bloom policies.
 pub const FULL_FILTER_BLOCK: &str = "fullfilter.rocksdb.BuiltinBloomFilter";
+/// Meta-index entry of a partitioned filter's top-level index.
+pub const PARTITIONED_FILTER_BLOCK: &str = "partitionedfilter.rocksdb.BuiltinBloomFilter";
 
 pub const INDEX_TYPE: &str = "rocksdb.block.based.table.index.type";
 pub const WHOLE_KEY_FILTERING: &str = "rocksdb.block.based.table.whole.key.filtering";

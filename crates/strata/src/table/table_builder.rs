@@ -22,7 +22,7 @@ use super::format::{
     BLOCK_TRAILER_SIZE, BlockHandle, Footer, MAX_FORMAT_VERSION, checksum_modifier_for_context,
 };
 use super::index_builder::IndexBuilder;
-use super::options::TableOptions;
+use super::options::{IndexShorteningMode, TableOptions};
 use super::properties::{
     FULL_FILTER_BLOCK, INDEX_BLOCK, INDEX_TYPE, PREFIX_FILTERING, PROPERTIES_BLOCK,
     RANGE_DEL_BLOCK, TableProperties, WHOLE_KEY_FILTERING,
@@ -129,11 +129,8 @@ impl TableBuilder {
         }
         let filter = match opts.bloom_bits_per_key {
             Some(bits) if bits >= 0.5 && opts.format_version >= 5 => Some(FilterBuilder::new(bits)),
-            Some(bits) if bits >= 0.5 => {
-                return Err(Error::NotSupported(
-                    "bloom filters need table format_version 5".into(),
-                ));
-            }
+            // Older tables carry RocksDB's legacy Bloom filter.
+            Some(bits) if bits >= 0.5 => Some(FilterBuilder::new_legacy(bits)),
             _ => None,
         };
         let now = std::time::SystemTime::now()
@@ -267,7 +264,9 @@ impl TableBuilder {
                 .user_comparator()
                 .compare(extract_user_key(&sep), parsed.user_key)
                 .is_eq();
-            self.icmp.find_shortest_separator(&mut sep, ikey);
+            if self.opts.index_shortening != IndexShorteningMode::NoShortening {
+                self.icmp.find_shortest_separator(&mut sep, ikey);
+            }
             self.index.add(&sep, handle, splits_user_key);
         }
         if let Some(f) = &mut self.filter {
@@ -372,7 +371,10 @@ impl TableBuilder {
         if let Some(handle) = self.pending_handle.take() {
             // RocksDB's default index_shortening (kShortenSeparators)
             // keeps the last key as it is.
-            let last = std::mem::take(&mut self.last_key);
+            let mut last = std::mem::take(&mut self.last_key);
+            if self.opts.index_shortening == IndexShorteningMode::ShortenSeparatorsAndSuccessor {
+                self.icmp.find_short_successor(&mut last);
+            }
             self.index.add(&last, handle, false);
         }
         let mut meta: Vec<(&str, BlockHandle)> = Vec::new();

@@ -1,10 +1,16 @@
 //! Opens a block-based table and reads it: point lookups through the
 //! filter, and a two-level iterator (index block -> data blocks).
 //!
+//! Indexes are read in every form RocksDB writes except
+//! `kBinarySearchWithFirstKey`: binary search (user or internal keys,
+//! plain or delta-encoded handles), hash search (its binary-search index
+//! is used; the prefix hash is an optional accelerator), and partitioned
+//! (two-level, see `partitioned.rs`), with full or partitioned filters.
+//!
 //! Invariants: every handle read from the file is bounds-checked against
 //! the file size before a read; every block's checksum is verified when
-//! `verify_checksums` is set; an unsupported feature (partitioned index,
-//! hash index) is a clear `NotSupported` error at open.
+//! `verify_checksums` is set; an unsupported feature is a clear
+//! `NotSupported` error at open.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,9 +24,10 @@ use super::format::{
 };
 use super::iterator::InternalIterator;
 use super::options::TableOptions;
+use super::partitioned::{IndexIter, PartitionSource, PartitionedFilter};
 use super::properties::{
-    COMPRESSION_DICT_BLOCK, FULL_FILTER_BLOCK, INDEX_BLOCK, PROPERTIES_BLOCK, PROPERTIES_BLOCK_OLD,
-    RANGE_DEL_BLOCK, TableProperties,
+    COMPRESSION_DICT_BLOCK, FULL_FILTER_BLOCK, INDEX_BLOCK, PARTITIONED_FILTER_BLOCK,
+    PROPERTIES_BLOCK, PROPERTIES_BLOCK_OLD, RANGE_DEL_BLOCK, TableProperties,
 };
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
@@ -28,6 +35,18 @@ use crate::format::dbformat::{InternalKeyComparator, extract_user_key, pack_sequ
 use crate::format::{ValueType, parse_internal_key};
 
 static NEXT_CACHE_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A table's filter: one full filter, or partitions under a top-level
+/// index.
+enum TableFilter {
+    Full(FilterReader),
+    Partitioned(PartitionedFilter),
+}
+
+/// RocksDB's `BlockBasedTableOptions::IndexType` values.
+const INDEX_BINARY_SEARCH: u32 = 0;
+const INDEX_HASH_SEARCH: u32 = 1;
+const INDEX_TWO_LEVEL: u32 = 2;
 
 /// An open table.
 pub struct Table {
@@ -46,7 +65,10 @@ pub struct Table {
     index_block: Arc<Block>,
     index_order: KeyOrder,
     index_delta: bool,
-    filter: Option<FilterReader>,
+    filter: Option<TableFilter>,
+    /// Set for a partitioned (two-level) index: `index_block` is its top
+    /// level, partitions come from here.
+    partitions: Option<Arc<PartitionSource>>,
     /// The data blocks' compression dictionary (`rocksdb.compression_dict`).
     compression_dict: Option<Arc<[u8]>>,
     whole_key_filtering: bool,
@@ -203,13 +225,20 @@ impl Table {
                 opts.comparator.name()
             )));
         }
-        match props.index_type() {
-            0 => {}
-            t => {
-                return Err(Error::NotSupported(format!(
-                    "{name}: index type {t} (only binary-search indexes are read)"
-                )));
-            }
+        let index_type = props.index_type();
+        if !matches!(
+            index_type,
+            INDEX_BINARY_SEARCH | INDEX_HASH_SEARCH | INDEX_TWO_LEVEL
+        ) {
+            return Err(Error::NotSupported(format!(
+                "{name}: index type {index_type} ({}; Strata reads binary-search, hash-search \
+                 and partitioned indexes)",
+                if index_type == 3 {
+                    "kBinarySearchWithFirstKey"
+                } else {
+                    "unknown"
+                }
+            )));
         }
         let icmp = InternalKeyComparator::new(opts.comparator.clone());
         let index_order = if props.index_key_is_user_key != 0 {
@@ -220,11 +249,32 @@ impl Table {
         let index = read_block(&*file, &name, footer.index_handle, &read_opts)?;
         let index_block = Arc::new(Block::new(index.data, name.clone(), footer.index_handle)?);
 
-        let filter = match meta.get(FULL_FILTER_BLOCK) {
-            Some(&h) => Some(FilterReader::new(
+        let cache_id = NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed);
+        let source = || {
+            Arc::new(PartitionSource {
+                file: Arc::clone(&file),
+                name: name.clone(),
+                read_opts,
+                cache: opts.block_cache.clone(),
+                cache_id,
+                order: index_order.clone(),
+                value_delta: props.index_value_is_delta_encoded != 0,
+            })
+        };
+        let partitions = (index_type == INDEX_TWO_LEVEL).then(source);
+        let filter = if let Some(&h) = meta.get(FULL_FILTER_BLOCK) {
+            Some(TableFilter::Full(FilterReader::new(
                 read_block(&*file, &name, h, &meta_opts)?.data.to_vec(),
-            )),
-            None => None,
+            )))
+        } else if let Some(&h) = meta.get(PARTITIONED_FILTER_BLOCK) {
+            let top = read_block(&*file, &name, h, &meta_opts)?;
+            let top = Arc::new(Block::new(top.data, name.clone(), h)?);
+            Some(TableFilter::Partitioned(PartitionedFilter::new(
+                top,
+                source(),
+            )))
+        } else {
+            None
         };
         let compression_dict = match meta.get(COMPRESSION_DICT_BLOCK) {
             Some(&h) => Some(read_block(&*file, &name, h, &meta_opts)?.data),
@@ -269,7 +319,7 @@ impl Table {
             }
         }
         Ok(Table {
-            cache_id: NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed),
+            cache_id,
             block_cache: opts.block_cache.clone(),
             statistics: opts.statistics.clone(),
             file,
@@ -284,6 +334,7 @@ impl Table {
             index_block,
             index_order,
             filter,
+            partitions,
             compression_dict,
             whole_key_filtering,
             prefix_filter,
@@ -331,11 +382,42 @@ impl Table {
         self.global_seqno_offset
     }
 
-    /// An iterator over the index block: keys are separators, values
-    /// encoded data-block handles.
-    pub fn index_iter(&self) -> BlockIter {
-        self.index_block
-            .iter(self.index_order.clone(), self.index_delta)
+    /// An iterator over the index: keys are separators, values encoded
+    /// data-block handles (a partitioned index is walked through its
+    /// partitions).
+    pub fn index_iter(&self) -> IndexIter {
+        let top = self
+            .index_block
+            .iter(self.index_order.clone(), self.index_delta);
+        match &self.partitions {
+            None => IndexIter::Flat(top),
+            Some(src) => IndexIter::two_level(top, Arc::clone(src)),
+        }
+    }
+
+    /// The handles of a partitioned index's partitions (empty for a flat
+    /// index).
+    pub fn index_partitions(&self) -> Result<Vec<BlockHandle>> {
+        if self.partitions.is_none() {
+            return Ok(Vec::new());
+        }
+        let mut it = self
+            .index_block
+            .iter(self.index_order.clone(), self.index_delta);
+        let mut out = Vec::new();
+        it.seek_to_first();
+        while it.valid() {
+            out.push(BlockHandle::decode(it.value()).ok_or_else(|| {
+                Error::corruption(
+                    &*self.name,
+                    self.footer.index_handle.offset,
+                    "bad partition handle in the top-level index",
+                )
+            })?);
+            it.next();
+        }
+        it.status()?;
+        Ok(out)
     }
 
     /// Reads and checks a block of this table (uncompressed contents;
@@ -441,13 +523,21 @@ impl Table {
     pub fn key_may_match(&self, user_key: &[u8]) -> bool {
         use crate::util::statistics::{Ticker, record};
         let Some(f) = &self.filter else { return true };
-        let may = if self.whole_key_filtering {
-            f.key_may_match(user_key)
-        } else {
-            match &self.prefix_filter {
+        let may = match f {
+            TableFilter::Full(f) if self.whole_key_filtering => f.key_may_match(user_key),
+            TableFilter::Full(f) => match &self.prefix_filter {
                 Some(pe) if pe.in_domain(user_key) => f.key_may_match(pe.transform(user_key)),
                 _ => return true,
+            },
+            TableFilter::Partitioned(p) if self.whole_key_filtering => {
+                let lookup = crate::format::make_internal_key(
+                    user_key,
+                    crate::format::MAX_SEQUENCE_NUMBER,
+                    crate::format::dbformat::VALUE_TYPE_FOR_SEEK,
+                );
+                p.key_may_match(&lookup, user_key)
             }
+            TableFilter::Partitioned(_) => return true,
         };
         record(
             &self.statistics,
@@ -464,7 +554,7 @@ impl Table {
     /// False only if the filter proves no key with `prefix` exists.
     pub fn prefix_may_match(&self, prefix: &[u8]) -> bool {
         match (&self.filter, &self.prefix_filter) {
-            (Some(f), Some(_)) => f.key_may_match(prefix),
+            (Some(TableFilter::Full(f)), Some(_)) => f.key_may_match(prefix),
             _ => true,
         }
     }
@@ -473,7 +563,7 @@ impl Table {
     /// (under the prefix extractor this table's filter was built with).
     pub fn prefix_of_key_may_match(&self, user_key: &[u8]) -> bool {
         match (&self.filter, &self.prefix_filter) {
-            (Some(f), Some(pe)) if pe.in_domain(user_key) => {
+            (Some(TableFilter::Full(f)), Some(pe)) if pe.in_domain(user_key) => {
                 f.key_may_match(pe.transform(user_key))
             }
             _ => true,
@@ -543,6 +633,14 @@ impl Table {
             }
         }
         read_block(&*self.file, &self.name, self.footer.index_handle, &opts)?;
+        for h in self.index_partitions()? {
+            read_block(&*self.file, &self.name, h, &opts)?;
+        }
+        if let Some(TableFilter::Partitioned(p)) = &self.filter {
+            for h in p.partition_handles()? {
+                read_block(&*self.file, &self.name, h, &opts)?;
+            }
+        }
         let mut idx = self.index_iter();
         idx.seek_to_first();
         while idx.valid() {
@@ -627,7 +725,7 @@ impl Readahead {
 /// Iterates over a table's point entries in internal-key order.
 pub struct TableIter {
     table: Arc<Table>,
-    index: BlockIter,
+    index: IndexIter,
     data: Option<BlockIter>,
     data_handle: Option<BlockHandle>,
     /// Key with the global sequence number patched in (ingested files).

@@ -1,0 +1,363 @@
+//! Reading partitioned indexes and partitioned filters (RocksDB's
+//! `kTwoLevelIndexSearch` with `partition_filters`).
+//!
+//! A partitioned index is a small top-level index whose entries map the
+//! last separator of each partition to the partition's handle; each
+//! partition is an ordinary index block (same key form and value encoding
+//! as the table's properties say). [`IndexIter`] walks either form: a flat
+//! index block, or the top level and one partition at a time, loading
+//! partitions through the block cache (when the table has one) so index
+//! memory stays bounded by the cache.
+//!
+//! A partitioned filter is a top-level index over filter partitions, each
+//! a full filter. A whole-key probe reads the one partition whose range
+//! holds the key (the last one for keys past every separator, as RocksDB's
+//! `GetFilterPartitionHandle`). Prefix probes answer "may match": a
+//! prefix's keys can span partitions, and saying so is always correct.
+//!
+//! Invariant: every handle taken from a top-level block is bounds-checked
+//! by the block read; a partition that fails to read or parse makes the
+//! iterator invalid with that error (never a panic, never skipped data).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use super::block::{Block, BlockIter, KeyOrder};
+use super::filter::FilterReader;
+use super::format::{BlockHandle, BlockReadOptions, read_block};
+use super::iterator::InternalIterator;
+use super::options::BlockCacheApi;
+use crate::env::RandomAccessFile;
+use crate::error::{Error, Result};
+
+/// Where index partitions come from: the table's file, read options and
+/// block cache.
+pub(crate) struct PartitionSource {
+    pub file: Arc<dyn RandomAccessFile>,
+    pub name: Arc<str>,
+    pub read_opts: BlockReadOptions,
+    pub cache: Option<Arc<dyn BlockCacheApi>>,
+    pub cache_id: u64,
+    pub order: KeyOrder,
+    pub value_delta: bool,
+}
+
+impl PartitionSource {
+    /// The parsed block at `h`, from the cache or the file.
+    fn block(&self, h: BlockHandle) -> Result<Arc<Block>> {
+        if let Some(c) = &self.cache
+            && let Some(b) = c.lookup(self.cache_id, h.offset)
+        {
+            return Ok(b);
+        }
+        let contents = read_block(&*self.file, &self.name, h, &self.read_opts)?;
+        let b = Arc::new(Block::new(contents.data, self.name.clone(), h)?);
+        if let Some(c) = &self.cache {
+            c.insert(self.cache_id, h.offset, Arc::clone(&b));
+        }
+        Ok(b)
+    }
+}
+
+/// An iterator over a table's index entries (separator -> data block
+/// handle), whatever the index's form.
+// The flat form is every read's hot path: it stays inline (no box), the
+// rare two-level form is boxed.
+#[allow(clippy::large_enum_variant)]
+pub enum IndexIter {
+    Flat(BlockIter),
+    TwoLevel(Box<TwoLevelIter>),
+}
+
+/// The top-level iterator and the current partition's.
+pub struct TwoLevelIter {
+    top: BlockIter,
+    inner: Option<BlockIter>,
+    inner_handle: Option<BlockHandle>,
+    src: Arc<PartitionSource>,
+    status: Option<Error>,
+}
+
+impl std::fmt::Debug for IndexIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IndexIter::Flat(_) => write!(f, "IndexIter::Flat"),
+            IndexIter::TwoLevel(t) => write!(f, "IndexIter::TwoLevel({:?})", t.inner_handle),
+        }
+    }
+}
+
+impl std::fmt::Debug for TwoLevelIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TwoLevelIter({:?})", self.inner_handle)
+    }
+}
+
+impl IndexIter {
+    pub(crate) fn two_level(top: BlockIter, src: Arc<PartitionSource>) -> IndexIter {
+        IndexIter::TwoLevel(Box::new(TwoLevelIter {
+            top,
+            inner: None,
+            inner_handle: None,
+            src,
+            status: None,
+        }))
+    }
+}
+
+impl TwoLevelIter {
+    /// Loads the partition the top-level iterator points at.
+    fn load(&mut self) {
+        if !self.top.valid() {
+            self.inner = None;
+            self.inner_handle = None;
+            return;
+        }
+        let Some(h) = BlockHandle::decode(self.top.value()) else {
+            self.fail(Error::corruption(
+                &*self.src.name,
+                0,
+                "bad partition handle in the top-level index",
+            ));
+            return;
+        };
+        if self.inner.is_some() && self.inner_handle == Some(h) {
+            return;
+        }
+        match self.src.block(h) {
+            Ok(b) => {
+                self.inner = Some(b.iter(self.src.order.clone(), self.src.value_delta));
+                self.inner_handle = Some(h);
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn fail(&mut self, e: Error) {
+        if self.status.is_none() {
+            self.status = Some(e);
+        }
+        self.inner = None;
+        self.inner_handle = None;
+    }
+
+    fn inner_valid(&self) -> bool {
+        self.inner.as_ref().is_some_and(|i| i.valid())
+    }
+
+    /// Moves past empty or exhausted partitions.
+    fn skip(&mut self, forward: bool) {
+        while !self.inner_valid() {
+            if let Some(i) = &self.inner
+                && let Err(e) = i.status()
+            {
+                return self.fail(e);
+            }
+            if self.status.is_some() || !self.top.valid() {
+                self.inner = None;
+                return;
+            }
+            if forward {
+                self.top.next();
+            } else {
+                self.top.prev();
+            }
+            self.load();
+            if let Some(i) = &mut self.inner {
+                if forward {
+                    i.seek_to_first();
+                } else {
+                    i.seek_to_last();
+                }
+            }
+        }
+    }
+}
+
+impl InternalIterator for IndexIter {
+    fn valid(&self) -> bool {
+        match self {
+            IndexIter::Flat(b) => b.valid(),
+            IndexIter::TwoLevel(t) => t.status.is_none() && t.inner_valid(),
+        }
+    }
+
+    fn seek_to_first(&mut self) {
+        match self {
+            IndexIter::Flat(b) => b.seek_to_first(),
+            IndexIter::TwoLevel(t) => {
+                t.status = None;
+                t.top.seek_to_first();
+                t.load();
+                if let Some(i) = &mut t.inner {
+                    i.seek_to_first();
+                }
+                t.skip(true);
+            }
+        }
+    }
+
+    fn seek_to_last(&mut self) {
+        match self {
+            IndexIter::Flat(b) => b.seek_to_last(),
+            IndexIter::TwoLevel(t) => {
+                t.status = None;
+                t.top.seek_to_last();
+                t.load();
+                if let Some(i) = &mut t.inner {
+                    i.seek_to_last();
+                }
+                t.skip(false);
+            }
+        }
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        match self {
+            IndexIter::Flat(b) => b.seek(target),
+            IndexIter::TwoLevel(t) => {
+                t.status = None;
+                t.top.seek(target);
+                t.load();
+                if let Some(i) = &mut t.inner {
+                    i.seek(target);
+                }
+                t.skip(true);
+            }
+        }
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        match self {
+            IndexIter::Flat(b) => b.seek_for_prev(target),
+            IndexIter::TwoLevel(_) => {
+                // Index entries are separators: the block that may hold
+                // `target` is the first whose separator is >= it.
+                self.seek(target);
+                if !self.valid() && self.status().is_ok() {
+                    self.seek_to_last();
+                }
+            }
+        }
+    }
+
+    fn next(&mut self) {
+        match self {
+            IndexIter::Flat(b) => b.next(),
+            IndexIter::TwoLevel(t) => {
+                if let Some(i) = &mut t.inner {
+                    i.next();
+                }
+                t.skip(true);
+            }
+        }
+    }
+
+    fn prev(&mut self) {
+        match self {
+            IndexIter::Flat(b) => b.prev(),
+            IndexIter::TwoLevel(t) => {
+                if let Some(i) = &mut t.inner {
+                    i.prev();
+                }
+                t.skip(false);
+            }
+        }
+    }
+
+    fn key(&self) -> &[u8] {
+        match self {
+            IndexIter::Flat(b) => b.key(),
+            IndexIter::TwoLevel(t) => t.inner.as_ref().map_or(&[], |i| i.key()),
+        }
+    }
+
+    fn value(&self) -> &[u8] {
+        match self {
+            IndexIter::Flat(b) => b.value(),
+            IndexIter::TwoLevel(t) => t.inner.as_ref().map_or(&[], |i| i.value()),
+        }
+    }
+
+    fn status(&self) -> Result<()> {
+        match self {
+            IndexIter::Flat(b) => b.status(),
+            IndexIter::TwoLevel(t) => {
+                if let Some(e) = &t.status {
+                    return Err(e.duplicate());
+                }
+                if let Some(i) = &t.inner {
+                    i.status()?;
+                }
+                t.top.status()
+            }
+        }
+    }
+}
+
+/// A table's partitioned filter: the top-level index over filter
+/// partitions, and the partitions probed so far (kept, like a full
+/// filter, for the table's lifetime).
+pub(crate) struct PartitionedFilter {
+    top: Arc<Block>,
+    src: Arc<PartitionSource>,
+    loaded: Mutex<HashMap<u64, Arc<FilterReader>>>,
+}
+
+impl PartitionedFilter {
+    pub(crate) fn new(top: Arc<Block>, src: Arc<PartitionSource>) -> Self {
+        PartitionedFilter {
+            top,
+            src,
+            loaded: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// False only if the partition that would hold `lookup_key` (an
+    /// internal key at the lookup's sequence) proves `user_key` absent.
+    /// A partition that cannot be read answers "may match": the data
+    /// read that follows reports the damage.
+    pub(crate) fn key_may_match(&self, lookup_key: &[u8], user_key: &[u8]) -> bool {
+        let mut it = self.top.iter(self.src.order.clone(), self.src.value_delta);
+        it.seek(lookup_key);
+        if !it.valid() {
+            it.seek_to_last();
+        }
+        let Some(h) = it
+            .valid()
+            .then(|| BlockHandle::decode(it.value()))
+            .flatten()
+        else {
+            return true;
+        };
+        match self.partition(h) {
+            Some(f) => f.key_may_match(user_key),
+            None => true,
+        }
+    }
+
+    /// Every filter partition's handle, in order.
+    pub(crate) fn partition_handles(&self) -> Result<Vec<BlockHandle>> {
+        let mut it = self.top.iter(self.src.order.clone(), self.src.value_delta);
+        let mut out = Vec::new();
+        it.seek_to_first();
+        while it.valid() {
+            out.push(BlockHandle::decode(it.value()).ok_or_else(|| {
+                Error::corruption(&*self.src.name, 0, "bad filter partition handle")
+            })?);
+            it.next();
+        }
+        it.status()?;
+        Ok(out)
+    }
+
+    fn partition(&self, h: BlockHandle) -> Option<Arc<FilterReader>> {
+        if let Some(f) = self.loaded.lock().ok()?.get(&h.offset) {
+            return Some(Arc::clone(f));
+        }
+        let c = read_block(&*self.src.file, &self.src.name, h, &self.src.read_opts).ok()?;
+        let f = Arc::new(FilterReader::new(c.data.to_vec()));
+        self.loaded.lock().ok()?.insert(h.offset, Arc::clone(&f));
+        Some(f)
+    }
+}
