@@ -1,6 +1,7 @@
 //! Full-filter blocks (`fullfilter.rocksdb.BuiltinBloomFilter`): RocksDB
-//! 7.8.3's FastLocalBloom (format_version 5) builder and a reader for the
-//! filter kinds RocksDB can leave in a file. Bit-exact with
+//! 7.8.3's FastLocalBloom (format_version 5) and legacy Bloom (older
+//! format versions) builders, and a reader for every filter kind RocksDB
+//! can leave in a file, Standard128 Ribbon included (read, not written). Bit-exact with
 //! `table/block_based/filter_policy.cc` and `util/bloom_impl.h`
 //! (FORMATS.md §6.8). This module owns the filter bytes only; which keys go
 //! in (user keys) and where the block lives are the table builder's concern.
@@ -253,6 +254,8 @@ enum Kind {
     AlwaysTrue,
     /// format_version >= 5 Bloom.
     FastLocalBloom { num_probes: u32, num_lines: u32 },
+    /// Standard128 Ribbon (`ribbon_impl.h`'s interleaved solution).
+    Ribbon(Ribbon),
     /// format_version < 5 Bloom (`LegacyLocalityBloomImpl<false>`), keyed
     /// by the 32-bit `BloomHash`.
     LegacyBloom {
@@ -290,7 +293,7 @@ impl FilterReader {
         match self.kind {
             Kind::AlwaysFalse => false,
             Kind::AlwaysTrue => true,
-            Kind::FastLocalBloom { .. } => self.hash_may_match(xxph3_64(key)),
+            Kind::FastLocalBloom { .. } | Kind::Ribbon(_) => self.hash_may_match(xxph3_64(key)),
             Kind::LegacyBloom {
                 num_probes,
                 num_lines,
@@ -311,6 +314,7 @@ impl FilterReader {
         match self.kind {
             Kind::AlwaysFalse => false,
             Kind::AlwaysTrue | Kind::LegacyBloom { .. } => true,
+            Kind::Ribbon(r) => r.may_match(&self.data, h),
             Kind::FastLocalBloom {
                 num_probes,
                 num_lines,
@@ -384,9 +388,109 @@ fn parse_kind(block: &[u8]) -> Kind {
                 }
             }
         }
-        // -2 is Ribbon (not implemented here), other negatives are reserved.
+        -2 => {
+            // Standard128 Ribbon: seed byte, 24-bit block count.
+            let num_blocks = u32::from_le_bytes([b2, b3, b4, 0]);
+            match Ribbon::new(len, num_blocks, u32::from(b1)) {
+                Some(r) => Kind::Ribbon(r),
+                None => Kind::AlwaysTrue,
+            }
+        }
+        // Other negatives are reserved.
         p if p < 0 => Kind::AlwaysTrue,
         p => legacy_kind(p as u32, len, u32::from_le_bytes([b1, b2, b3, b4])),
+    }
+}
+
+/// A Standard128 Ribbon filter's shape (RocksDB's
+/// `Standard128RibbonBitsReader`: `SerializableInterleavedSolution` queried
+/// through `StandardRehasher`). Bit-exact with `util/ribbon_impl.h` and
+/// `util/ribbon_alg.h`: the data is `num_segments` 128-bit little-endian
+/// words, interleaved by column; a key matches when, for each of its
+/// block's columns, the parity of (solution & coefficient row) equals the
+/// key's result bit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Ribbon {
+    num_starts: u32,
+    num_segments: u32,
+    upper_num_columns: u32,
+    upper_start_block: u32,
+    raw_seed: u32,
+}
+
+impl Ribbon {
+    const COEFF_BITS: u32 = 128;
+    const REHASH_FACTOR: u64 = 0x6193_d459_236a_3a0d;
+    const COEFF_AND_RESULT_FACTOR: u64 = 0xc28f_8282_2b65_0bed;
+    const COEFF_XOR64: u64 = 0xc367_844a_6e52_731d;
+    const TO_RAW_SEED_FACTOR: u64 = 0xc782_19a2_3eea_dd03;
+    const SEED_MIX_MASK: u64 = 0xf0f0_f0f0_f0f0_f0f0;
+
+    /// `None` for shapes RocksDB reads as "always true" (fewer than two
+    /// blocks) or that could not have been written.
+    fn new(len: u32, num_blocks: u32, seed: u32) -> Option<Ribbon> {
+        if num_blocks < 2 {
+            return None;
+        }
+        let num_segments = len / 16;
+        // ResultRow is 32 bits wide: at most 32 columns.
+        let mut upper_num_columns = num_segments.div_ceil(num_blocks);
+        let mut upper_start_block = (upper_num_columns * num_blocks).checked_sub(num_segments)?;
+        if upper_num_columns > 32 {
+            upper_num_columns = 32;
+            upper_start_block = 0;
+        }
+        if upper_num_columns == 0 {
+            return None;
+        }
+        // StandardHasher::SetOrdinalSeed.
+        let mut tmp = u64::from(seed).wrapping_mul(Self::TO_RAW_SEED_FACTOR);
+        tmp ^= (tmp & Self::SEED_MIX_MASK) >> 4;
+        Some(Ribbon {
+            num_starts: num_blocks.checked_mul(Self::COEFF_BITS)? - Self::COEFF_BITS + 1,
+            num_segments: num_blocks.checked_mul(upper_num_columns)? - upper_start_block,
+            upper_num_columns,
+            upper_start_block,
+            raw_seed: tmp as u32,
+        })
+    }
+
+    fn segment(data: &[u8], i: u32) -> Option<u128> {
+        let at = i as usize * 16;
+        let b: [u8; 16] = data.get(at..at + 16)?.try_into().ok()?;
+        Some(u128::from_le_bytes(b))
+    }
+
+    /// `InterleavedPrepareQuery` + `InterleavedFilterQuery` for the key
+    /// whose XXPH3 hash is `h`.
+    fn may_match(&self, data: &[u8], h: u64) -> bool {
+        let hash = (h ^ u64::from(self.raw_seed)).wrapping_mul(Self::REHASH_FACTOR);
+        let start_slot = ((u128::from(hash) * u128::from(self.num_starts)) >> 64) as u32;
+        let start_block = start_slot / Self::COEFF_BITS;
+        let segment =
+            start_block * self.upper_num_columns - start_block.min(self.upper_start_block);
+        let num_columns = self.upper_num_columns - u32::from(start_block < self.upper_start_block);
+        let start_bit = start_slot % Self::COEFF_BITS;
+        let a = hash.wrapping_mul(Self::COEFF_AND_RESULT_FACTOR);
+        let cr = ((u128::from(a) << 64) ^ u128::from(a ^ Self::COEFF_XOR64)) | 1;
+        let expected = a.swap_bytes() as u32;
+        for i in 0..num_columns {
+            let soln = if start_bit == 0 {
+                Self::segment(data, segment + i).map(|s| s & cr)
+            } else {
+                let left = Self::segment(data, segment + i).map(|s| s & (cr << start_bit));
+                let right = Self::segment(data, segment + num_columns + i)
+                    .map(|s| s & (cr >> (Self::COEFF_BITS - start_bit)));
+                left.zip(right).map(|(l, r)| l ^ r)
+            };
+            let Some(soln) = soln else {
+                return true; // out of the data: cannot say
+            };
+            if (soln.count_ones() & 1) != (expected >> i) & 1 {
+                return false;
+            }
+        }
+        true
     }
 }
 
@@ -590,7 +694,13 @@ mod tests {
             for p in [31, 33, 66, 130] {
                 check(&raw(64, p << 8, 255, fill), true);
             }
-            check(&raw(128, (2 << 8) + 123, 254, fill), true); // Ribbon: unsupported
+            // Ribbon with fewer than two blocks: RocksDB answers true.
+            check(&raw(128, (1 << 8) + 123, 254, fill), true);
+            check(&raw(128, 123, 254, fill), true);
+            assert!(matches!(
+                raw(128, (2 << 8) + 123, 254, fill).kind,
+                Kind::Ribbon(_)
+            ));
         }
         for short in [&[][..], &[0xff], &[0xff, 0, 6, 0, 0]] {
             check(&FilterReader::new(short.to_vec()), false);
@@ -709,6 +819,19 @@ mod tests {
             v.push(probes & 0x7f);
             v.extend_from_slice(&lines.to_le_bytes());
             let _ = FilterReader::new(v).key_may_match(&key.to_le_bytes());
+        }
+
+        #[test]
+        fn reader_never_panics_on_ribbon_trailers(len in 0usize..3000, seed in any::<u8>(),
+                                                  blocks in 0u32..(1 << 24), fill in any::<u8>(),
+                                                  key in any::<u32>()) {
+            let mut v = vec![fill; len];
+            v.push(0xfe);
+            v.push(seed);
+            v.extend_from_slice(&blocks.to_le_bytes()[..3]);
+            let r = FilterReader::new(v);
+            let _ = r.key_may_match(&key.to_le_bytes());
+            let _ = r.hash_may_match(u64::from(key).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         }
     }
 }
