@@ -25,6 +25,12 @@ pub fn run(f: &Flags) -> Result<(), String> {
     opts.checksum =
         ChecksumType::from_u8(ct).ok_or_else(|| format!("unknown checksum type {ct}"))?;
     opts.format_version = f.num("format_version", 5u32)?;
+    let partition_all = f.bool("partition_index_and_filters")?;
+    if partition_all || f.bool("partition_index")? {
+        opts.index_type = strata::table::options::IndexType::TwoLevelIndexSearch;
+    }
+    opts.partition_filters = partition_all;
+    opts.metadata_block_size = f.num("metadata_block_size", 4096usize)?;
     let hex = f.bool("hex")?;
     let unknown = f.unknown();
     if !unknown.is_empty() {

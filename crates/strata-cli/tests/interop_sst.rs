@@ -1,5 +1,6 @@
 //! Table interop with RocksDB 7.8.3, both directions:
-//! * tables from `strata sst_write` (format_versions 2 to 5) pass RocksDB's
+//! * tables from `strata sst_write` (format_versions 2 to 5, flat or
+//!   partitioned index and filters) pass RocksDB's
 //!   `sst_dump --command=verify`, its scan prints exactly our entries, and
 //!   RocksDB ingests them and finds every key through our bloom filter
 //!   (`ldb --bloom_bits=10 get`), legacy or FastLocalBloom;
@@ -70,6 +71,12 @@ fn rocksdb_reads_and_ingests_strata_tables() {
                 // legacy Bloom filters (2), user-key indexes (3), delta
                 // handles (4), FastLocalBloom (5).
                 .arg(format!("--format_version={}", [5, 2, 3, 4][i % 4]))
+                // Partitioned index (and filters) on every other codec.
+                .args(match i % 3 {
+                    0 => &["--partition_index_and_filters", "--metadata_block_size=256"][..],
+                    1 => &["--partition_index", "--metadata_block_size=256"][..],
+                    _ => &[][..],
+                })
                 .arg("--block_size=1024")
                 .arg("--hex");
             run(cmd, &dump_input(&entries));

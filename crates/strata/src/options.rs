@@ -149,6 +149,15 @@ pub struct ColumnFamilyOptions {
     pub index_block_restart_interval: usize,
     /// How index keys are shortened (RocksDB's `index_shortening`).
     pub index_shortening: crate::table::options::IndexShorteningMode,
+    /// Index form: one block, or partitions paged through the block cache
+    /// (RocksDB's `index_type`).
+    pub index_type: crate::table::options::IndexType,
+    /// Partition the filter as well (needs the two-level index; RocksDB's
+    /// `partition_filters`).
+    pub partition_filters: bool,
+    /// Target size of index and filter partitions (RocksDB's
+    /// `metadata_block_size`).
+    pub metadata_block_size: usize,
     pub num_levels: usize,
     /// Block cache for this column family's tables; `None` gets the DB's
     /// default 8 MiB cache. Pass one `Arc` to several DBs to share it.
@@ -205,6 +214,9 @@ impl Default for ColumnFamilyOptions {
             enable_index_compression: true,
             index_block_restart_interval: 1,
             index_shortening: crate::table::options::IndexShorteningMode::ShortenSeparators,
+            index_type: crate::table::options::IndexType::BinarySearch,
+            partition_filters: false,
+            metadata_block_size: 4096,
             num_levels: 7,
             block_cache: None,
             compaction_style: CompactionStyle::Level,
@@ -444,6 +456,9 @@ impl ColumnFamilyOptions {
             enable_index_compression: self.enable_index_compression,
             index_block_restart_interval: self.index_block_restart_interval,
             index_shortening: self.index_shortening,
+            index_type: self.index_type,
+            partition_filters: self.partition_filters,
+            metadata_block_size: self.metadata_block_size,
             prefix_extractor: self.prefix_extractor.clone(),
             comparator: self.comparator.clone(),
             column_family_id: u64::from(id),

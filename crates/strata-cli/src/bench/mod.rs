@@ -426,6 +426,12 @@ pub fn run(f: &Flags) -> Result<(), String> {
     opts.cf.format_version = f.num("format_version", 5)?;
     opts.cf.enable_index_compression = f.bool_or("enable_index_compression", true)?;
     opts.cf.index_block_restart_interval = f.num("index_block_restart_interval", 1)?;
+    let partition_all = f.bool("partition_index_and_filters")?;
+    if partition_all || f.bool("partition_index")? {
+        opts.cf.index_type = strata::table::options::IndexType::TwoLevelIndexSearch;
+    }
+    opts.cf.partition_filters = partition_all;
+    opts.cf.metadata_block_size = f.num("metadata_block_size", 4096)?;
     // db_bench's default is 2 (separators and successor).
     let mode: i64 = f.num("index_shortening_mode", 2)?;
     opts.cf.index_shortening = strata::table::options::IndexShorteningMode::from_code(mode)

@@ -262,6 +262,9 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
             &t.enable_index_compression,
         );
         kv(&mut s, "index_shortening", &t.index_shortening.name());
+        kv(&mut s, "index_type", &t.index_type.name());
+        kv(&mut s, "partition_filters", &t.partition_filters);
+        kv(&mut s, "metadata_block_size", &t.metadata_block_size);
         kv(&mut s, "whole_key_filtering", &t.whole_key_filtering);
         let filter = t.bloom_bits_per_key.map_or_else(
             || "nullptr".to_string(),

@@ -136,6 +136,13 @@ impl FilterBuilder {
         self.hashes.len()
     }
 
+    /// Keys a filter of `bytes` bytes holds at this builder's bits/key
+    /// (RocksDB's `ApproximateNumEntries`, which sizes filter partitions).
+    pub fn entries_for_bytes(&self, bytes: usize) -> usize {
+        let usable = bytes.saturating_sub(METADATA_LEN) / LINE_BYTES * LINE_BYTES;
+        (8000 * usable as u64 / u64::from(self.millibits_per_key.max(1))) as usize
+    }
+
     /// Number of probes per key this builder writes.
     pub fn num_probes(&self) -> u32 {
         self.num_probes
@@ -214,6 +221,77 @@ impl FilterBuilder {
         block[len] = self.num_probes as u8;
         block[len + 1..].copy_from_slice(&lines.to_le_bytes());
         block
+    }
+}
+
+/// A partitioned filter's partitions (RocksDB's
+/// `PartitionedFilterBlockBuilder`): each a full filter of about
+/// `metadata_block_size` bytes, keyed by the index separator after its last
+/// data block. The table builder cuts a partition when the index closes
+/// one, and asks the index for a cut when this partition is full.
+#[derive(Debug)]
+pub struct PartitionedFilterBuilder {
+    current: FilterBuilder,
+    bits_per_key: f64,
+    legacy: bool,
+    keys_per_partition: usize,
+    done: Vec<KeyedPartition>,
+    total_added: usize,
+}
+
+/// A finished partition: its key (an internal-key separator) and block.
+pub type KeyedPartition = (Vec<u8>, Vec<u8>);
+
+impl PartitionedFilterBuilder {
+    pub fn new(bits_per_key: f64, legacy: bool, metadata_block_size: usize) -> Self {
+        let make = |bits| {
+            if legacy {
+                FilterBuilder::new_legacy(bits)
+            } else {
+                FilterBuilder::new(bits)
+            }
+        };
+        let current = make(bits_per_key);
+        let keys_per_partition = current.entries_for_bytes(metadata_block_size).max(1);
+        PartitionedFilterBuilder {
+            current,
+            bits_per_key,
+            legacy,
+            keys_per_partition,
+            done: Vec::new(),
+            total_added: 0,
+        }
+    }
+
+    pub fn add_key(&mut self, key: &[u8]) {
+        self.current.add_key(key);
+    }
+
+    /// The current partition holds its share of keys.
+    pub fn wants_cut(&self) -> bool {
+        self.current.num_added() >= self.keys_per_partition
+    }
+
+    /// Closes the current partition under `key` (an internal-key index
+    /// separator at or after every key in it).
+    pub fn cut(&mut self, key: &[u8]) {
+        self.total_added += self.current.num_added();
+        let block = self.current.finish();
+        self.done.push((key.to_vec(), block));
+        self.current = if self.legacy {
+            FilterBuilder::new_legacy(self.bits_per_key)
+        } else {
+            FilterBuilder::new(self.bits_per_key)
+        };
+    }
+
+    /// Every partition, the last closed under `last_key`, and the number
+    /// of keys added in all.
+    pub fn finish(mut self, last_key: &[u8]) -> (Vec<KeyedPartition>, usize) {
+        if self.current.num_added() > 0 || self.done.is_empty() {
+            self.cut(last_key);
+        }
+        (self.done, self.total_added)
     }
 }
 

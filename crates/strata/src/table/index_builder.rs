@@ -107,15 +107,147 @@ impl IndexBuilder {
     }
 
     /// The finished block: the user-key form when it survived.
-    pub fn finish(mut self) -> FinishedIndex {
+    pub fn finish(self) -> FinishedIndex {
+        self.finish_with(false)
+    }
+
+    /// Size of the block so far, as RocksDB's flush policy measures it
+    /// (the internal-key form).
+    pub fn size_estimate(&self) -> usize {
+        self.internal.current_size_estimate()
+    }
+
+    /// Size after one more entry of these sizes.
+    pub fn estimate_size_after(&self, key_len: usize, value_len: usize) -> usize {
+        self.internal.estimate_size_after(key_len, value_len)
+    }
+
+    /// Whether no boundary has split a user key so far.
+    pub fn user_keys_possible(&self) -> bool {
+        self.user.is_some()
+    }
+
+    /// The finished block, with internal keys when `force_internal` (a
+    /// partitioned index decides the key form for all its blocks).
+    pub fn finish_with(mut self, force_internal: bool) -> FinishedIndex {
         let (block, key_is_user_key) = match &mut self.user {
-            Some(u) => (u.finish().to_vec(), true),
-            None => (self.internal.finish().to_vec(), false),
+            Some(u) if !force_internal => (u.finish().to_vec(), true),
+            _ => (self.internal.finish().to_vec(), false),
         };
         FinishedIndex {
             block,
             key_is_user_key,
             value_is_delta_encoded: self.value_delta,
+        }
+    }
+}
+
+/// A partitioned index (RocksDB's `PartitionedIndexBuilder`,
+/// `kTwoLevelIndexSearch`): index entries go into partitions of about
+/// `metadata_block_size` bytes, each an ordinary index block; the
+/// top-level index (built by the caller once the partitions are written)
+/// maps each partition's last separator to its handle. One key form holds
+/// for every block: user keys only if no boundary anywhere split a user
+/// key.
+#[derive(Debug)]
+pub struct PartitionedIndexBuilder {
+    format_version: u32,
+    restart_interval: usize,
+    metadata_block_size: usize,
+    deviation_limit: usize,
+    done: Vec<(Vec<u8>, IndexBuilder)>,
+    current: Option<IndexBuilder>,
+    current_last_key: Vec<u8>,
+    cut_requested: bool,
+}
+
+/// A finished partitioned index: each partition's block with its last
+/// separator (an internal key), and the form of every block's keys.
+#[derive(Debug)]
+pub struct FinishedPartitions {
+    pub partitions: Vec<(Vec<u8>, Vec<u8>)>,
+    pub key_is_user_key: bool,
+    pub value_is_delta_encoded: bool,
+}
+
+impl PartitionedIndexBuilder {
+    pub fn new(format_version: u32, restart_interval: usize, metadata_block_size: usize) -> Self {
+        let metadata_block_size = metadata_block_size.max(1);
+        PartitionedIndexBuilder {
+            format_version,
+            restart_interval,
+            metadata_block_size,
+            // RocksDB's flush policy with block_size_deviation 10.
+            deviation_limit: (metadata_block_size * 90).div_ceil(100),
+            done: Vec::new(),
+            current: None,
+            current_last_key: Vec::new(),
+            cut_requested: false,
+        }
+    }
+
+    /// Asks for a cut at the next entry whatever the partition's size (a
+    /// filter partition is full).
+    pub fn request_cut(&mut self) {
+        self.cut_requested = true;
+    }
+
+    /// Adds a data block's entry, first closing the current partition if
+    /// it is full or a cut was requested (never for the table's `last`
+    /// block). Returns true if a partition was closed.
+    pub fn add(
+        &mut self,
+        separator: &[u8],
+        handle: BlockHandle,
+        splits_user_key: bool,
+        last: bool,
+    ) -> bool {
+        let mut cut = false;
+        if !last && let Some(cur) = &self.current {
+            let size = cur.size_estimate();
+            let full = size >= self.metadata_block_size
+                || (size > self.deviation_limit
+                    && cur.estimate_size_after(separator.len(), handle.encode().len())
+                        > self.metadata_block_size);
+            if full || self.cut_requested {
+                if let Some(cur) = self.current.take() {
+                    self.done
+                        .push((std::mem::take(&mut self.current_last_key), cur));
+                }
+                self.cut_requested = false;
+                cut = true;
+            }
+        }
+        let (fv, ri) = (self.format_version, self.restart_interval);
+        self.current
+            .get_or_insert_with(|| IndexBuilder::new(fv, ri))
+            .add(separator, handle, splits_user_key);
+        self.current_last_key.clear();
+        self.current_last_key.extend_from_slice(separator);
+        cut
+    }
+
+    /// The last separator added (the key of the partition being built).
+    pub fn partition_key(&self) -> &[u8] {
+        &self.current_last_key
+    }
+
+    pub fn finish(mut self) -> FinishedPartitions {
+        if let Some(cur) = self.current.take() {
+            self.done.push((self.current_last_key, cur));
+        }
+        let user =
+            self.format_version >= 3 && self.done.iter().all(|(_, b)| b.user_keys_possible());
+        let value_is_delta_encoded = self.format_version >= 4;
+        let partitions = self
+            .done
+            .into_iter()
+            .map(|(k, b)| (k, b.finish_with(!user).block))
+            .collect();
+        FinishedPartitions {
+            partitions,
+            key_is_user_key: user,
+            value_is_delta_encoded,
         }
     }
 }

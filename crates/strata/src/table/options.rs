@@ -57,6 +57,42 @@ impl IndexShorteningMode {
     }
 }
 
+/// The index forms Strata writes (RocksDB's `BlockBasedTableOptions::
+/// IndexType`; hash search and first-key indexes are read, not written).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IndexType {
+    /// One index block (`kBinarySearch`, 0).
+    #[default]
+    BinarySearch,
+    /// Index partitions under a top-level index (`kTwoLevelIndexSearch`,
+    /// 2): index memory is paged through the block cache.
+    TwoLevelIndexSearch,
+}
+
+impl IndexType {
+    /// RocksDB's number for the type (the `index.type` table property).
+    pub fn code(self) -> u32 {
+        match self {
+            IndexType::BinarySearch => 0,
+            IndexType::TwoLevelIndexSearch => 2,
+        }
+    }
+
+    /// The OPTIONS file's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            IndexType::BinarySearch => "kBinarySearch",
+            IndexType::TwoLevelIndexSearch => "kTwoLevelIndexSearch",
+        }
+    }
+
+    pub fn from_name(n: &str) -> Option<Self> {
+        [IndexType::BinarySearch, IndexType::TwoLevelIndexSearch]
+            .into_iter()
+            .find(|t| t.name() == n)
+    }
+}
+
 /// How tables are written and read.
 #[derive(Clone)]
 pub struct TableOptions {
@@ -69,6 +105,14 @@ pub struct TableOptions {
     pub index_block_restart_interval: usize,
     /// Codec for data blocks.
     pub compression: CompressionType,
+    /// Index form (RocksDB's `index_type`: binary search or two-level).
+    pub index_type: IndexType,
+    /// With a two-level index, partition the filter too (RocksDB's
+    /// `partition_filters`; ignored otherwise, as RocksDB sanitizes it).
+    pub partition_filters: bool,
+    /// Target size of index and filter partitions (RocksDB's
+    /// `metadata_block_size`, default 4096).
+    pub metadata_block_size: usize,
     /// How index separators are shortened (RocksDB's `index_shortening`).
     pub index_shortening: IndexShorteningMode,
     /// Compress the index block with `compression` too (RocksDB's
@@ -125,6 +169,9 @@ impl Default for TableOptions {
             compression: CompressionType::Snappy,
             enable_index_compression: true,
             index_shortening: IndexShorteningMode::ShortenSeparators,
+            index_type: IndexType::BinarySearch,
+            partition_filters: false,
+            metadata_block_size: 4096,
             compression_level: None,
             checksum: ChecksumType::Crc32c,
             format_version: 5,

@@ -18,14 +18,15 @@ use std::cmp::Ordering;
 use super::block_builder::BlockBuilder;
 use super::compression::{CompressionType, compress};
 use super::filter::FilterBuilder;
+use super::filter::PartitionedFilterBuilder;
 use super::format::{
     BLOCK_TRAILER_SIZE, BlockHandle, Footer, MAX_FORMAT_VERSION, checksum_modifier_for_context,
 };
-use super::index_builder::IndexBuilder;
-use super::options::{IndexShorteningMode, TableOptions};
+use super::index_builder::{IndexBuilder, PartitionedIndexBuilder};
+use super::options::{IndexShorteningMode, IndexType, TableOptions};
 use super::properties::{
-    FULL_FILTER_BLOCK, INDEX_BLOCK, INDEX_TYPE, PREFIX_FILTERING, PROPERTIES_BLOCK,
-    RANGE_DEL_BLOCK, TableProperties, WHOLE_KEY_FILTERING,
+    FULL_FILTER_BLOCK, INDEX_BLOCK, INDEX_TYPE, PARTITIONED_FILTER_BLOCK, PREFIX_FILTERING,
+    PROPERTIES_BLOCK, RANGE_DEL_BLOCK, TableProperties, WHOLE_KEY_FILTERING,
 };
 use crate::env::WritableFile;
 use crate::error::{Error, Result};
@@ -55,12 +56,12 @@ pub struct TableBuilder {
     file: Box<dyn WritableFile>,
     offset: u64,
     data_block: BlockBuilder,
-    index: IndexBuilder,
+    index: IndexWriter,
     /// RocksDB's `block_size_deviation_limit_`: a block over this many
     /// bytes is cut before an entry that would take it past `block_size`.
     deviation_limit: usize,
     range_del_block: BlockBuilder,
-    filter: Option<FilterBuilder>,
+    filter: Option<FilterWriter>,
     last_prefix: Option<Vec<u8>>,
     /// Handle of the last data block, awaiting its index entry.
     pending_handle: Option<BlockHandle>,
@@ -72,6 +73,29 @@ pub struct TableBuilder {
     /// contexts (random per file, as RocksDB); 0 before.
     base_context_checksum: u32,
     finished: bool,
+}
+
+/// The index being built: one block, or partitions.
+#[derive(Debug)]
+enum IndexWriter {
+    Flat(IndexBuilder),
+    Partitioned(PartitionedIndexBuilder),
+}
+
+/// The filter being built: one full filter, or partitions.
+#[derive(Debug)]
+enum FilterWriter {
+    Full(FilterBuilder),
+    Partitioned(PartitionedFilterBuilder),
+}
+
+impl FilterWriter {
+    fn add_key(&mut self, key: &[u8]) {
+        match self {
+            FilterWriter::Full(f) => f.add_key(key),
+            FilterWriter::Partitioned(p) => p.add_key(key),
+        }
+    }
 }
 
 /// RocksDB's default `block_size_deviation` (percent).
@@ -127,11 +151,34 @@ impl TableBuilder {
                     .into(),
             ));
         }
+        let two_level = opts.index_type == IndexType::TwoLevelIndexSearch;
+        // Older tables carry RocksDB's legacy Bloom filter.
+        let legacy = opts.format_version < 5;
         let filter = match opts.bloom_bits_per_key {
-            Some(bits) if bits >= 0.5 && opts.format_version >= 5 => Some(FilterBuilder::new(bits)),
-            // Older tables carry RocksDB's legacy Bloom filter.
-            Some(bits) if bits >= 0.5 => Some(FilterBuilder::new_legacy(bits)),
+            Some(bits) if bits >= 0.5 && two_level && opts.partition_filters => {
+                Some(FilterWriter::Partitioned(PartitionedFilterBuilder::new(
+                    bits,
+                    legacy,
+                    opts.metadata_block_size,
+                )))
+            }
+            Some(bits) if bits >= 0.5 && legacy => {
+                Some(FilterWriter::Full(FilterBuilder::new_legacy(bits)))
+            }
+            Some(bits) if bits >= 0.5 => Some(FilterWriter::Full(FilterBuilder::new(bits))),
             _ => None,
+        };
+        let index = if two_level {
+            IndexWriter::Partitioned(PartitionedIndexBuilder::new(
+                opts.format_version,
+                opts.index_block_restart_interval,
+                opts.metadata_block_size,
+            ))
+        } else {
+            IndexWriter::Flat(IndexBuilder::new(
+                opts.format_version,
+                opts.index_block_restart_interval,
+            ))
         };
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -174,7 +221,7 @@ impl TableBuilder {
         Ok(TableBuilder {
             icmp: InternalKeyComparator::new(opts.comparator.clone()),
             data_block: BlockBuilder::new(opts.block_restart_interval),
-            index: IndexBuilder::new(opts.format_version, opts.index_block_restart_interval),
+            index,
             deviation_limit: (opts.block_size * (100 - BLOCK_SIZE_DEVIATION)).div_ceil(100),
             range_del_block: BlockBuilder::new(1),
             filter,
@@ -267,7 +314,19 @@ impl TableBuilder {
             if self.opts.index_shortening != IndexShorteningMode::NoShortening {
                 self.icmp.find_shortest_separator(&mut sep, ikey);
             }
-            self.index.add(&sep, handle, splits_user_key);
+            match &mut self.index {
+                IndexWriter::Flat(i) => i.add(&sep, handle, splits_user_key),
+                IndexWriter::Partitioned(i) => {
+                    // A closed index partition closes the filter's too,
+                    // under the key of the block just indexed (whose keys
+                    // the filter partition already holds).
+                    if i.add(&sep, handle, splits_user_key, false)
+                        && let Some(FilterWriter::Partitioned(f)) = &mut self.filter
+                    {
+                        f.cut(&sep);
+                    }
+                }
+            }
         }
         if let Some(f) = &mut self.filter {
             let user_key = parsed.user_key;
@@ -282,6 +341,12 @@ impl TableBuilder {
             }
             if self.opts.whole_key_filtering {
                 f.add_key(user_key);
+            }
+            if let (FilterWriter::Partitioned(f), IndexWriter::Partitioned(i)) =
+                (f, &mut self.index)
+                && f.wants_cut()
+            {
+                i.request_cut();
             }
         }
         self.data_block.add(ikey, value);
@@ -375,29 +440,98 @@ impl TableBuilder {
             if self.opts.index_shortening == IndexShorteningMode::ShortenSeparatorsAndSuccessor {
                 self.icmp.find_short_successor(&mut last);
             }
-            self.index.add(&last, handle, false);
-        }
-        let mut meta: Vec<(&str, BlockHandle)> = Vec::new();
-        if let Some(f) = &mut self.filter {
-            self.props.num_filter_entries = f.num_added() as u64;
-            let block = f.finish();
-            if !block.is_empty() {
-                self.props.filter_size = block.len() as u64;
-                let h = self.write_block(&block, CompressionType::None)?;
-                meta.push((FULL_FILTER_BLOCK, h));
+            match &mut self.index {
+                IndexWriter::Flat(i) => i.add(&last, handle, false),
+                IndexWriter::Partitioned(i) => {
+                    i.add(&last, handle, false, true);
+                }
             }
         }
-        let index = std::mem::replace(&mut self.index, IndexBuilder::new(1, 1)).finish();
+        let mut meta: Vec<(&str, BlockHandle)> = Vec::new();
         let index_codec = if self.opts.enable_index_compression {
             self.opts.compression
         } else {
             CompressionType::None
         };
-        let index_handle = self.write_block(&index.block, index_codec)?;
-        // RocksDB records the uncompressed index size.
-        self.props.index_size = index.block.len() as u64;
-        self.props.index_key_is_user_key = u64::from(index.key_is_user_key);
-        self.props.index_value_is_delta_encoded = u64::from(index.value_is_delta_encoded);
+        // The index's key form decides the filter's top level too, so the
+        // index is finished (in memory) first; RocksDB's block order
+        // (filter, then index) is kept on disk.
+        let index = std::mem::replace(&mut self.index, IndexWriter::Flat(IndexBuilder::new(1, 1)));
+        // A partitioned index's last separator keys the last filter partition.
+        let mut partition_last_key = Vec::new();
+        let (flat, partitions, user_keys, delta) = match index {
+            IndexWriter::Flat(i) => {
+                let f = i.finish();
+                let (u, d) = (f.key_is_user_key, f.value_is_delta_encoded);
+                (Some(f.block), Vec::new(), u, d)
+            }
+            IndexWriter::Partitioned(i) => {
+                partition_last_key = i.partition_key().to_vec();
+                let p = i.finish();
+                (
+                    None,
+                    p.partitions,
+                    p.key_is_user_key,
+                    p.value_is_delta_encoded,
+                )
+            }
+        };
+        let has_filter = self.filter.is_some();
+        match self.filter.take() {
+            Some(FilterWriter::Full(mut f)) => {
+                self.props.num_filter_entries = f.num_added() as u64;
+                let block = f.finish();
+                if !block.is_empty() {
+                    self.props.filter_size = block.len() as u64;
+                    let h = self.write_block(&block, CompressionType::None)?;
+                    meta.push((FULL_FILTER_BLOCK, h));
+                }
+            }
+            Some(FilterWriter::Partitioned(f)) => {
+                let (parts, added) = f.finish(&partition_last_key);
+                self.props.num_filter_entries = added as u64;
+                let mut top = IndexBuilder::new(
+                    self.opts.format_version,
+                    self.opts.index_block_restart_interval,
+                );
+                for (key, block) in &parts {
+                    self.props.filter_size += block.len() as u64;
+                    let h = self.write_block(block, CompressionType::None)?;
+                    top.add(key, h, false);
+                }
+                let top = top.finish_with(!user_keys).block;
+                self.props.filter_size += top.len() as u64;
+                let h = self.write_block(&top, CompressionType::None)?;
+                meta.push((PARTITIONED_FILTER_BLOCK, h));
+            }
+            None => {}
+        }
+        let index_handle = match flat {
+            Some(block) => {
+                let h = self.write_block(&block, index_codec)?;
+                // RocksDB records the uncompressed index size.
+                self.props.index_size = block.len() as u64;
+                h
+            }
+            None => {
+                let mut top = IndexBuilder::new(
+                    self.opts.format_version,
+                    self.opts.index_block_restart_interval,
+                );
+                self.props.index_partitions = partitions.len() as u64;
+                for (key, block) in &partitions {
+                    self.props.index_size += block.len() as u64;
+                    let h = self.write_block(block, index_codec)?;
+                    top.add(key, h, false);
+                }
+                let top = top.finish_with(!user_keys).block;
+                self.props.top_level_index_size = top.len() as u64;
+                self.props.index_size += top.len() as u64;
+                self.write_block(&top, index_codec)?
+            }
+        };
+        self.props.index_key_is_user_key = u64::from(user_keys);
+        self.props.index_value_is_delta_encoded = u64::from(delta);
         if !self.range_del_block.is_empty() {
             let rd = self.range_del_block.finish().to_vec();
             let h = self.write_block(&rd, CompressionType::None)?;
@@ -406,11 +540,12 @@ impl TableBuilder {
         if self.opts.format_version >= 6 {
             meta.push((INDEX_BLOCK, index_handle));
         }
-        self.props
-            .user_collected
-            .insert(INDEX_TYPE.as_bytes().to_vec(), 0u32.to_le_bytes().to_vec());
+        self.props.user_collected.insert(
+            INDEX_TYPE.as_bytes().to_vec(),
+            self.opts.index_type.code().to_le_bytes().to_vec(),
+        );
         let flag = |b: bool| if b { b"1".to_vec() } else { b"0".to_vec() };
-        let prefix_filtering = self.opts.prefix_extractor.is_some() && self.filter.is_some();
+        let prefix_filtering = self.opts.prefix_extractor.is_some() && has_filter;
         self.props.user_collected.insert(
             WHOLE_KEY_FILTERING.as_bytes().to_vec(),
             flag(self.opts.whole_key_filtering),

@@ -84,7 +84,9 @@ proptest! {
         block_size in 32usize..2048,
         checksum in 0u8..5,
         bloom in any::<bool>(),
-        fv6 in any::<bool>(),
+        fv in prop_oneof![Just(2u32), Just(3), Just(4), Just(5), Just(6)],
+        partitioned in 0u8..3,
+        metadata_block_size in 64usize..1024,
         probes in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..6), 0..30),
     ) {
         let opts = TableOptions {
@@ -93,7 +95,14 @@ proptest! {
             block_size,
             checksum: ChecksumType::from_u8(checksum).unwrap(),
             bloom_bits_per_key: bloom.then_some(10.0),
-            format_version: if fv6 { 6 } else { 5 },
+            format_version: fv,
+            index_type: if partitioned > 0 {
+                options::IndexType::TwoLevelIndexSearch
+            } else {
+                options::IndexType::BinarySearch
+            },
+            partition_filters: partitioned == 2,
+            metadata_block_size,
             ..TableOptions::default()
         };
         let t = open(build(&model, &opts), &opts).unwrap();
@@ -456,4 +465,55 @@ fn compaction_iterators_bypass_the_block_cache() {
     // User reads of the same open table fill it.
     assert_eq!(scan(&t).unwrap(), expected(&model));
     assert!(cache.usage() > 0);
+}
+
+/// A partitioned index and filter (RocksDB's kTwoLevelIndexSearch with
+/// partition_filters): many partitions, the properties RocksDB writes,
+/// every key found, and absent keys mostly stopped by the filter
+/// partitions.
+#[test]
+fn partitioned_index_and_filters_roundtrip() {
+    let model: Model = (0..5000u32)
+        .map(|i| {
+            (
+                format!("key{i:06}").into_bytes(),
+                (
+                    u64::from(i) + 1,
+                    ValueType::Value,
+                    format!("v{i}").into_bytes(),
+                ),
+            )
+        })
+        .collect();
+    for fv in [2, 5, 6] {
+        let opts = TableOptions {
+            block_size: 256,
+            index_type: options::IndexType::TwoLevelIndexSearch,
+            partition_filters: true,
+            metadata_block_size: 256,
+            format_version: fv,
+            ..TableOptions::default()
+        };
+        let t = open(build(&model, &opts), &opts).unwrap();
+        let p = t.properties();
+        assert_eq!(p.index_type(), 2);
+        assert!(p.index_partitions > 10, "{} partitions", p.index_partitions);
+        assert!(
+            t.meta_blocks()
+                .contains_key(properties::PARTITIONED_FILTER_BLOCK)
+        );
+        assert_eq!(scan(&t).unwrap(), expected(&model));
+        for (k, (s, ty, v)) in model.iter().step_by(7) {
+            let target = make_internal_key(k, crate::format::MAX_SEQUENCE_NUMBER, ValueType::Value);
+            assert_eq!(
+                t.get(&target).unwrap(),
+                Some((make_internal_key(k, *s, *ty), v.clone()))
+            );
+        }
+        let stopped = (0..2000u32)
+            .filter(|i| !t.key_may_match(format!("key{i:06}x").as_bytes()))
+            .count();
+        assert!(stopped > 1900, "fv {fv}: filter stopped {stopped} of 2000");
+        t.verify_checksums().unwrap();
+    }
 }
