@@ -67,6 +67,10 @@ struct OptionSet {
     write_mode: u8,
     /// Operations per seed.
     steps: usize,
+    /// Table layout: 0 RocksDB 7.8.3's default (format_version 5, one
+    /// index block, full filter); 1 partitioned index and filters in
+    /// 128-byte partitions; 2 format_version 6 with a partitioned index.
+    table_layout: u8,
 }
 
 const LEVELED: OptionSet = OptionSet {
@@ -83,6 +87,7 @@ const LEVELED: OptionSet = OptionSet {
     subcompactions: 1,
     write_mode: 0,
     steps: 300,
+    table_layout: 0,
 };
 
 const OPTION_SETS: [OptionSet; 8] = [
@@ -110,6 +115,7 @@ const OPTION_SETS: [OptionSet; 8] = [
         compression: CompressionType::Zstd,
         disable_wal: false,
         write_mode: 4,
+        table_layout: 1,
         ..LEVELED
     },
     OptionSet {
@@ -118,6 +124,7 @@ const OPTION_SETS: [OptionSet; 8] = [
         block_size: 512,
         compression: CompressionType::Lz4,
         disable_wal: true,
+        table_layout: 2,
         ..LEVELED
     },
     OptionSet {
@@ -188,6 +195,12 @@ fn options(fs: &MemFileSystem, set: &OptionSet) -> Options {
     o.enable_pipelined_write = set.write_mode == 2;
     o.unordered_write = set.write_mode == 3;
     o.manual_wal_flush = set.write_mode == 4;
+    if set.table_layout > 0 {
+        o.cf.index_type = strata::table::options::IndexType::TwoLevelIndexSearch;
+        o.cf.metadata_block_size = 128;
+        o.cf.partition_filters = set.table_layout == 1;
+        o.cf.format_version = if set.table_layout == 2 { 6 } else { 5 };
+    }
     o
 }
 
