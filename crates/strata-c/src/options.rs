@@ -39,6 +39,13 @@ pub struct rocksdb_block_based_table_options_t {
     bloom_bits_per_key: Option<f64>,
     block_cache: Option<Arc<BlockCache>>,
     no_block_cache: bool,
+    checksum: strata::util::checksum::ChecksumType,
+    format_version: u32,
+    whole_key_filtering: bool,
+    index_type: strata::table::options::IndexType,
+    partition_filters: bool,
+    metadata_block_size: usize,
+    index_block_restart_interval: usize,
 }
 
 impl Default for rocksdb_block_based_table_options_t {
@@ -51,6 +58,13 @@ impl Default for rocksdb_block_based_table_options_t {
             bloom_bits_per_key: None,
             block_cache: None,
             no_block_cache: false,
+            checksum: d.checksum,
+            format_version: d.format_version,
+            whole_key_filtering: d.whole_key_filtering,
+            index_type: d.index_type,
+            partition_filters: d.partition_filters,
+            metadata_block_size: d.metadata_block_size,
+            index_block_restart_interval: d.index_block_restart_interval,
         }
     }
 }
@@ -763,6 +777,13 @@ pub unsafe extern "C" fn rocksdb_options_set_block_based_table_factory(
             cf.block_size = t.block_size;
             cf.block_restart_interval = t.block_restart_interval;
             cf.bloom_bits_per_key = t.bloom_bits_per_key;
+            cf.checksum = t.checksum;
+            cf.format_version = t.format_version;
+            cf.whole_key_filtering = t.whole_key_filtering;
+            cf.index_type = t.index_type;
+            cf.partition_filters = t.partition_filters;
+            cf.metadata_block_size = t.metadata_block_size;
+            cf.index_block_restart_interval = t.index_block_restart_interval;
             cf.block_cache = if t.no_block_cache {
                 // The smallest cache Strata has: blocks are not kept.
                 Some(BlockCache::new(0) as Arc<dyn strata::table::options::BlockCacheApi>)
@@ -982,6 +1003,58 @@ setter!(
     rocksdb_block_based_options_set_block_restart_interval,
     c_int,
     |t, v| t.block_restart_interval = v.max(1) as usize
+);
+// Checksum codes RocksDB does not know leave the checksum unchanged.
+setter!(
+    rocksdb_block_based_table_options_t,
+    rocksdb_block_based_options_set_checksum,
+    c_char,
+    |t, v| if let Some(c) = strata::util::checksum::ChecksumType::from_u8(v as u8) {
+        t.checksum = c
+    }
+);
+// Versions Strata cannot write make the open fail (as RocksDB's).
+setter!(
+    rocksdb_block_based_table_options_t,
+    rocksdb_block_based_options_set_format_version,
+    c_int,
+    |t, v| t.format_version = v.max(0) as u32
+);
+setter!(
+    rocksdb_block_based_table_options_t,
+    rocksdb_block_based_options_set_whole_key_filtering,
+    c_uchar,
+    |t, v| t.whole_key_filtering = v != 0
+);
+// Hash search is written as a binary-search index (what RocksDB's hash
+// index is built on; every reader reads it).
+setter!(
+    rocksdb_block_based_table_options_t,
+    rocksdb_block_based_options_set_index_type,
+    c_int,
+    |t, v| t.index_type = if v == 2 {
+        strata::table::options::IndexType::TwoLevelIndexSearch
+    } else {
+        strata::table::options::IndexType::BinarySearch
+    }
+);
+setter!(
+    rocksdb_block_based_table_options_t,
+    rocksdb_block_based_options_set_partition_filters,
+    c_uchar,
+    |t, v| t.partition_filters = v != 0
+);
+setter!(
+    rocksdb_block_based_table_options_t,
+    rocksdb_block_based_options_set_metadata_block_size,
+    u64,
+    |t, v| t.metadata_block_size = (v as usize).max(1)
+);
+setter!(
+    rocksdb_block_based_table_options_t,
+    rocksdb_block_based_options_set_index_block_restart_interval,
+    c_int,
+    |t, v| t.index_block_restart_interval = v.max(1) as usize
 );
 setter!(
     rocksdb_block_based_table_options_t,

@@ -22,6 +22,8 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "ReadOptions",
         "WriteOptions",
         "BlockBasedOptions",
+        "BlockBasedIndexType",
+        "ChecksumType",
         "Cache",
         "DBCompressionType",
         "DBCompactionStyle",
@@ -47,6 +49,8 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<options::ReadOptions>()?;
     m.add_class::<options::WriteOptions>()?;
     m.add_class::<options::BlockBasedOptions>()?;
+    m.add_class::<options::BlockBasedIndexType>()?;
+    m.add_class::<options::ChecksumType>()?;
     m.add_class::<options::Cache>()?;
     m.add_class::<options::DBCompressionType>()?;
     m.add_class::<options::DBCompactionStyle>()?;

@@ -181,6 +181,11 @@ impl Options {
         cf.bloom_bits_per_key = f.bloom_bits_per_key;
         cf.format_version = f.format_version;
         cf.whole_key_filtering = f.whole_key_filtering;
+        cf.index_type = f.index_type;
+        cf.partition_filters = f.partition_filters;
+        cf.metadata_block_size = f.metadata_block_size;
+        cf.index_block_restart_interval = f.index_block_restart_interval;
+        cf.checksum = f.checksum;
         cf.block_cache = f.cache.clone().map(|c| c as Arc<dyn BlockCacheApi>);
     }
     /// Accepted for compatibility; Strata reads table files with `pread`
@@ -354,6 +359,11 @@ pub struct BlockBasedOptions {
     bloom_bits_per_key: Option<f64>,
     format_version: u32,
     whole_key_filtering: bool,
+    index_type: strata::table::options::IndexType,
+    partition_filters: bool,
+    metadata_block_size: usize,
+    index_block_restart_interval: usize,
+    checksum: strata::util::checksum::ChecksumType,
     cache: Option<Arc<BlockCache>>,
 }
 
@@ -368,8 +378,29 @@ impl BlockBasedOptions {
             bloom_bits_per_key: None,
             format_version: d.format_version,
             whole_key_filtering: d.whole_key_filtering,
+            index_type: d.index_type,
+            partition_filters: d.partition_filters,
+            metadata_block_size: d.metadata_block_size,
+            index_block_restart_interval: d.index_block_restart_interval,
+            checksum: d.checksum,
             cache: None,
         }
+    }
+    fn set_index_type(&mut self, index_type: &BlockBasedIndexType) {
+        self.index_type = index_type.0;
+    }
+    /// Partition the filter too (with a two-level index).
+    fn set_partition_filters(&mut self, v: bool) {
+        self.partition_filters = v;
+    }
+    fn set_metadata_block_size(&mut self, size: usize) {
+        self.metadata_block_size = size.max(1);
+    }
+    fn set_index_block_restart_interval(&mut self, interval: i32) {
+        self.index_block_restart_interval = interval.max(1) as usize;
+    }
+    fn set_checksum_type(&mut self, checksum_type: &ChecksumType) {
+        self.checksum = checksum_type.0;
     }
     /// Table format_version of new files: 5 (default; RocksDB 6.6+ reads
     /// it) or 6 (RocksDB 8.6+; rocksdict's default). Others are refused
@@ -412,6 +443,57 @@ impl Cache {
     }
     fn get_capacity(&self) -> u64 {
         self.0.capacity()
+    }
+}
+
+/// rocksdict's `BlockBasedIndexType`. Hash search is written as the
+/// binary-search index it is built on.
+#[pyclass(module = "strata")]
+#[derive(Clone)]
+pub struct BlockBasedIndexType(strata::table::options::IndexType);
+
+#[pymethods]
+impl BlockBasedIndexType {
+    #[staticmethod]
+    fn binary_search() -> Self {
+        BlockBasedIndexType(strata::table::options::IndexType::BinarySearch)
+    }
+    #[staticmethod]
+    fn hash_search() -> Self {
+        BlockBasedIndexType(strata::table::options::IndexType::BinarySearch)
+    }
+    #[staticmethod]
+    fn two_level_index_search() -> Self {
+        BlockBasedIndexType(strata::table::options::IndexType::TwoLevelIndexSearch)
+    }
+}
+
+/// rocksdict's `ChecksumType`.
+#[pyclass(module = "strata")]
+#[derive(Clone)]
+pub struct ChecksumType(strata::util::checksum::ChecksumType);
+
+#[pymethods]
+impl ChecksumType {
+    #[staticmethod]
+    fn no_checksum() -> Self {
+        ChecksumType(strata::util::checksum::ChecksumType::NoChecksum)
+    }
+    #[staticmethod]
+    fn crc32c() -> Self {
+        ChecksumType(strata::util::checksum::ChecksumType::Crc32c)
+    }
+    #[staticmethod]
+    fn xxhash() -> Self {
+        ChecksumType(strata::util::checksum::ChecksumType::XxHash)
+    }
+    #[staticmethod]
+    fn xxhash64() -> Self {
+        ChecksumType(strata::util::checksum::ChecksumType::XxHash64)
+    }
+    #[staticmethod]
+    fn xxh3() -> Self {
+        ChecksumType(strata::util::checksum::ChecksumType::Xxh3)
     }
 }
 

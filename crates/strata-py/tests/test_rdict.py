@@ -343,6 +343,26 @@ def test_table_format_version_6_both_ways(path):
         db.close()
     with Rdict(path) as db:
         assert db[4000] == "s4000"
+    # Partitioned index and filters, XXH3 checksums, both ways.
+    from strata import BlockBasedIndexType, ChecksumType
+
+    table.set_index_type(BlockBasedIndexType.two_level_index_search())
+    table.set_partition_filters(True)
+    table.set_metadata_block_size(256)
+    table.set_checksum_type(ChecksumType.xxh3())
+    opts.set_block_based_table_factory(table)
+    with Rdict(path, opts) as db:
+        for i in range(6000, 9000):
+            db[i] = "p%d" % i
+        db.flush()
+        assert db[8999] == "p8999"
+    db = rocksdict.Rdict(path)
+    try:
+        assert db[8999] == "p8999"
+        assert db[100] == "r100"
+        assert db.get(9000) is None
+    finally:
+        db.close()
     # A format_version Strata does not write is refused at open.
     table.set_format_version(7)
     opts.set_block_based_table_factory(table)

@@ -958,6 +958,36 @@ extern STRATA_C_API void rocksdb_block_based_options_set_block_size(
 extern STRATA_C_API void rocksdb_block_based_options_set_block_restart_interval(
     rocksdb_block_based_table_options_t* options,
     int block_restart_interval);
+/* Block checksum (0 none, 1 crc32c, 2 xxHash, 3 xxHash64, 4 XXH3). */
+extern STRATA_C_API void rocksdb_block_based_options_set_checksum(
+    rocksdb_block_based_table_options_t* options,
+    char checksum);
+/* Table format_version: 2 to 6 (5 by default; 6 is RocksDB 8.6+'s). */
+extern STRATA_C_API void rocksdb_block_based_options_set_format_version(
+    rocksdb_block_based_table_options_t* options,
+    int format_version);
+extern STRATA_C_API void rocksdb_block_based_options_set_whole_key_filtering(
+    rocksdb_block_based_table_options_t* options,
+    unsigned char whole_key_filtering);
+enum {
+  rocksdb_block_based_table_index_type_binary_search = 0,
+  rocksdb_block_based_table_index_type_hash_search = 1,
+  rocksdb_block_based_table_index_type_two_level_index_search = 2,
+};
+/* Two-level (partitioned) or binary-search index; hash search is written as
+   its binary-search index. */
+extern STRATA_C_API void rocksdb_block_based_options_set_index_type(
+    rocksdb_block_based_table_options_t* options,
+    int index_type);
+extern STRATA_C_API void rocksdb_block_based_options_set_partition_filters(
+    rocksdb_block_based_table_options_t* options,
+    unsigned char partition_filters);
+extern STRATA_C_API void rocksdb_block_based_options_set_metadata_block_size(
+    rocksdb_block_based_table_options_t* options,
+    uint64_t metadata_block_size);
+extern STRATA_C_API void rocksdb_block_based_options_set_index_block_restart_interval(
+    rocksdb_block_based_table_options_t* options,
+    int index_block_restart_interval);
 extern STRATA_C_API void rocksdb_block_based_options_set_no_block_cache(
     rocksdb_block_based_table_options_t* options,
     unsigned char no_block_cache);

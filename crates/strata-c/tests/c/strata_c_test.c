@@ -1179,6 +1179,40 @@ static void test_tables_and_styles(void) {
   rocksdb_block_based_options_destroy(t);
   rocksdb_cache_destroy(cache);
 
+  /* Partitioned index and filters, XXH3 checksums, format_version 4. */
+  t = rocksdb_block_based_options_create();
+  rocksdb_block_based_options_set_checksum(t, 4);
+  rocksdb_block_based_options_set_format_version(t, 4);
+  rocksdb_block_based_options_set_whole_key_filtering(t, 1);
+  rocksdb_block_based_options_set_index_type(t, rocksdb_block_based_table_index_type_two_level_index_search);
+  rocksdb_block_based_options_set_partition_filters(t, 1);
+  rocksdb_block_based_options_set_metadata_block_size(t, 256);
+  rocksdb_block_based_options_set_index_block_restart_interval(t, 4);
+  rocksdb_block_based_options_set_block_size(t, 256);
+  rocksdb_block_based_options_set_filter_policy(t, rocksdb_filterpolicy_create_bloom_full(10));
+  o = rocksdb_options_create();
+  rocksdb_options_set_create_if_missing(o, 1);
+  rocksdb_options_set_block_based_table_factory(o, t);
+  path(p, "partitioned");
+  db = rocksdb_open(o, p, &err);
+  CHECK_OK(err);
+  for (int i = 0; i < 3000; i++) {
+    snprintf(k, sizeof k, "key%06d", i);
+    snprintf(v, sizeof v, "value-%d", i);
+    rocksdb_put(db, wo, k, strlen(k), v, strlen(v), &err);
+  }
+  rocksdb_flush(db, fo, &err);
+  CHECK_OK(err);
+  CHECK_GET(db, ro, "key002999", "value-2999");
+  CHECK_GET(db, ro, "key000000", "value-0");
+  CHECK_GET(db, ro, "key001500x", NULL);
+  char* pv = rocksdb_property_value(db, "rocksdb.estimate-num-keys");
+  CHECK(pv != NULL);
+  free(pv);
+  rocksdb_close(db);
+  rocksdb_options_destroy(o);
+  rocksdb_block_based_options_destroy(t);
+
   /* A codec per level: L0 plain, the base level snappy, deeper zstd. */
   o = rocksdb_options_create();
   rocksdb_options_set_create_if_missing(o, 1);
