@@ -521,6 +521,18 @@ getter!(
 );
 setter!(
     rocksdb_options_t,
+    rocksdb_options_set_db_write_buffer_size,
+    usize,
+    |o, v| o.opts.db_write_buffer_size = v
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_db_write_buffer_size,
+    usize,
+    |o| o.opts.db_write_buffer_size
+);
+setter!(
+    rocksdb_options_t,
     rocksdb_options_set_max_subcompactions,
     u32,
     |o, v| o.opts.max_subcompactions = v.max(1) as usize

@@ -78,6 +78,10 @@ impl Options {
     fn set_write_buffer_size(&mut self, n: usize) {
         self.opts.cf.write_buffer_size = n;
     }
+    /// One memtable budget for every column family (0: none).
+    fn set_db_write_buffer_size(&mut self, n: usize) {
+        self.opts.db_write_buffer_size = n;
+    }
     fn set_max_write_buffer_number(&mut self, n: i32) {
         self.opts.cf.max_write_buffer_number = n.max(1) as usize;
     }

@@ -494,6 +494,13 @@ pub struct Options {
     pub max_background_jobs: usize,
     /// Key ranges a large compaction is split into, run in parallel.
     pub max_subcompactions: usize,
+    /// One memtable budget for all column families (RocksDB's
+    /// `db_write_buffer_size`; 0: none). Ignored when
+    /// `write_buffer_manager` is set.
+    pub db_write_buffer_size: usize,
+    /// A memtable budget shared with other databases (RocksDB's
+    /// `write_buffer_manager`).
+    pub write_buffer_manager: Option<Arc<crate::memtable::WriteBufferManager>>,
     /// Bytes per second writes may proceed at while compaction is behind
     /// (the starting rate; it adapts to the debt).
     pub delayed_write_rate: u64,
@@ -594,6 +601,8 @@ impl Default for Options {
             fs: None,
             max_background_jobs: 2,
             max_subcompactions: 1,
+            db_write_buffer_size: 0,
+            write_buffer_manager: None,
             delayed_write_rate: 16 << 20,
             env: None,
             max_log_file_size: 0,

@@ -829,6 +829,12 @@ extern STRATA_C_API void rocksdb_options_set_max_background_jobs(
     int);
 extern STRATA_C_API int rocksdb_options_get_max_background_jobs(
     rocksdb_options_t*);
+/* One memtable budget for every column family (0: none). */
+extern STRATA_C_API void rocksdb_options_set_db_write_buffer_size(
+    rocksdb_options_t* options,
+    size_t size);
+extern STRATA_C_API size_t rocksdb_options_get_db_write_buffer_size(
+    rocksdb_options_t* options);
 extern STRATA_C_API void rocksdb_options_set_max_subcompactions(
     rocksdb_options_t*,
     uint32_t);

@@ -1179,7 +1179,8 @@ static void test_tables_and_styles(void) {
   rocksdb_block_based_options_destroy(t);
   rocksdb_cache_destroy(cache);
 
-  /* Partitioned index and filters, XXH3 checksums, format_version 4. */
+  /* Partitioned index and filters, XXH3 checksums, format_version 4,
+     and one 1 MiB memtable budget. */
   t = rocksdb_block_based_options_create();
   rocksdb_block_based_options_set_checksum(t, 4);
   rocksdb_block_based_options_set_format_version(t, 4);
@@ -1192,6 +1193,8 @@ static void test_tables_and_styles(void) {
   rocksdb_block_based_options_set_filter_policy(t, rocksdb_filterpolicy_create_bloom_full(10));
   o = rocksdb_options_create();
   rocksdb_options_set_create_if_missing(o, 1);
+  rocksdb_options_set_db_write_buffer_size(o, 1 << 20);
+  CHECK(rocksdb_options_get_db_write_buffer_size(o) == 1 << 20);
   rocksdb_options_set_block_based_table_factory(o, t);
   path(p, "partitioned");
   db = rocksdb_open(o, p, &err);

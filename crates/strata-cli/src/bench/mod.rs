@@ -113,6 +113,7 @@ pub fn apply_compaction_flags(f: &Flags, o: &mut Options) -> Result<(), String> 
         (compactions.max(1) + flushes.max(1)) as usize
     };
     o.max_subcompactions = f.num::<u64>("subcompactions", 1)?.max(1) as usize;
+    o.db_write_buffer_size = f.num("db_write_buffer_size", 0)?;
     // 0 is RocksDB's "unset", sanitized to 16 MiB/s.
     let rate: u64 = f.num("delayed_write_rate", 8 << 20)?;
     o.delayed_write_rate = if rate == 0 { 16 << 20 } else { rate };

@@ -166,6 +166,14 @@ impl DB {
         self.inner.snapshot()
     }
 
+    /// The memtable budget this database charges its memtables to (its
+    /// own for `db_write_buffer_size`, or the shared one it was given).
+    pub fn write_buffer_manager(
+        &self,
+    ) -> Option<std::sync::Arc<crate::memtable::WriteBufferManager>> {
+        self.inner.options.write_buffer_manager.clone()
+    }
+
     /// Flushes the default column family's memtable to a table and waits.
     pub fn flush(&self) -> Result<()> {
         self.inner.flush(0)

@@ -107,14 +107,19 @@ pub(crate) fn memtable_full(mem: &MemTable, write_buffer_size: usize) -> bool {
 
 /// A fresh memtable for a column family with `options`, its arena sized
 /// as RocksDB sizes it for the write buffer.
+/// Its memory is charged to `wbm`, the database's memtable budget; its
+/// arena blocks are then at most an eighth of that budget too, so that a
+/// few column families' first blocks never use it up by themselves.
 pub(crate) fn new_memtable(
     icmp: &InternalKeyComparator,
     options: &ColumnFamilyOptions,
+    wbm: Option<&Arc<crate::memtable::WriteBufferManager>>,
 ) -> Arc<MemTable> {
-    Arc::new(MemTable::with_arena_block_size(
-        icmp.clone(),
-        crate::memtable::arena_block_size_for(options.write_buffer_size),
-    ))
+    let mut block = crate::memtable::arena_block_size_for(options.write_buffer_size);
+    if let Some(w) = wbm.filter(|w| w.enabled()) {
+        block = block.min(crate::memtable::arena_block_size_for(w.buffer_size()));
+    }
+    Arc::new(MemTable::with_arena_block_size(icmp.clone(), block).charged_to(wbm.cloned()))
 }
 
 impl CfData {

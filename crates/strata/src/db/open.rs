@@ -136,6 +136,15 @@ impl DB {
         for d in &mut descs {
             d.options = d.options.sanitized();
         }
+        // The memtable budget: a shared manager, or one of this database's
+        // own for `db_write_buffer_size` (RocksDB's SanitizeOptions).
+        if opts.write_buffer_manager.is_none() && opts.db_write_buffer_size > 0 {
+            opts.write_buffer_manager = Some(crate::memtable::WriteBufferManager::new(
+                opts.db_write_buffer_size,
+                false,
+            ));
+        }
+        let wbm = opts.write_buffer_manager.clone();
         let fs: FileSystemRef = opts.fs.clone().unwrap_or_else(default_fs);
         let dbname = dbname.to_path_buf();
         let wal_dir: PathBuf = opts.wal_dir.clone().unwrap_or_else(|| dbname.clone());
@@ -273,7 +282,7 @@ impl DB {
                 CfData {
                     id,
                     name,
-                    mem: super::new_memtable(&icmp, &options),
+                    mem: super::new_memtable(&icmp, &options, wbm.as_ref()),
                     icmp,
                     options,
                     mem_wal: 0,
@@ -421,7 +430,11 @@ impl DB {
             CfData {
                 id,
                 name: name.to_string(),
-                mem: super::new_memtable(&icmp, &options),
+                mem: super::new_memtable(
+                    &icmp,
+                    &options,
+                    self.inner.options.write_buffer_manager.as_ref(),
+                ),
                 icmp,
                 options,
                 mem_wal: wal,
@@ -790,7 +803,11 @@ impl DbInner {
             crate::crash_point!("open::after_wal_replay");
             st.versions.log_and_apply(id, edit)?;
             if let Some(cf) = st.cfs.get_mut(&id) {
-                cf.mem = super::new_memtable(&cf.icmp, &cf.options);
+                cf.mem = super::new_memtable(
+                    &cf.icmp,
+                    &cf.options,
+                    self.options.write_buffer_manager.as_ref(),
+                );
                 cf.mem_wal = new_wal;
             }
             st.memtables_changed();

@@ -86,6 +86,7 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
     kv(&mut s, "paranoid_checks", &opts.paranoid_checks);
     kv(&mut s, "max_background_jobs", &opts.max_background_jobs);
     kv(&mut s, "max_subcompactions", &opts.max_subcompactions);
+    kv(&mut s, "db_write_buffer_size", &opts.db_write_buffer_size);
     kv(&mut s, "delayed_write_rate", &opts.delayed_write_rate);
     kv(
         &mut s,

@@ -216,6 +216,7 @@ impl OptionsFile {
                     let n: u64 = num(file, k, v)?;
                     o.max_subcompactions = (n as usize).max(1);
                 }
+                "db_write_buffer_size" => o.db_write_buffer_size = num(file, k, v)?,
                 "delayed_write_rate" => {
                     let n: u64 = num(file, k, v)?;
                     if n > 0 {

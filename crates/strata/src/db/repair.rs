@@ -339,7 +339,7 @@ impl Repairer {
             let o = self.options_for(name);
             mems.insert(
                 id,
-                super::new_memtable(&InternalKeyComparator::new(o.comparator.clone()), &o),
+                super::new_memtable(&InternalKeyComparator::new(o.comparator.clone()), &o, None),
             );
         }
         loop {

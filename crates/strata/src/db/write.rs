@@ -222,6 +222,11 @@ impl DbInner {
         if signals.bg_error() || signals.stalled() || self.shutting_down.load(Ordering::Acquire) {
             return None;
         }
+        if let Some(w) = &self.options.write_buffer_manager
+            && (w.should_flush() || w.should_stall())
+        {
+            return None;
+        }
         stage
             .view
             .as_ref()
@@ -320,8 +325,12 @@ impl DbInner {
                 // A WAL-stage failure sets the writer's result; otherwise
                 // the leader inserted this batch for the group, and the
                 // group's result (an insert error) is the writer's.
+                // Taking the group breaks the cycle group -> writers ->
+                // this writer -> group, which would keep the group, its
+                // batches and its memtables alive forever.
                 let mut d = lock(&w.data);
-                match (d.result.take(), &d.group) {
+                let group = d.group.take();
+                match (d.result.take(), group) {
                     (Some(r), _) => r,
                     (None, Some(g)) => g.result(),
                     (None, None) => Ok(()),
@@ -329,7 +338,7 @@ impl DbInner {
             }
             STATE_MEMTABLE_WRITER => {
                 record(stats, Ticker::WriteDoneByOther, 1);
-                let group = lock(&w.data).group.clone();
+                let group = lock(&w.data).group.take();
                 match group {
                     Some(g) => {
                         let mine = self.insert_own(&w, &g);
@@ -563,6 +572,10 @@ impl DbInner {
                 let view = stage.refresh(&mut st, &self.write_signals);
                 // Validate column families before anything is written.
                 check_all(view)?;
+                // The view holds the memtables it was made with: dropped
+                // here, it cannot keep a switched memtable's memory alive
+                // while this group waits for a flush to free it.
+                stage.view = None;
                 let mut st = self.make_room_for_write(st, bytes as u64)?;
                 st.memtables()
             }
@@ -734,12 +747,41 @@ impl DbInner {
             if self.shutting_down.load(Ordering::Acquire) {
                 break Err(Error::Incomplete("the database is closing".into()));
             }
-            let full: Vec<u32> = st
+            let mut full: Vec<u32> = st
                 .cfs
                 .values()
                 .filter(|c| !c.dropped && c.mem_full())
                 .map(|c| c.id)
                 .collect();
+            // The memtable budget (RocksDB's HandleWriteBufferManagerFlush):
+            // over it, the oldest non-empty active memtable is switched.
+            let wbm = self.options.write_buffer_manager.as_deref();
+            if full.is_empty()
+                && let Some(w) = wbm
+                && (w.should_flush() || w.should_stall())
+                && let Some(c) = st
+                    .cfs
+                    .values()
+                    .filter(|c| !c.dropped && !c.mem.is_empty())
+                    .min_by_key(|c| c.mem.first_seqno())
+            {
+                full.push(c.id);
+            }
+            // Writers wait while the shared budget is used up, as long as
+            // this database holds memtables a flush will free (a database
+            // holding none does not wait on the others).
+            if full.is_empty()
+                && let Some(w) = wbm
+                && w.should_stall()
+                && st.cfs.values().any(|c| !c.dropped && !c.imms.is_empty())
+            {
+                self.maybe_schedule_work(&mut st);
+                stopped_since.get_or_insert_with(Instant::now);
+                drop(st);
+                w.wait_for_room(Duration::from_millis(100));
+                st = self.lock_state();
+                continue;
+            }
             let memtables_full = full.iter().any(|id| {
                 st.cfs
                     .get(id)
@@ -855,8 +897,13 @@ impl DbInner {
                     cf.mem_wal = new_wal;
                     continue;
                 }
-                let fresh = super::new_memtable(&cf.icmp, &cf.options);
+                let fresh = super::new_memtable(
+                    &cf.icmp,
+                    &cf.options,
+                    self.options.write_buffer_manager.as_ref(),
+                );
                 let old = std::mem::replace(&mut cf.mem, fresh);
+                old.mark_immutable();
                 cf.imms.push((old, cf.mem_wal));
                 cf.mem_wal = new_wal;
                 st.memtables_changed();

@@ -19,6 +19,9 @@ pub mod arena;
 pub mod rep;
 pub mod skiplist;
 mod sync;
+pub mod write_buffer_manager;
+
+pub use write_buffer_manager::WriteBufferManager;
 
 // Plain-thread tests; loom builds (`--cfg loom`) run only `loom_tests`, as
 // loom's atomics panic outside `loom::model`.
@@ -97,6 +100,19 @@ pub struct MemTable {
     /// stay until this memtable is flushed, since recovery rebuilds the
     /// data from it (RocksDB's `min_prep_log_referenced`).
     min_prep_wal: AtomicU64,
+    /// The memory budget this memtable's arena is charged to, the bytes
+    /// charged so far, and whether it was marked immutable.
+    wbm: Option<std::sync::Arc<WriteBufferManager>>,
+    charged: std::sync::atomic::AtomicUsize,
+    immutable: std::sync::atomic::AtomicBool,
+}
+
+impl Drop for MemTable {
+    fn drop(&mut self) {
+        if let Some(w) = &self.wbm {
+            w.free(*self.charged.get_mut(), !*self.immutable.get_mut());
+        }
+    }
 }
 
 impl std::fmt::Debug for MemTable {
@@ -132,6 +148,50 @@ impl MemTable {
             first_seqno: AtomicU64::new(u64::MAX),
             largest_seqno: AtomicU64::new(0),
             min_prep_wal: AtomicU64::new(u64::MAX),
+            wbm: None,
+            charged: std::sync::atomic::AtomicUsize::new(0),
+            immutable: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// This memtable with its memory charged to `wbm` (see
+    /// `write_buffer_manager.rs`).
+    pub fn charged_to(mut self, wbm: Option<std::sync::Arc<WriteBufferManager>>) -> MemTable {
+        self.wbm = wbm;
+        self.charge_growth();
+        self
+    }
+
+    /// Charges the arena's growth since the last charge.
+    #[inline]
+    fn charge_growth(&self) {
+        let Some(w) = &self.wbm else { return };
+        let now = self.arena.memory_usage();
+        let before = self.charged.load(std::sync::atomic::Ordering::Relaxed);
+        if now > before
+            && self
+                .charged
+                .compare_exchange(
+                    before,
+                    now,
+                    std::sync::atomic::Ordering::Relaxed,
+                    std::sync::atomic::Ordering::Relaxed,
+                )
+                .is_ok()
+        {
+            w.reserve(now - before);
+        }
+    }
+
+    /// Marks the memtable immutable (being flushed) in its memory budget.
+    /// REQUIRES: no insert is in flight or will follow.
+    pub fn mark_immutable(&self) {
+        use std::sync::atomic::Ordering::{AcqRel, Relaxed};
+        self.charge_growth();
+        if !self.immutable.swap(true, AcqRel)
+            && let Some(w) = &self.wbm
+        {
+            w.schedule_free(self.charged.load(Relaxed));
         }
     }
 
@@ -191,6 +251,7 @@ impl MemTable {
         }
         self.first_seqno.fetch_min(seq, Ordering::Relaxed);
         self.largest_seqno.fetch_max(seq, Ordering::Relaxed);
+        self.charge_growth();
     }
 
     /// Whether an entry with a `key_len`-byte user key and a
