@@ -66,6 +66,14 @@ impl BlockCacheApi for BlockCache {
     fn insert(&self, cache_id: u64, offset: u64, block: Arc<Block>) {
         self.cache.insert((cache_id, offset), block);
     }
+
+    fn usage(&self) -> u64 {
+        BlockCache::usage(self)
+    }
+
+    fn capacity(&self) -> u64 {
+        BlockCache::capacity(self)
+    }
 }
 
 #[cfg(test)]

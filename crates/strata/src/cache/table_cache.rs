@@ -92,6 +92,14 @@ impl TableCache {
         Ok(table)
     }
 
+    /// Bytes the open table readers hold in memory (index, filters,
+    /// dictionaries, range tombstones): RocksDB's
+    /// `rocksdb.estimate-table-readers-mem`.
+    pub fn readers_memory(&self) -> u64 {
+        let g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        g.map.values().map(|(t, _)| t.memory_usage()).sum()
+    }
+
     /// Forgets table `number` (its file is being deleted).
     pub fn evict(&self, number: u64) {
         self.inner

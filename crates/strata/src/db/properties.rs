@@ -6,7 +6,11 @@
 //! `rocksdb.estimate-pending-compaction-bytes`, `rocksdb.compaction-pending`,
 //! `rocksdb.num-running-compactions`, `rocksdb.num-running-flushes`,
 //! `rocksdb.total-sst-files-size`, `rocksdb.base-level`,
-//! `rocksdb.is-write-stopped`, `rocksdb.actual-delayed-write-rate`.
+//! `rocksdb.is-write-stopped`, `rocksdb.actual-delayed-write-rate`, the
+//! memtable properties and `rocksdb.estimate-num-keys`,
+//! `rocksdb.block-cache-capacity`, `rocksdb.block-cache-usage` and
+//! `rocksdb.estimate-table-readers-mem` (index, filter, dictionary and
+//! range-tombstone bytes of the open table readers).
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -120,6 +124,19 @@ impl DbInner {
             return Some(v.num_files(l).to_string());
         }
         match name {
+            "rocksdb.block-cache-capacity" => cf
+                .options
+                .block_cache
+                .as_ref()
+                .map(|c| c.capacity().to_string()),
+            "rocksdb.block-cache-usage" => cf
+                .options
+                .block_cache
+                .as_ref()
+                .map(|c| c.usage().to_string()),
+            "rocksdb.estimate-table-readers-mem" => {
+                Some(self.table_cache.readers_memory().to_string())
+            }
             "rocksdb.stats" | "strata.stats" => {
                 let mut out = String::new();
                 for c in st.cfs.values().filter(|c| !c.dropped && c.id == cf_id) {

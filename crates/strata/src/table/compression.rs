@@ -157,6 +157,17 @@ fn split_size_prefix(data: &[u8]) -> Result<(usize, &[u8])> {
     Ok((n, &data[used..]))
 }
 
+/// `out`, if it has the size the block's prefix stated (when it had one).
+fn check_stated_size(out: Vec<u8>, expected: Option<usize>) -> Result<Vec<u8>> {
+    match expected {
+        Some(n) if out.len() != n => Err(corrupt(format!(
+            "decompressed size {} differs from stated {n}",
+            out.len()
+        ))),
+        _ => Ok(out),
+    }
+}
+
 /// Reads a whole stream, refusing to grow past the cap.
 fn read_capped(mut r: impl Read, expected: Option<usize>) -> Result<Vec<u8>> {
     let cap = expected.unwrap_or(MAX_UNCOMPRESSED_BLOCK);
@@ -168,15 +179,7 @@ fn read_capped(mut r: impl Read, expected: Option<usize>) -> Result<Vec<u8>> {
     if out.len() > cap {
         return Err(corrupt("compressed block inflates past its stated size"));
     }
-    if let Some(n) = expected
-        && out.len() != n
-    {
-        return Err(corrupt(format!(
-            "decompressed size {} differs from stated {n}",
-            out.len()
-        )));
-    }
-    Ok(out)
+    check_stated_size(out, expected)
 }
 
 /// Raw inflate primed with `dict` (RocksDB's `inflateSetDictionary`).
@@ -203,15 +206,7 @@ fn inflate_with_dict(body: &[u8], expected: Option<usize>, dict: &[u8]) -> Resul
             return Err(corrupt("bad compressed block: truncated deflate stream"));
         }
     }
-    if let Some(n) = expected
-        && out.len() != n
-    {
-        return Err(corrupt(format!(
-            "decompressed size {} differs from stated {n}",
-            out.len()
-        )));
-    }
-    Ok(out)
+    check_stated_size(out, expected)
 }
 
 /// Decompresses a block payload. `format_version` selects the framing

@@ -366,6 +366,11 @@ impl FilterReader {
         FilterReader { data: block, kind }
     }
 
+    /// Bytes of the filter block.
+    pub fn size(&self) -> usize {
+        self.data.len()
+    }
+
     /// True if `key` may be in the table; false means it is certainly absent.
     pub fn key_may_match(&self, key: &[u8]) -> bool {
         match self.kind {

@@ -14,6 +14,10 @@ use crate::util::slice_transform::SliceTransformRef;
 pub trait BlockCacheApi: Send + Sync {
     fn lookup(&self, cache_id: u64, offset: u64) -> Option<Arc<Block>>;
     fn insert(&self, cache_id: u64, offset: u64, block: Arc<Block>);
+    /// Bytes the cached blocks take (RocksDB's `GetUsage`).
+    fn usage(&self) -> u64;
+    /// The configured capacity in bytes.
+    fn capacity(&self) -> u64;
 }
 
 /// RocksDB's `BlockBasedTableOptions::IndexShorteningMode`: how far index

@@ -300,14 +300,17 @@ impl InternalIterator for IndexIter {
 /// filter, for the table's lifetime).
 pub(crate) struct PartitionedFilter {
     top: Arc<Block>,
+    /// File offset of the top-level block (for errors).
+    top_offset: u64,
     src: Arc<PartitionSource>,
     loaded: Mutex<HashMap<u64, Arc<FilterReader>>>,
 }
 
 impl PartitionedFilter {
-    pub(crate) fn new(top: Arc<Block>, src: Arc<PartitionSource>) -> Self {
+    pub(crate) fn new(top: Arc<Block>, top_offset: u64, src: Arc<PartitionSource>) -> Self {
         PartitionedFilter {
             top,
+            top_offset,
             src,
             loaded: Mutex::new(HashMap::new()),
         }
@@ -336,19 +339,20 @@ impl PartitionedFilter {
         }
     }
 
+    /// Bytes of the top level and of the partitions probed so far.
+    pub(crate) fn memory_usage(&self) -> usize {
+        let loaded: usize = self
+            .loaded
+            .lock()
+            .map(|m| m.values().map(|f| f.size()).sum())
+            .unwrap_or(0);
+        self.top.size() + loaded
+    }
+
     /// Every filter partition's handle, in order.
     pub(crate) fn partition_handles(&self) -> Result<Vec<BlockHandle>> {
-        let mut it = self.top.iter(self.src.order.clone(), self.src.value_delta);
-        let mut out = Vec::new();
-        it.seek_to_first();
-        while it.valid() {
-            out.push(BlockHandle::decode(it.value()).ok_or_else(|| {
-                Error::corruption(&*self.src.name, 0, "bad filter partition handle")
-            })?);
-            it.next();
-        }
-        it.status()?;
-        Ok(out)
+        let it = self.top.iter(self.src.order.clone(), self.src.value_delta);
+        partition_handles(it, &self.src.name, self.top_offset)
     }
 
     fn partition(&self, h: BlockHandle) -> Option<Arc<FilterReader>> {
@@ -360,4 +364,23 @@ impl PartitionedFilter {
         self.loaded.lock().ok()?.insert(h.offset, Arc::clone(&f));
         Some(f)
     }
+}
+
+/// The handles a top-level block (index or filter) lists, in order; a
+/// handle that does not decode is corruption at `offset` of `file`.
+pub(crate) fn partition_handles(
+    mut top: BlockIter,
+    file: &str,
+    offset: u64,
+) -> Result<Vec<BlockHandle>> {
+    let mut out = Vec::new();
+    top.seek_to_first();
+    while top.valid() {
+        out.push(BlockHandle::decode(top.value()).ok_or_else(|| {
+            Error::corruption(file, offset, "bad partition handle in a top-level block")
+        })?);
+        top.next();
+    }
+    top.status()?;
+    Ok(out)
 }

@@ -271,6 +271,7 @@ impl Table {
             let top = Arc::new(Block::new(top.data, name.clone(), h)?);
             Some(TableFilter::Partitioned(PartitionedFilter::new(
                 top,
+                h.offset,
                 source(),
             )))
         } else {
@@ -348,6 +349,27 @@ impl Table {
         &self.name
     }
 
+    /// Bytes this reader keeps in memory outside the block cache: the
+    /// index block (a partitioned index's top level), the filter (full, or
+    /// the partitions probed so far), the compression dictionary and the
+    /// range tombstones.
+    pub fn memory_usage(&self) -> u64 {
+        let filter = match &self.filter {
+            Some(TableFilter::Full(f)) => f.size(),
+            Some(TableFilter::Partitioned(p)) => p.memory_usage(),
+            None => 0,
+        };
+        let tombstones: usize = self
+            .range_tombstones
+            .iter()
+            .map(|(b, e)| b.len() + e.len())
+            .sum();
+        (self.index_block.size()
+            + filter
+            + self.compression_dict.as_ref().map_or(0, |d| d.len())
+            + tombstones) as u64
+    }
+
     pub fn file_size(&self) -> u64 {
         self.file_size
     }
@@ -401,23 +423,10 @@ impl Table {
         if self.partitions.is_none() {
             return Ok(Vec::new());
         }
-        let mut it = self
+        let it = self
             .index_block
             .iter(self.index_order.clone(), self.index_delta);
-        let mut out = Vec::new();
-        it.seek_to_first();
-        while it.valid() {
-            out.push(BlockHandle::decode(it.value()).ok_or_else(|| {
-                Error::corruption(
-                    &*self.name,
-                    self.footer.index_handle.offset,
-                    "bad partition handle in the top-level index",
-                )
-            })?);
-            it.next();
-        }
-        it.status()?;
-        Ok(out)
+        super::partitioned::partition_handles(it, &self.name, self.footer.index_handle.offset)
     }
 
     /// Reads and checks a block of this table (uncompressed contents;
