@@ -62,6 +62,8 @@ pub fn table(data: &[u8]) {
             walk(&mut t.iter(), &probe);
             let _ = t.get(&probe);
             let _ = t.verify_checksums();
+            let _ = t.memory_usage();
+            let _ = t.index_partitions();
         }
     }
 }
