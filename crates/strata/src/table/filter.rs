@@ -805,7 +805,9 @@ mod tests {
             k
         };
         assert!((0..1500).all(|i| r.key_may_match(&key(i))));
-        let fp = (10_000..30_000).filter(|&i| r.key_may_match(&key(i))).count();
+        let fp = (10_000..30_000)
+            .filter(|&i| r.key_may_match(&key(i)))
+            .count();
         assert!(fp > 20 && fp < 600, "{fp} false positives in 20000");
     }
 
