@@ -324,6 +324,12 @@ impl TableBuilder {
                         && let Some(FilterWriter::Partitioned(f)) = &mut self.filter
                     {
                         f.cut(&sep);
+                        // As RocksDB: the previous partition's last prefix
+                        // goes into the new one too (prefix SeekForPrev
+                        // probes the partition after a boundary).
+                        if let Some(p) = &self.last_prefix {
+                            f.add_key(p);
+                        }
                     }
                 }
             }
