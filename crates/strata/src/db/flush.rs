@@ -375,7 +375,7 @@ impl DbInner {
         if self.read_only {
             return Err(Error::NotSupported("flush on a read-only database".into()));
         }
-        let _leader = self
+        let mut leader = self
             .write_mutex
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
@@ -390,9 +390,9 @@ impl DbInner {
             return Ok(());
         }
         if !cf.mem.is_empty() {
-            self.switch_memtables(&mut st, &[cf_id])?;
+            self.switch_memtables(&mut leader, &mut st, &[cf_id])?;
         }
-        drop(_leader);
+        drop(leader);
         self.maybe_schedule_work(&mut st);
         self.bg_cv.notify_all();
         loop {

@@ -715,7 +715,7 @@ impl DbInner {
         jobs: &mut [IngestionJob],
         outcome_unknown: &mut bool,
     ) -> Result<()> {
-        let _writers = self
+        let mut writers = self
             .write_mutex
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
@@ -749,7 +749,7 @@ impl DbInner {
             }
         }
         if !to_flush.is_empty() {
-            st = self.flush_for_ingestion(st, &to_flush)?;
+            st = self.flush_for_ingestion(&mut writers, st, &to_flush)?;
         }
         // Snapshots must not see the files: every file takes a number.
         let have_snapshots = !st.snapshots.is_empty();
@@ -821,7 +821,7 @@ impl DbInner {
             .map(|j| j.cf_id)
             .collect();
         if !behind.is_empty()
-            && let Err(e) = self.switch_memtables(&mut st, &behind)
+            && let Err(e) = self.switch_memtables(&mut writers, &mut st, &behind)
         {
             // The ingestion is committed; the failed switch stopped writes
             // with a background error, which the next write reports.
@@ -838,6 +838,7 @@ impl DbInner {
     /// keeping `write_mutex` (no write can start meanwhile).
     fn flush_for_ingestion<'a>(
         &'a self,
+        stage: &mut super::write::WriteStage,
         mut st: std::sync::MutexGuard<'a, DbState>,
         cfs: &[u32],
     ) -> Result<std::sync::MutexGuard<'a, DbState>> {
@@ -847,7 +848,7 @@ impl DbInner {
             .filter(|id| st.cfs.get(id).is_some_and(|c| !c.mem.is_empty()))
             .collect();
         if !switch.is_empty() {
-            self.switch_memtables(&mut st, &switch)?;
+            self.switch_memtables(stage, &mut st, &switch)?;
         }
         self.maybe_schedule_work(&mut st);
         self.bg_cv.notify_all();

@@ -572,11 +572,7 @@ impl DbInner {
                 let view = stage.refresh(&mut st, &self.write_signals);
                 // Validate column families before anything is written.
                 check_all(view)?;
-                // The view holds the memtables it was made with: dropped
-                // here, it cannot keep a switched memtable's memory alive
-                // while this group waits for a flush to free it.
-                stage.view = None;
-                let mut st = self.make_room_for_write(st, bytes as u64)?;
+                let mut st = self.make_room_for_write(stage, st, bytes as u64)?;
                 st.memtables()
             }
         };
@@ -736,6 +732,7 @@ impl DbInner {
     /// compaction is behind (a delay). Stall time goes to the statistics.
     fn make_room_for_write<'a>(
         &'a self,
+        stage: &mut WriteStage,
         mut st: std::sync::MutexGuard<'a, DbState>,
         bytes: u64,
     ) -> Result<std::sync::MutexGuard<'a, DbState>> {
@@ -812,7 +809,7 @@ impl DbInner {
                     st = self.lock_state();
                     continue;
                 }
-                if let Err(e) = self.switch_memtables(&mut st, &full) {
+                if let Err(e) = self.switch_memtables(stage, &mut st, &full) {
                     // As RocksDB (a memtable-switch background error): a
                     // WAL that cannot be created stops writes until the
                     // DB is reopened.
@@ -855,8 +852,17 @@ impl DbInner {
     /// its handle waits in the WAL set for a later sync (`wal_set.rs`); the
     /// new WAL starts with a record naming the old one and its length, so
     /// recovery can tell a predecessor cut short by a power loss.
-    /// REQUIRES: the caller holds `write_mutex` and no insert is in flight.
-    pub(crate) fn switch_memtables(&self, st: &mut DbState, cfs: &[u32]) -> Result<()> {
+    /// `stage` is the caller's `write_mutex` guard (the proof it holds it):
+    /// its cached view, which holds the memtables being switched, is
+    /// dropped so it cannot keep them alive after their flush.
+    /// REQUIRES: no insert is in flight.
+    pub(crate) fn switch_memtables(
+        &self,
+        stage: &mut WriteStage,
+        st: &mut DbState,
+        cfs: &[u32],
+    ) -> Result<()> {
+        stage.view = None;
         debug_assert_eq!(
             self.write_path.last_allocated.load(Ordering::Acquire),
             self.last_sequence.load(Ordering::Acquire)
