@@ -1264,15 +1264,16 @@ pub unsafe extern "C" fn rocksdb_livefiles_size(
     })
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocksdb_livefiles_smallestkey(
+/// File `index`'s smallest or largest key (its length into `size`).
+unsafe fn live_key(
     lf: *const rocksdb_livefiles_t,
     index: c_int,
     size: *mut usize,
+    pick: fn(&strata::db::LiveFileMetaData) -> &[u8],
 ) -> *const c_char {
     guard_quiet(std::ptr::null(), || match live(lf, index) {
         Some((l, i)) => {
-            let k = &l.files[i].smallest_key;
+            let k = pick(&l.files[i]);
             // SAFETY: NULL or writable.
             unsafe { put_out(size, k.len()) };
             k.as_ptr() as *const c_char
@@ -1282,20 +1283,23 @@ pub unsafe extern "C" fn rocksdb_livefiles_smallestkey(
 }
 
 #[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_livefiles_smallestkey(
+    lf: *const rocksdb_livefiles_t,
+    index: c_int,
+    size: *mut usize,
+) -> *const c_char {
+    // SAFETY: as `live_key` requires (the C API contract).
+    unsafe { live_key(lf, index, size, |f| &f.smallest_key) }
+}
+
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn rocksdb_livefiles_largestkey(
     lf: *const rocksdb_livefiles_t,
     index: c_int,
     size: *mut usize,
 ) -> *const c_char {
-    guard_quiet(std::ptr::null(), || match live(lf, index) {
-        Some((l, i)) => {
-            let k = &l.files[i].largest_key;
-            // SAFETY: NULL or writable.
-            unsafe { put_out(size, k.len()) };
-            k.as_ptr() as *const c_char
-        }
-        None => std::ptr::null(),
-    })
+    // SAFETY: as `live_key` requires (the C API contract).
+    unsafe { live_key(lf, index, size, |f| &f.largest_key) }
 }
 
 #[unsafe(no_mangle)]

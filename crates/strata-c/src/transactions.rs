@@ -681,96 +681,38 @@ pub unsafe extern "C" fn rocksdb_transaction_get_snapshot(
     })
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocksdb_transaction_put(
-    t: *mut rocksdb_transaction_t,
-    key: *const c_char,
-    klen: usize,
-    val: *const c_char,
-    vlen: usize,
-    errptr: *mut *mut c_char,
-) {
-    guard(errptr, (), || {
-        st(txn_of(t)?.put(unsafe { bytes(key, klen) }, unsafe { bytes(val, vlen) }))
-    })
+/// A transaction write: `(txn, arguments..., errptr)`, the body given the
+/// transaction (as `write_fn!` does for the database's writes).
+macro_rules! txn_fn {
+    ($name:ident, ($($arg:ident: $ty:ty),*), |$t:ident| $body:expr) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            t: *mut rocksdb_transaction_t,
+            $($arg: $ty,)*
+            errptr: *mut *mut c_char,
+        ) {
+            guard(errptr, (), || {
+                let $t = txn_of(t)?;
+                st($body)
+            })
+        }
+    };
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocksdb_transaction_put_cf(
-    t: *mut rocksdb_transaction_t,
-    cf: *mut rocksdb_column_family_handle_t,
-    key: *const c_char,
-    klen: usize,
-    val: *const c_char,
-    vlen: usize,
-    errptr: *mut *mut c_char,
-) {
-    guard(errptr, (), || {
-        st(
-            txn_of(t)?.put_cf(cf_of(cf)?, unsafe { bytes(key, klen) }, unsafe {
-                bytes(val, vlen)
-            }),
-        )
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocksdb_transaction_merge(
-    t: *mut rocksdb_transaction_t,
-    key: *const c_char,
-    klen: usize,
-    val: *const c_char,
-    vlen: usize,
-    errptr: *mut *mut c_char,
-) {
-    guard(errptr, (), || {
-        st(txn_of(t)?.merge(unsafe { bytes(key, klen) }, unsafe { bytes(val, vlen) }))
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocksdb_transaction_merge_cf(
-    t: *mut rocksdb_transaction_t,
-    cf: *mut rocksdb_column_family_handle_t,
-    key: *const c_char,
-    klen: usize,
-    val: *const c_char,
-    vlen: usize,
-    errptr: *mut *mut c_char,
-) {
-    guard(errptr, (), || {
-        st(
-            txn_of(t)?.merge_cf(cf_of(cf)?, unsafe { bytes(key, klen) }, unsafe {
-                bytes(val, vlen)
-            }),
-        )
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocksdb_transaction_delete(
-    t: *mut rocksdb_transaction_t,
-    key: *const c_char,
-    klen: usize,
-    errptr: *mut *mut c_char,
-) {
-    guard(errptr, (), || {
-        st(txn_of(t)?.delete(unsafe { bytes(key, klen) }))
-    })
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rocksdb_transaction_delete_cf(
-    t: *mut rocksdb_transaction_t,
-    cf: *mut rocksdb_column_family_handle_t,
-    key: *const c_char,
-    klen: usize,
-    errptr: *mut *mut c_char,
-) {
-    guard(errptr, (), || {
-        st(txn_of(t)?.delete_cf(cf_of(cf)?, unsafe { bytes(key, klen) }))
-    })
-}
+// SAFETY (every function below): key/value pointers address `len` bytes
+// for the call (C API contract); `bytes` treats NULL as empty.
+txn_fn!(rocksdb_transaction_put, (key: *const c_char, klen: usize, val: *const c_char, vlen: usize),
+    |t| t.put(unsafe { bytes(key, klen) }, unsafe { bytes(val, vlen) }));
+txn_fn!(rocksdb_transaction_put_cf, (cf: *mut rocksdb_column_family_handle_t, key: *const c_char, klen: usize, val: *const c_char, vlen: usize),
+    |t| t.put_cf(cf_of(cf)?, unsafe { bytes(key, klen) }, unsafe { bytes(val, vlen) }));
+txn_fn!(rocksdb_transaction_merge, (key: *const c_char, klen: usize, val: *const c_char, vlen: usize),
+    |t| t.merge(unsafe { bytes(key, klen) }, unsafe { bytes(val, vlen) }));
+txn_fn!(rocksdb_transaction_merge_cf, (cf: *mut rocksdb_column_family_handle_t, key: *const c_char, klen: usize, val: *const c_char, vlen: usize),
+    |t| t.merge_cf(cf_of(cf)?, unsafe { bytes(key, klen) }, unsafe { bytes(val, vlen) }));
+txn_fn!(rocksdb_transaction_delete, (key: *const c_char, klen: usize),
+    |t| t.delete(unsafe { bytes(key, klen) }));
+txn_fn!(rocksdb_transaction_delete_cf, (cf: *mut rocksdb_column_family_handle_t, key: *const c_char, klen: usize),
+    |t| t.delete_cf(cf_of(cf)?, unsafe { bytes(key, klen) }));
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rocksdb_transaction_get(

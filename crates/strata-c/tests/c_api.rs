@@ -243,20 +243,24 @@ fn header_and_library_agree_on_every_signature() {
                 }
             }
         }
-        for (at, _) in src.match_indices("write_fn!(") {
-            let args = &src[at + "write_fn!(".len()..];
-            let Some(name) = args.split(',').next().map(str::trim) else {
-                continue;
-            };
-            if !name.starts_with("rocksdb_") {
-                continue;
+        // `write_fn!(name, (args), ...)`: db, options, the listed
+        // arguments, errptr; `txn_fn!`: the transaction, the arguments,
+        // errptr.
+        for (mac, fixed) in [("write_fn!(", 3), ("txn_fn!(", 2)] {
+            for (at, _) in src.match_indices(mac) {
+                let args = &src[at + mac.len()..];
+                let Some(name) = args.split(',').next().map(str::trim) else {
+                    continue;
+                };
+                if !name.starts_with("rocksdb_") {
+                    continue;
+                }
+                let open = args.find('(').unwrap();
+                rust.insert(
+                    name.to_string(),
+                    fixed + count_params(paren_body(&args[open..])),
+                );
             }
-            let open = args.find('(').unwrap();
-            // db, options, the listed arguments, errptr.
-            rust.insert(
-                name.to_string(),
-                3 + count_params(paren_body(&args[open..])),
-            );
         }
     }
     let mut wrong = Vec::new();
