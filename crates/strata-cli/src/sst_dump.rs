@@ -105,7 +105,13 @@ fn dump_one(fs: &dyn FileSystem, path: &Path, s: &Settings) -> Result<(), String
     let table = Arc::new(
         Table::open(file, &path.to_string_lossy(), size, &opts).map_err(|e| e.to_string())?,
     );
-    println!("Sst file format: block-based");
+    println!(
+        "Sst file format: {}",
+        match table.kind() {
+            strata::table::format::TableKind::BlockBased => "block-based",
+            strata::table::format::TableKind::Plain => "plain table",
+        }
+    );
     match s.command.as_str() {
         "verify" => match table.verify_checksums() {
             Ok(()) => println!("The file is ok"),
@@ -207,6 +213,12 @@ fn hex_ascii(out: &mut String, k: &[u8], v: &[u8]) {
 }
 
 fn raw_dump(table: &Arc<Table>) -> strata::Result<String> {
+    // RocksDB's PlainTableReader has no DumpTable either.
+    let Some(block_based) = table.as_block_based() else {
+        return Err(strata::Error::NotSupported(
+            "DumpTable() not supported".into(),
+        ));
+    };
     let mut out = String::new();
     let footer = table.footer();
     let _ = writeln!(
@@ -257,7 +269,7 @@ fn raw_dump(table: &Arc<Table>) -> strata::Result<String> {
         out,
         "  Block key hex dump: Data block handle\n  Block key ascii\n"
     );
-    let mut idx = table.index_iter();
+    let mut idx = block_based.index_iter();
     idx.seek_to_first();
     let mut handles = Vec::new();
     while idx.valid() {
@@ -273,7 +285,7 @@ fn raw_dump(table: &Arc<Table>) -> strata::Result<String> {
     for (i, h) in handles.iter().enumerate() {
         let _ = writeln!(out, "Data Block # {} @ {}", i + 1, to_hex(&h.encode()));
         let _ = writeln!(out, "--------------------------------------");
-        let block = table.read_data_block(*h)?;
+        let block = block_based.read_data_block(*h)?;
         min = min.min(block.size() as u64);
         max = max.max(block.size() as u64);
         total += block.size() as u64;

@@ -34,8 +34,10 @@ pub use error::{Error, Result};
 pub use format::WriteBatch;
 pub use options::{
     ColumnFamilyOptions, CompactionStyle, FifoCompactionOptions, IngestExternalFileOptions,
-    Options, ReadOptions, UniversalCompactionOptions, WalRecoveryMode, WriteOptions,
+    Options, ReadOptions, TableFactory, UniversalCompactionOptions, WalRecoveryMode, WriteOptions,
 };
+pub use table::PlainTableOptions;
+pub use table::plain::EncodingType;
 pub use util::statistics::{HistogramKind, Statistics, Ticker};
 
 /// The README's example, compiled and run as a doctest.

@@ -110,6 +110,20 @@ impl Default for FifoCompactionOptions {
     }
 }
 
+/// Which table format a column family writes (RocksDB's
+/// `table_factory`). Whatever it says, tables of either format are read
+/// (by their magic number).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum TableFactory {
+    /// Block-based tables, shaped by the `block_*`, `format_version`,
+    /// `index_*` and filter fields of [`ColumnFamilyOptions`].
+    #[default]
+    BlockBased,
+    /// PlainTable files (for data kept in RAM; see `table::plain`).
+    /// Range deletions are `NotSupported` in such a column family.
+    Plain(crate::table::PlainTableOptions),
+}
+
 /// Settings of one column family.
 #[derive(Clone)]
 pub struct ColumnFamilyOptions {
@@ -158,6 +172,12 @@ pub struct ColumnFamilyOptions {
     /// Target size of index and filter partitions (RocksDB's
     /// `metadata_block_size`).
     pub metadata_block_size: usize,
+    /// The table format flushes and compactions write.
+    pub table_factory: TableFactory,
+    /// Cache-line locality of PlainTable bloom filters (RocksDB's
+    /// `bloom_locality`: 0 spreads probes over the filter, 1 keeps them
+    /// in one cache line).
+    pub bloom_locality: u32,
     pub num_levels: usize,
     /// Block cache for this column family's tables; `None` gets the DB's
     /// default 8 MiB cache. Pass one `Arc` to several DBs to share it.
@@ -217,6 +237,8 @@ impl Default for ColumnFamilyOptions {
             index_type: crate::table::options::IndexType::BinarySearch,
             partition_filters: false,
             metadata_block_size: 4096,
+            table_factory: TableFactory::BlockBased,
+            bloom_locality: 0,
             num_levels: 7,
             block_cache: None,
             compaction_style: CompactionStyle::Level,
@@ -310,6 +332,28 @@ impl ColumnFamilyOptions {
             return bad(
                 "block_restart_interval and index_block_restart_interval must be at least 1".into(),
             );
+        }
+        if let TableFactory::Plain(p) = &self.table_factory {
+            if !(p.hash_table_ratio.is_finite() && p.hash_table_ratio >= 0.0) {
+                return bad(format!(
+                    "PlainTable hash_table_ratio {} must be a number >= 0",
+                    p.hash_table_ratio
+                ));
+            }
+            if p.bloom_bits_per_key < 0 {
+                return bad(format!(
+                    "PlainTable bloom_bits_per_key {} must be >= 0",
+                    p.bloom_bits_per_key
+                ));
+            }
+            if p.store_index_in_file && p.hash_table_ratio <= 0.0 && self.prefix_extractor.is_some()
+            {
+                return bad(
+                    "PlainTable store_index_in_file needs hash_table_ratio > 0 with a prefix \
+                     extractor"
+                        .into(),
+                );
+            }
         }
         if self.num_levels == 0 || self.num_levels > 64 {
             return bad(format!(
@@ -465,6 +509,11 @@ impl ColumnFamilyOptions {
             column_family_name: name.to_string(),
             merge_operator_name: self.merge_operator.as_ref().map(|m| m.name().to_string()),
             block_cache: self.block_cache.clone(),
+            plain: match &self.table_factory {
+                TableFactory::BlockBased => None,
+                TableFactory::Plain(p) => Some(p.clone()),
+            },
+            bloom_locality: self.bloom_locality,
             ..TableOptions::default()
         }
     }

@@ -207,6 +207,12 @@ impl IngestionJob {
             ..topts.clone()
         };
         let table = Arc::new(Table::open(file, &name, file_size, &opts)?);
+        let Some(block_based) = table.as_block_based() else {
+            return Err(Error::NotSupported(format!(
+                "{name}: ingesting a {:?} table (external files must be block-based tables)",
+                table.kind()
+            )));
+        };
         if self.opts.verify_checksums_before_ingest {
             table.verify_checksums()?;
         }
@@ -223,7 +229,7 @@ impl IngestionJob {
                 else {
                     return corrupt("External file global sequence number not found");
                 };
-                let Some(offset) = table.global_seqno_offset() else {
+                let Some(offset) = block_based.global_seqno_offset() else {
                     return corrupt("Was not able to find file global seqno field");
                 };
                 (seq, Some(offset))

@@ -137,6 +137,7 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
             .as_ref()
             .map_or_else(|| "nullptr".to_string(), |p| escape(&p.name()));
         kv(&mut s, "prefix_extractor", &prefix);
+        kv(&mut s, "bloom_locality", &o.bloom_locality);
         kv(&mut s, "write_buffer_size", &o.write_buffer_size);
         kv(
             &mut s,
@@ -247,6 +248,23 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
         kv(&mut s, "ttl", &o.fifo.ttl_seconds);
         s.push('\n');
         let t = o.table_options(*id, name);
+        if let Some(p) = &t.plain {
+            let _ = writeln!(s, "[TableOptions/PlainTable \"{}\"]", escape(name));
+            kv(&mut s, "store_index_in_file", &p.store_index_in_file);
+            kv(&mut s, "encoding_type", &p.encoding_type.name());
+            kv(&mut s, "huge_page_tlb_size", &p.huge_page_tlb_size);
+            kv(
+                &mut s,
+                "hash_table_ratio",
+                &format!("{:.6}", p.hash_table_ratio),
+            );
+            kv(&mut s, "full_scan_mode", &p.full_scan_mode);
+            kv(&mut s, "bloom_bits_per_key", &p.bloom_bits_per_key);
+            kv(&mut s, "index_sparseness", &p.index_sparseness);
+            kv(&mut s, "user_key_len", &p.user_key_len);
+            s.push('\n');
+            continue;
+        }
         let _ = writeln!(s, "[TableOptions/BlockBasedTable \"{}\"]", escape(name));
         kv(&mut s, "block_size", &t.block_size);
         kv(&mut s, "block_restart_interval", &t.block_restart_interval);

@@ -14,9 +14,10 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
-use crate::options::{ColumnFamilyOptions, CompactionStyle, Options};
+use crate::options::{ColumnFamilyOptions, CompactionStyle, Options, TableFactory};
 use crate::table::CompressionType;
 use crate::util::checksum::ChecksumType;
+use crate::util::slice_transform::parse_slice_transform;
 
 fn bad(msg: String) -> Error {
     Error::InvalidArgument(msg)
@@ -33,6 +34,9 @@ pub struct OptionsFile {
     db: BTreeMap<String, String>,
     cfs: BTreeMap<String, BTreeMap<String, String>>,
     tables: BTreeMap<String, BTreeMap<String, String>>,
+    /// The table factory of each column family's `[TableOptions/<type>]`
+    /// section (`BlockBasedTable`, `PlainTable`, ...).
+    table_types: BTreeMap<String, String>,
 }
 
 /// Undoes RocksDB's option-file escaping (`\\`, `\:`, `\#`, `\n`, `\r`).
@@ -109,7 +113,11 @@ pub fn parse(name: &str, text: &str) -> Result<OptionsFile> {
             sec = match (kind, arg) {
                 ("DBOptions", _) => Sec::Db,
                 ("CFOptions", Some(cf)) => Sec::Cf(cf),
-                (t, Some(cf)) if t.starts_with("TableOptions/") => Sec::Table(cf),
+                (t, Some(cf)) if t.starts_with("TableOptions/") => {
+                    f.table_types
+                        .insert(cf.clone(), t["TableOptions/".len()..].to_string());
+                    Sec::Table(cf)
+                }
                 _ => Sec::Other,
             };
             continue;
@@ -377,6 +385,34 @@ impl OptionsFile {
             let n: u64 = num(file, "ttl", v)?;
             c.fifo.ttl_seconds = if n == DEFAULT_TTL { 0 } else { n };
         }
+        if let Some(v) = cf.get("prefix_extractor") {
+            // A custom extractor's name keeps the caller's extractor.
+            match v.as_str() {
+                "nullptr" | "" => c.prefix_extractor = None,
+                n => {
+                    if let Some(pe) = parse_slice_transform(n) {
+                        c.prefix_extractor = Some(pe);
+                    }
+                }
+            }
+        }
+        if let Some(v) = cf.get("bloom_locality") {
+            c.bloom_locality = num(file, "bloom_locality", v)?;
+        }
+        let empty_table = BTreeMap::new();
+        let table = self.tables.get(name).unwrap_or(&empty_table);
+        match self.table_types.get(name).map(String::as_str) {
+            Some("PlainTable") => {
+                c.table_factory = TableFactory::Plain(plain_table_options(file, table)?);
+                return Ok(());
+            }
+            Some("BlockBasedTable") | None => c.table_factory = TableFactory::BlockBased,
+            Some(other) => {
+                return Err(Error::NotSupported(format!(
+                    "{file}: table factory {other} (Strata writes BlockBasedTable and PlainTable)"
+                )));
+            }
+        }
         if let Some(t) = self.tables.get(name) {
             for (k, v) in t {
                 match k.as_str() {
@@ -426,6 +462,31 @@ impl OptionsFile {
         }
         Ok(())
     }
+}
+
+/// The fields of a `[TableOptions/PlainTable]` section.
+fn plain_table_options(
+    file: &str,
+    t: &BTreeMap<String, String>,
+) -> Result<crate::table::PlainTableOptions> {
+    let mut p = crate::table::PlainTableOptions::default();
+    for (k, v) in t {
+        match k.as_str() {
+            "user_key_len" => p.user_key_len = num(file, k, v)?,
+            "bloom_bits_per_key" => p.bloom_bits_per_key = num(file, k, v)?,
+            "hash_table_ratio" => p.hash_table_ratio = num(file, k, v)?,
+            "index_sparseness" => p.index_sparseness = num(file, k, v)?,
+            "huge_page_tlb_size" => p.huge_page_tlb_size = num(file, k, v)?,
+            "encoding_type" => {
+                p.encoding_type = crate::table::plain::EncodingType::from_name(v)
+                    .ok_or_else(|| bad(format!("{file}: invalid value for {k}: {v}")))?;
+            }
+            "full_scan_mode" => p.full_scan_mode = boolean(file, k, v)?,
+            "store_index_in_file" => p.store_index_in_file = boolean(file, k, v)?,
+            _ => {}
+        }
+    }
+    Ok(p)
 }
 
 /// RocksDB's `SanitizeOptions` for the compaction settings: FIFO keeps

@@ -334,7 +334,8 @@ impl DbInner {
                 if !t.key_may_match(key) {
                     continue;
                 }
-                let mut it = t.iter();
+                // A lookup iterator: PlainTable seeks through its hash index.
+                let mut it = t.prefix_iter();
                 it.seek(&lookup);
                 while it.valid() {
                     let Some(p) = parse_internal_key(it.key()) else {

@@ -134,6 +134,9 @@ struct CfCheck {
     has_merge_operator: bool,
     mem: Arc<MemTable>,
     write_buffer_size: usize,
+    /// The column family writes PlainTable files: no range deletions, and
+    /// keys of this length if it is not 0.
+    plain_table: Option<u32>,
 }
 
 impl WriteStage {
@@ -156,6 +159,10 @@ impl WriteStage {
                     has_merge_operator: c.options.merge_operator.is_some(),
                     mem: Arc::clone(&c.mem),
                     write_buffer_size: c.options.write_buffer_size,
+                    plain_table: match &c.options.table_factory {
+                        crate::options::TableFactory::Plain(p) => Some(p.user_key_len),
+                        crate::options::TableFactory::BlockBased => None,
+                    },
                 };
                 (c.id, check)
             })
@@ -167,8 +174,10 @@ impl WriteStage {
 impl WriteView {
     /// Fails, before anything is written, if a record of `batch` names a
     /// column family that does not exist, is a range deletion with begin >
-    /// end, is a merge in a column family without a merge operator, or is
-    /// too large for a memtable entry.
+    /// end (or into a PlainTable column family, as RocksDB), is a merge in
+    /// a column family without a merge operator, has a key of another
+    /// length than a PlainTable's fixed `user_key_len`, or is too large
+    /// for a memtable entry.
     fn check_batch(&self, batch: &WriteBatch) -> Result<()> {
         for r in batch.iter() {
             let Some((cf, t, key, value)) = memtable_entry(r?)? else {
@@ -185,6 +194,22 @@ impl WriteView {
                 return Err(Error::InvalidArgument(
                     "end key comes before start key in DeleteRange".into(),
                 ));
+            }
+            if let Some(fixed) = c.plain_table {
+                if t == ValueType::RangeDeletion {
+                    return Err(Error::NotSupported(format!(
+                        "DeleteRange not supported for table type PlainTable in CF {}",
+                        c.name
+                    )));
+                }
+                if fixed != 0 && key.len() != fixed as usize {
+                    return Err(Error::InvalidArgument(format!(
+                        "key of {} bytes in column family {}, whose PlainTable user_key_len is \
+                         {fixed}",
+                        key.len(),
+                        c.name
+                    )));
+                }
             }
             if t == ValueType::Merge && !c.has_merge_operator {
                 return Err(Error::NotSupported(format!(

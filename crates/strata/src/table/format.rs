@@ -37,6 +37,13 @@ pub const BLOCK_TRAILER_SIZE: usize = 5;
 pub const BLOCK_BASED_TABLE_MAGIC: u64 = 0x88e2_41b7_85f4_cff7;
 /// LevelDB's table magic, used by format_version 0 footers.
 pub const LEGACY_BLOCK_BASED_TABLE_MAGIC: u64 = 0xdb47_7524_8b80_fb57;
+/// PlainTable's magic (`echo rocksdb.table.plain | sha1sum`).
+pub const PLAIN_TABLE_MAGIC: u64 = 0x8242_2296_63bf_9564;
+/// PlainTable's magic in a legacy (format_version 0) footer: what RocksDB
+/// writes for every PlainTable file.
+pub const LEGACY_PLAIN_TABLE_MAGIC: u64 = 0x4f34_18eb_7a8f_13b8;
+/// CuckooTable's magic (not read by Strata).
+pub const CUCKOO_TABLE_MAGIC: u64 = 0x9267_89d0_c5f1_7873;
 /// Newest table format_version RocksDB 7.8.3 reads.
 pub const MAX_FORMAT_VERSION_7_8: u32 = 5;
 /// Newest table format_version Strata reads and writes (RocksDB 8.6+'s
@@ -101,9 +108,20 @@ impl BlockHandle {
     }
 }
 
+/// Which table format a file holds, by its footer's magic number.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TableKind {
+    /// RocksDB's block-based table (and LevelDB's).
+    #[default]
+    BlockBased,
+    /// RocksDB's PlainTable: no blocks, no trailers on meta blocks.
+    Plain,
+}
+
 /// The fixed-size tail of a table file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Footer {
+    pub kind: TableKind,
     pub checksum_type: ChecksumType,
     pub metaindex_handle: BlockHandle,
     pub index_handle: BlockHandle,
@@ -151,7 +169,13 @@ impl Footer {
         }
         v.resize(1 + 2 * MAX_HANDLE_LEN, 0);
         put_fixed32(&mut v, self.format_version);
-        put_fixed64(&mut v, BLOCK_BASED_TABLE_MAGIC);
+        put_fixed64(
+            &mut v,
+            match self.kind {
+                TableKind::BlockBased => BLOCK_BASED_TABLE_MAGIC,
+                TableKind::Plain => PLAIN_TABLE_MAGIC,
+            },
+        );
         debug_assert_eq!(v.len(), NEW_FOOTER_LEN);
         if self.format_version >= 6 {
             let sum = footer_checksum(self.checksum_type, &v).wrapping_add(
@@ -159,6 +183,24 @@ impl Footer {
             );
             v[5..9].copy_from_slice(&sum.to_le_bytes());
         }
+        v
+    }
+
+    /// Encodes a legacy (format_version 0) footer, the form RocksDB writes
+    /// for PlainTable files: two handles, zero padding, legacy magic.
+    pub fn encode_legacy(&self) -> Vec<u8> {
+        debug_assert_eq!(self.format_version, 0);
+        let mut v = Vec::with_capacity(LEGACY_FOOTER_LEN);
+        self.metaindex_handle.encode_to(&mut v);
+        self.index_handle.encode_to(&mut v);
+        v.resize(LEGACY_FOOTER_LEN - 8, 0);
+        put_fixed64(
+            &mut v,
+            match self.kind {
+                TableKind::BlockBased => LEGACY_BLOCK_BASED_TABLE_MAGIC,
+                TableKind::Plain => LEGACY_PLAIN_TABLE_MAGIC,
+            },
+        );
         v
     }
 
@@ -175,7 +217,27 @@ impl Footer {
         }
         let magic = decode_fixed64(tail, n - 8).unwrap_or(0);
         let bad = |off: u64, msg: String| Error::corruption(file, off, msg);
-        if magic == LEGACY_BLOCK_BASED_TABLE_MAGIC {
+        let (legacy, kind) = match magic {
+            LEGACY_BLOCK_BASED_TABLE_MAGIC => (true, TableKind::BlockBased),
+            LEGACY_PLAIN_TABLE_MAGIC => (true, TableKind::Plain),
+            BLOCK_BASED_TABLE_MAGIC => (false, TableKind::BlockBased),
+            PLAIN_TABLE_MAGIC => (false, TableKind::Plain),
+            CUCKOO_TABLE_MAGIC => {
+                return Err(Error::NotSupported(format!(
+                    "{file}: CuckooTable format (magic 0x{CUCKOO_TABLE_MAGIC:016x}); Strata reads \
+                     block-based tables and PlainTable"
+                )));
+            }
+            _ => {
+                return Err(bad(
+                    file_size - 8,
+                    format!(
+                        "Bad table magic number: expected {BLOCK_BASED_TABLE_MAGIC}, found {magic}"
+                    ),
+                ));
+            }
+        };
+        if legacy {
             let start = n - LEGACY_FOOTER_LEN;
             let mut d = Decoder::new(&tail[start..n - 8]);
             let offset = file_size - LEGACY_FOOTER_LEN as u64;
@@ -184,21 +246,18 @@ impl Footer {
             let index_handle = BlockHandle::decode_from(&mut d)
                 .ok_or_else(|| bad(offset, "bad index handle in footer".into()))?;
             return Ok(Footer {
-                checksum_type: ChecksumType::Crc32c,
+                kind,
+                checksum_type: if kind == TableKind::Plain {
+                    ChecksumType::NoChecksum
+                } else {
+                    ChecksumType::Crc32c
+                },
                 metaindex_handle,
                 index_handle,
                 format_version: 0,
                 offset,
                 base_context_checksum: 0,
             });
-        }
-        if magic != BLOCK_BASED_TABLE_MAGIC {
-            return Err(bad(
-                file_size - 8,
-                format!(
-                    "Bad table magic number: expected {BLOCK_BASED_TABLE_MAGIC}, found {magic}"
-                ),
-            ));
         }
         if n < NEW_FOOTER_LEN {
             return Err(bad(0, "file is too short to hold a footer".into()));
@@ -226,7 +285,10 @@ impl Footer {
             )
         })?;
         if format_version >= 6 {
-            return Self::decode_v6(&tail[start..], checksum_type, format_version, offset, file);
+            let mut f =
+                Self::decode_v6(&tail[start..], checksum_type, format_version, offset, file)?;
+            f.kind = kind;
+            return Ok(f);
         }
         let mut d = Decoder::new(&tail[start + 1..n - 12]);
         let metaindex_handle = BlockHandle::decode_from(&mut d)
@@ -234,6 +296,7 @@ impl Footer {
         let index_handle = BlockHandle::decode_from(&mut d)
             .ok_or_else(|| bad(offset, "bad index handle in footer".into()))?;
         Ok(Footer {
+            kind,
             checksum_type,
             metaindex_handle,
             index_handle,
@@ -291,6 +354,7 @@ impl Footer {
                 ))
             })?;
         Ok(Footer {
+            kind: TableKind::BlockBased,
             checksum_type,
             metaindex_handle: BlockHandle::new(metaindex_offset, metaindex_size),
             index_handle: BlockHandle::default(),
@@ -511,6 +575,7 @@ mod tests {
     #[test]
     fn footer_roundtrip_and_rejections() {
         let f = Footer {
+            kind: TableKind::BlockBased,
             checksum_type: ChecksumType::Crc32c,
             metaindex_handle: BlockHandle::new(1000, 50),
             index_handle: BlockHandle::new(900, 95),
@@ -556,6 +621,7 @@ mod tests {
             ChecksumType::Xxh3,
         ] {
             let f = Footer {
+                kind: TableKind::BlockBased,
                 checksum_type: kind,
                 metaindex_handle: BlockHandle::new(1000, 50),
                 index_handle: BlockHandle::default(),
@@ -592,6 +658,7 @@ mod tests {
         }
         // Reserved bytes set: a future feature, not damage.
         let f = Footer {
+            kind: TableKind::BlockBased,
             checksum_type: ChecksumType::NoChecksum,
             metaindex_handle: BlockHandle::new(1000, 50),
             index_handle: BlockHandle::default(),

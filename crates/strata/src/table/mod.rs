@@ -1,19 +1,23 @@
-//! Layer 3: the block-based table format (RocksDB SST files).
+//! Layer 3: table files (RocksDB SST files) in RocksDB's block-based
+//! format and its PlainTable format (`plain/`), behind one interface
+//! (`factory.rs`).
 //!
-//! A table is a sequence of blocks followed by a footer: data blocks of
-//! internal keys, an optional full bloom filter, an index block with one
-//! separator per data block, an optional range-deletion block, the
-//! properties block and the meta-index block naming the meta blocks.
+//! A block-based table is a sequence of blocks followed by a footer: data
+//! blocks of internal keys, an optional full bloom filter, an index block
+//! with one separator per data block, an optional range-deletion block,
+//! the properties block and the meta-index block naming the meta blocks.
 
 pub mod block;
 pub mod block_builder;
 pub mod compression;
+pub mod factory;
 pub mod filter;
 pub mod format;
 pub mod index_builder;
 pub mod iterator;
 pub mod options;
 pub mod partitioned;
+pub mod plain;
 pub mod prefix_seek_iter;
 pub mod properties;
 pub mod sst_file_writer;
@@ -21,11 +25,13 @@ pub mod table_builder;
 pub mod table_reader;
 
 pub use compression::CompressionType;
+pub use factory::{Table, TableBuilder, TableIter};
 pub use options::TableOptions;
+pub use plain::PlainTableOptions;
 pub use prefix_seek_iter::PrefixSeekIter;
 pub use sst_file_writer::SstFileWriter;
-pub use table_builder::{TableBuilder, TableInfo};
-pub use table_reader::{Table, TableIter};
+pub use table_builder::{BlockBasedTableBuilder, TableInfo};
+pub use table_reader::{BlockBasedTable, BlockBasedTableIter};
 
 #[cfg(test)]
 mod tests;

@@ -148,6 +148,14 @@ pub struct TableOptions {
     pub block_cache: Option<Arc<dyn BlockCacheApi>>,
     /// Block-cache and filter counters go here when set.
     pub statistics: Option<Arc<crate::util::statistics::Statistics>>,
+    /// Write PlainTable files with these options instead of block-based
+    /// ones (RocksDB's `table_factory = NewPlainTableFactory(..)`). Files
+    /// are read by their magic whatever this says; these options also
+    /// shape how PlainTable files are read.
+    pub plain: Option<super::plain::PlainTableOptions>,
+    /// Cache-line locality of PlainTable bloom filters (RocksDB's
+    /// `bloom_locality`; 0: probes spread over the whole filter).
+    pub bloom_locality: u32,
 }
 
 impl std::fmt::Debug for TableOptions {
@@ -189,6 +197,8 @@ impl Default for TableOptions {
             merge_operator_name: None,
             block_cache: None,
             statistics: None,
+            plain: None,
+            bloom_locality: 0,
         }
     }
 }

@@ -10,8 +10,8 @@
 
 use std::sync::Arc;
 
+use super::factory::{Table, TableIter};
 use super::iterator::InternalIterator;
-use super::table_reader::{Table, TableIter};
 use crate::error::Result;
 use crate::format::dbformat::extract_user_key;
 
@@ -34,7 +34,7 @@ impl std::fmt::Debug for PrefixSeekIter {
 
 impl PrefixSeekIter {
     pub fn new(table: Arc<Table>) -> PrefixSeekIter {
-        let inner = table.iter();
+        let inner = table.prefix_iter();
         PrefixSeekIter {
             table,
             inner,

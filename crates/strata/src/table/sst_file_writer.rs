@@ -9,9 +9,10 @@
 
 use std::path::Path;
 
+use super::factory::TableBuilder;
 use super::options::TableOptions;
 use super::properties::{EXTERNAL_SST_GLOBAL_SEQNO, EXTERNAL_SST_VERSION};
-use super::table_builder::{TableBuilder, TableInfo};
+use super::table_builder::TableInfo;
 use crate::env::{FileSystem, default_fs};
 use crate::error::{Error, Result};
 use crate::format::{ValueType, make_internal_key};

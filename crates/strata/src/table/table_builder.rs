@@ -50,7 +50,7 @@ pub struct TableInfo {
 }
 
 /// Builds one table file.
-pub struct TableBuilder {
+pub struct BlockBasedTableBuilder {
     opts: TableOptions,
     icmp: InternalKeyComparator,
     file: Box<dyn WritableFile>,
@@ -117,18 +117,18 @@ fn new_base_context_checksum() -> u32 {
     ((x as u32) ^ ((x >> 32) as u32)).max(1)
 }
 
-impl std::fmt::Debug for TableBuilder {
+impl std::fmt::Debug for BlockBasedTableBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TableBuilder")
+        f.debug_struct("BlockBasedTableBuilder")
             .field("offset", &self.offset)
             .field("entries", &self.props.num_entries)
             .finish()
     }
 }
 
-impl TableBuilder {
+impl BlockBasedTableBuilder {
     /// Starts a table written to `file`, which must be empty.
-    pub fn new(opts: TableOptions, file: Box<dyn WritableFile>) -> Result<TableBuilder> {
+    pub fn new(opts: TableOptions, file: Box<dyn WritableFile>) -> Result<BlockBasedTableBuilder> {
         if !(1..=MAX_FORMAT_VERSION).contains(&opts.format_version) {
             return Err(Error::InvalidArgument(format!(
                 "unsupported table format_version {} (1..={MAX_FORMAT_VERSION})",
@@ -218,7 +218,7 @@ impl TableBuilder {
         } else {
             0
         };
-        Ok(TableBuilder {
+        Ok(BlockBasedTableBuilder {
             icmp: InternalKeyComparator::new(opts.comparator.clone()),
             data_block: BlockBuilder::new(opts.block_restart_interval),
             index,
@@ -570,6 +570,7 @@ impl TableBuilder {
         let metaindex_raw = metaindex.finish().to_vec();
         let metaindex_handle = self.write_block(&metaindex_raw, CompressionType::None)?;
         let footer = Footer {
+            kind: super::format::TableKind::BlockBased,
             checksum_type: self.opts.checksum,
             metaindex_handle,
             index_handle,

@@ -49,7 +49,7 @@ const INDEX_HASH_SEARCH: u32 = 1;
 const INDEX_TWO_LEVEL: u32 = 2;
 
 /// An open table.
-pub struct Table {
+pub struct BlockBasedTable {
     /// Unique in the process: the block-cache key prefix of this open.
     cache_id: u64,
     block_cache: Option<Arc<dyn super::options::BlockCacheApi>>,
@@ -83,9 +83,9 @@ pub struct Table {
     global_seqno_offset: Option<u64>,
 }
 
-impl std::fmt::Debug for Table {
+impl std::fmt::Debug for BlockBasedTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Table")
+        f.debug_struct("BlockBasedTable")
             .field("name", &self.name)
             .field("file_size", &self.file_size)
             .field("footer", &self.footer)
@@ -93,19 +93,19 @@ impl std::fmt::Debug for Table {
     }
 }
 
-impl Table {
+impl BlockBasedTable {
     /// Opens the table in `file` (`file_size` bytes; `name` is used in
     /// errors). `opts.comparator` must match the one the table was written
     /// with (checked by name when the table records one).
     /// A file an `SstFileWriter` made (version 2) reads with its recorded
-    /// global sequence number; [`Table::open_in_db`] is how a database
+    /// global sequence number; [`BlockBasedTable::open_in_db`] is how a database
     /// opens its tables.
     pub fn open(
         file: Arc<dyn RandomAccessFile>,
         name: &str,
         file_size: u64,
         opts: &TableOptions,
-    ) -> Result<Table> {
+    ) -> Result<BlockBasedTable> {
         Self::open_in_db(file, name, file_size, opts, None)
     }
 
@@ -121,8 +121,26 @@ impl Table {
         file_size: u64,
         opts: &TableOptions,
         largest_seqno: Option<u64>,
-    ) -> Result<Table> {
-        let mut footer = read_footer(&*file, name, file_size)?;
+    ) -> Result<BlockBasedTable> {
+        let footer = read_footer(&*file, name, file_size)?;
+        Self::open_with_footer(file, name, file_size, opts, largest_seqno, footer)
+    }
+
+    /// [`BlockBasedTable::open_in_db`] with the footer already read.
+    pub(crate) fn open_with_footer(
+        file: Arc<dyn RandomAccessFile>,
+        name: &str,
+        file_size: u64,
+        opts: &TableOptions,
+        largest_seqno: Option<u64>,
+        mut footer: Footer,
+    ) -> Result<BlockBasedTable> {
+        if footer.kind != super::format::TableKind::BlockBased {
+            return Err(Error::InvalidArgument(format!(
+                "{name}: not a block-based table ({:?})",
+                footer.kind
+            )));
+        }
         // The footer's handles carry no checksum: one that points outside
         // the blocks is damage in the footer, reported there (not at the
         // offset the damaged handle names).
@@ -319,7 +337,7 @@ impl Table {
                 k[n..].copy_from_slice(&pack_sequence_and_type(seq, t).to_le_bytes());
             }
         }
-        Ok(Table {
+        Ok(BlockBasedTable {
             cache_id,
             block_cache: opts.block_cache.clone(),
             statistics: opts.statistics.clone(),
@@ -602,8 +620,8 @@ impl Table {
     }
 
     /// A two-level iterator over all point entries.
-    pub fn iter(self: &Arc<Self>) -> TableIter {
-        TableIter {
+    pub fn iter(self: &Arc<Self>) -> BlockBasedTableIter {
+        BlockBasedTableIter {
             table: Arc::clone(self),
             index: self.index_iter(),
             data: None,
@@ -619,7 +637,7 @@ impl Table {
     /// An iterator for compaction input: reads bypass the block cache
     /// (neither looked up nor filled) and always verify checksums,
     /// whatever options the table was opened with.
-    pub fn compaction_iter(self: &Arc<Self>) -> TableIter {
+    pub fn compaction_iter(self: &Arc<Self>) -> BlockBasedTableIter {
         let mut it = self.iter();
         it.compaction = true;
         it
@@ -732,8 +750,8 @@ impl Readahead {
 }
 
 /// Iterates over a table's point entries in internal-key order.
-pub struct TableIter {
-    table: Arc<Table>,
+pub struct BlockBasedTableIter {
+    table: Arc<BlockBasedTable>,
     index: IndexIter,
     data: Option<BlockIter>,
     data_handle: Option<BlockHandle>,
@@ -743,20 +761,20 @@ pub struct TableIter {
     readahead: Readahead,
     /// The table has a global sequence number: keys come from `key_buf`.
     patched: bool,
-    /// Compaction input (see [`Table::compaction_iter`]).
+    /// Compaction input (see [`BlockBasedTable::compaction_iter`]).
     compaction: bool,
 }
 
-impl std::fmt::Debug for TableIter {
+impl std::fmt::Debug for BlockBasedTableIter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TableIter")
+        f.debug_struct("BlockBasedTableIter")
             .field("table", &self.table.name)
             .field("block", &self.data_handle)
             .finish()
     }
 }
 
-impl TableIter {
+impl BlockBasedTableIter {
     /// Loads the data block the index iterator points at.
     fn init_data_block(&mut self) {
         if !self.index.valid() {
@@ -843,7 +861,7 @@ impl TableIter {
     }
 }
 
-impl TableIter {
+impl BlockBasedTableIter {
     /// Positions at the first entry whose stored key is at or after
     /// `target`.
     fn seek_stored(&mut self, target: &[u8]) {
@@ -857,7 +875,7 @@ impl TableIter {
     }
 }
 
-impl InternalIterator for TableIter {
+impl InternalIterator for BlockBasedTableIter {
     fn valid(&self) -> bool {
         self.status.is_none() && self.data_valid()
     }
@@ -971,6 +989,9 @@ pub fn read_table_properties(
     file_size: u64,
 ) -> Result<TableProperties> {
     let footer = read_footer(file, name, file_size)?;
+    if footer.kind == super::format::TableKind::Plain {
+        return super::plain::reader::read_properties(file, name, &footer);
+    }
     let opts = BlockReadOptions::for_footer(&footer, true, file_size);
     let metaindex = read_block(file, name, footer.metaindex_handle, &opts)?;
     let block = Arc::new(Block::new(

@@ -241,7 +241,7 @@ fn format_version_6_detects_blocks_from_another_file() {
     // Properties differ by creation time at most; the first data block is
     // identical except for its trailer's context.
     let t = open(a.clone(), &opts).unwrap();
-    let mut idx = t.index_iter();
+    let mut idx = t.as_block_based().unwrap().index_iter();
     idx.seek_to_first();
     let h = format::BlockHandle::decode(idx.value()).unwrap();
     let (s, e) = (
@@ -270,7 +270,7 @@ fn format_version_6_detects_blocks_from_another_file() {
 /// The end (trailer included) of `bytes`' first data block.
 fn e_of(bytes: &[u8], opts: &TableOptions) -> usize {
     let t = open(bytes.to_vec(), opts).unwrap();
-    let mut idx = t.index_iter();
+    let mut idx = t.as_block_based().unwrap().index_iter();
     idx.seek_to_first();
     let h = format::BlockHandle::decode(idx.value()).unwrap();
     (h.offset + h.size) as usize + format::BLOCK_TRAILER_SIZE
@@ -403,7 +403,7 @@ fn forward_scans_read_ahead_and_stay_exact() {
     let t = Arc::new(Table::open(file.clone(), "test.sst", n, &opts).unwrap());
     let opened = file.reads.load(std::sync::atomic::Ordering::Relaxed);
     let blocks = {
-        let mut idx = t.index_iter();
+        let mut idx = t.as_block_based().unwrap().index_iter();
         idx.seek_to_first();
         let mut c = 0;
         while idx.valid() {

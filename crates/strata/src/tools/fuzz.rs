@@ -63,7 +63,10 @@ pub fn table(data: &[u8]) {
             let _ = t.get(&probe);
             let _ = t.verify_checksums();
             let _ = t.memory_usage();
-            let _ = t.index_partitions();
+            walk(&mut t.prefix_iter(), &probe);
+            if let Some(b) = t.as_block_based() {
+                let _ = b.index_partitions();
+            }
         }
     }
 }
