@@ -285,6 +285,14 @@ impl IngestionJob {
             }
             bounds = Some((first, last));
         }
+        if topts.plain.is_some() && !table.range_tombstones().is_empty() {
+            // Its compactions would have to write them into PlainTable
+            // files, which cannot hold them.
+            return Err(Error::NotSupported(format!(
+                "{name}: DeleteRange not supported for table type PlainTable in CF {}",
+                topts.column_family_name
+            )));
+        }
         for (begin, end) in table.range_tombstones() {
             let Some(p) = parse_internal_key(begin) else {
                 return corrupt("Corrupted key in external file.");

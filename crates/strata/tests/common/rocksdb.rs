@@ -6,20 +6,30 @@ use std::process::{Command, Stdio};
 /// when it is missing and STRATA_SKIP_INTEROP=1, else a missing `ldb`
 /// fails the test with what to install.
 pub fn ldb() -> Option<Command> {
+    tool("ldb")
+}
+
+/// A command for RocksDB's `db_bench`, as [`ldb`].
+#[allow(dead_code)]
+pub fn db_bench() -> Option<Command> {
+    tool("db_bench")
+}
+
+fn tool(name: &str) -> Option<Command> {
     let found = Command::new("which")
-        .arg("ldb")
+        .arg(name)
         .stdout(Stdio::null())
         .status()
         .map(|s| s.success())
         .unwrap_or(false);
     if found {
-        return Some(Command::new("ldb"));
+        return Some(Command::new(name));
     }
     if std::env::var("STRATA_SKIP_INTEROP").as_deref() == Ok("1") {
-        eprintln!("skipping: RocksDB tool ldb not installed (STRATA_SKIP_INTEROP=1)");
+        eprintln!("skipping: RocksDB tool {name} not installed (STRATA_SKIP_INTEROP=1)");
         return None;
     }
     panic!(
-        "RocksDB tool `ldb` is not installed: run ./scripts/test-all.sh (apt-get install -y rocksdb-tools) or set STRATA_SKIP_INTEROP=1"
+        "RocksDB tool `{name}` is not installed: run ./scripts/test-all.sh (apt-get install -y rocksdb-tools) or set STRATA_SKIP_INTEROP=1"
     );
 }
