@@ -9,6 +9,9 @@
 #   SUITE=sync    ./scripts/race-suites.sh   # fillrandom --sync=1 at 1 and 8 threads
 #   SUITE=flash   ./scripts/race-suites.sh   # seed 001's shapes: 10-byte keys, 800-byte values, no compression
 #   SUITE=latency ./scripts/race-suites.sh   # 10M fillrandom --histogram: P99.99 and max write latency
+#   SUITE=seed002 ./scripts/race-suites.sh   # seed 002's RAM shapes on tmpfs: PlainTable, 20-byte keys with
+#                                            # 20-byte (point lookup) or 12-byte prefixes, readwhilewriting
+#                                            # with 2 and 4 readers and a rate-limited writer
 #   SUITE=backup  ./scripts/race-suites.sh   # backup and restore of a 1.1 GB database (ops/sec = 1 / seconds)
 #   SUITE=all     ./scripts/race-suites.sh   # all of the above
 #
@@ -61,6 +64,8 @@ n() { echo $(($1 * SCALE)); }
 # measured benchmarks and flags (the last result line is the figure).
 cases=()
 add() { cases+=("$1|$2|$3"); }
+# Where the databases live (seed002 puts them on tmpfs).
+DBROOT="$work"
 suite_threads() {
   local num; num=$(n 200000)
   for t in 1 2 4 8; do
@@ -98,19 +103,47 @@ suite_backup() {
   add "restore (1.1 GB)" "$f --benchmarks=fillseq,compact" \
     "$f --use_existing_db=1 --benchmarks=backup,restore --backup_dir=$work/bk --restore_dir=$work/rs"
 }
+# Seed 002 (RocksDB's in-memory benchmark), scaled to this machine: 1M
+# keys (SCALE x) of 20+100 bytes in PlainTable files on tmpfs, bloom 10
+# with locality, the point-lookup (prefix = the whole key) and
+# prefix-range (12-byte prefixes, 10 keys each) configurations; the writer
+# runs at 1.2 MB/s and 9.8 MB/s (the seed's 10240 and 81920 writes/s of
+# 120 bytes). Deviation: the seed's --memtablerep=prefix_hash is replaced
+# by the skip list on both engines (Strata has no hash memtable yet).
+suite_seed002() {
+  DBROOT=/dev/shm
+  local p num; num=$(n 1000000)
+  p="--key_size=20 --value_size=100 --compression_type=none --compression_ratio=1 --use_plain_table=1"
+  p="$p --mmap_read=1 --bloom_bits=10 --bloom_locality=1 --num_levels=6 --write_buffer_size=134217728"
+  p="$p --max_write_buffer_number=2 --level0_file_num_compaction_trigger=8"
+  p="$p --target_file_size_base=134217728 --max_bytes_for_level_base=1073741824"
+  p="$p --level0_slowdown_writes_trigger=16 --level0_stop_writes_trigger=24 --num=$num"
+  local shape flags rate readers
+  for shape in "point lookup|--prefix_size=20 --keys_per_prefix=0" "prefix range|--prefix_size=12 --keys_per_prefix=10"; do
+    flags="${shape#*|}"
+    add "${shape%%|*}: filluniquerandom" - "$p $flags --benchmarks=filluniquerandom"
+    for rate in 1200000 9830400; do
+      for readers in 2 4; do
+        add "${shape%%|*}: readwhilewriting $readers readers, writer $((rate / 1000)) KB/s" \
+          "$p $flags --benchmarks=filluniquerandom" \
+          "$p $flags --use_existing_db=1 --benchmarks=readwhilewriting --threads=$readers --duration=15 --benchmark_write_rate_limit=$rate"
+      done
+    done
+  done
+}
 suite_latency() {
   add "fillrandom 10M --histogram" - "--benchmarks=fillrandom --num=$(n 10000000) --histogram=1"
 }
 case "$SUITE" in
-  all) suite_threads; suite_seed003; suite_sync; suite_flash; suite_latency ;;
-  threads | seed003 | sync | flash | latency | backup) "suite_$SUITE" ;;
-  *) echo "unknown SUITE=$SUITE (threads, seed003, sync, flash, latency, backup, all)" >&2; exit 2 ;;
+  all) suite_threads; suite_seed003; suite_sync; suite_flash; suite_latency; suite_seed002 ;;
+  threads | seed003 | sync | flash | latency | backup | seed002) "suite_$SUITE" ;;
+  *) echo "unknown SUITE=$SUITE (threads, seed003, sync, flash, latency, backup, seed002, all)" >&2; exit 2 ;;
 esac
 
 COMMON=(--seed=1234 --compression_type=snappy --cache_size=8388608)
 
 run_case() { # engine-label binary round index
-  local label="$1" bin="$2" r="$3" i="$4" dir="$work/db"
+  local label="$1" bin="$2" r="$3" i="$4" dir="$DBROOT/strata-race-db"
   local name prep meas
   IFS='|' read -r name prep meas <<<"${cases[$i]}"
   rm -rf "$dir"

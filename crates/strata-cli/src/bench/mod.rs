@@ -148,6 +148,9 @@ pub struct Config {
     pub restore_dir: String,
     pub backup_rate_limit: u64,
     pub restore_rate_limit: u64,
+    /// `--prefix_size` and `--keys_per_prefix` (0: keys without prefixes).
+    pub prefix_size: usize,
+    pub keys_per_prefix: u64,
 }
 
 impl Config {
@@ -176,6 +179,22 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
+    /// The key of number `n` (db_bench's `GenerateKeyFromInt`).
+    #[inline]
+    pub fn make_key(&self, n: u64, out: &mut Vec<u8>) {
+        if self.cfg.keys_per_prefix > 0 {
+            random::make_prefixed_key(
+                n,
+                self.key_size,
+                self.cfg.prefix_size,
+                self.cfg.num / self.cfg.keys_per_prefix,
+                out,
+            );
+        } else {
+            random::make_key(n, self.key_size, out);
+        }
+    }
+
     fn new(cfg: &Config) -> Self {
         let or_num = |v: i64| if v < 0 { cfg.num } else { v as u64 };
         RunConfig {
@@ -328,6 +347,52 @@ fn dir_size(dir: &std::path::Path) -> Result<u64, String> {
     Ok(total)
 }
 
+/// db_bench's prefix, memtable and table-format flags: `--prefix_size`
+/// (a fixed-prefix extractor), `--memtablerep`, `--use_plain_table`
+/// (PlainTable with `user_key_len = --key_size`, `--bloom_bits` or 10,
+/// hash_table_ratio 0.75, as db_bench sets it) and `--bloom_locality`.
+fn apply_table_format_flags(f: &Flags, cfg: &Config, o: &mut Options) -> Result<(), String> {
+    if cfg.prefix_size > cfg.key_size {
+        return Err("prefix size is larger than key size".into());
+    }
+    if cfg.prefix_size > 0 {
+        o.cf.prefix_extractor = Some(Arc::new(strata::util::slice_transform::FixedPrefix(
+            cfg.prefix_size,
+        )));
+    }
+    let rep = f
+        .get("memtablerep")
+        .unwrap_or("skip_list")
+        .to_ascii_lowercase();
+    match rep.as_str() {
+        "skip_list" | "skiplist" => {}
+        "prefix_hash" | "hash_linkedlist" if cfg.prefix_size == 0 => {
+            return Err(
+                "prefix_size should be non-zero if PrefixHash or HashLinkedList memtablerep is used"
+                    .into(),
+            );
+        }
+        other => {
+            return Err(format!(
+                "Could not create memtable factory: Not implemented: memtablerep {other} (Strata \
+                 has the skip_list memtable only)"
+            ));
+        }
+    }
+    o.cf.bloom_locality = f.num("bloom_locality", 0)?;
+    if f.bool("use_plain_table")? {
+        eprintln!("Warning: plain table is used with SkipListFactory");
+        let bits: i32 = f.num("bloom_bits", -1)?;
+        o.cf.table_factory = strata::TableFactory::Plain(strata::PlainTableOptions {
+            user_key_len: u32::try_from(cfg.key_size).map_err(|e| e.to_string())?,
+            bloom_bits_per_key: if bits < 0 { 10 } else { bits },
+            hash_table_ratio: 0.75,
+            ..Default::default()
+        });
+    }
+    Ok(())
+}
+
 /// db_bench's `--merge_operator` names.
 fn merge_operator(name: &str) -> Result<MergeOperatorRef, String> {
     match name {
@@ -396,6 +461,8 @@ pub fn run(f: &Flags) -> Result<(), String> {
         restore_dir: f.get("restore_dir").unwrap_or("").to_string(),
         backup_rate_limit: f.num("backup_rate_limit", 0)?,
         restore_rate_limit: f.num("restore_rate_limit", 0)?,
+        prefix_size: f.num("prefix_size", 0)?,
+        keys_per_prefix: f.num("keys_per_prefix", 0)?,
     };
     if cfg.key_size == 0 {
         return Err("--key_size must be at least 1".into());
@@ -449,6 +516,7 @@ pub fn run(f: &Flags) -> Result<(), String> {
     if let Some(dir) = f.get("wal_dir").filter(|d| !d.is_empty()) {
         opts.wal_dir = Some(dir.into());
     }
+    apply_table_format_flags(f, &cfg, &mut opts)?;
     apply_compaction_flags(f, &mut opts)?;
     // db_bench's --min_level_to_compress: levels below it uncompressed,
     // the rest with --compression_type (compression_per_level).

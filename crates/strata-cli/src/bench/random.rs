@@ -143,6 +143,27 @@ pub fn make_key(n: u64, key_size: usize, out: &mut Vec<u8>) {
     out.resize(key_size, b'0');
 }
 
+/// db_bench's key with `--keys_per_prefix`: first the prefix number
+/// `n % num_prefix` in `min(prefix_size, 8)` big-endian bytes (then `'0'`
+/// up to `prefix_size`), then `n` as [`make_key`] writes it in the rest.
+#[inline]
+pub fn make_prefixed_key(
+    n: u64,
+    key_size: usize,
+    prefix_size: usize,
+    num_prefix: u64,
+    out: &mut Vec<u8>,
+) {
+    out.clear();
+    let prefix = n % num_prefix.max(1);
+    let fill = prefix_size.min(8);
+    out.extend_from_slice(&prefix.to_be_bytes()[8 - fill..]);
+    out.resize(prefix_size, b'0');
+    let fill = key_size.saturating_sub(prefix_size).min(8);
+    out.extend_from_slice(&n.to_be_bytes()[8 - fill..]);
+    out.resize(key_size.max(prefix_size), b'0');
+}
+
 /// The order a fill benchmark writes keys in.
 pub enum KeyOrder {
     Sequential {

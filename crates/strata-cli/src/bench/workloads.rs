@@ -7,7 +7,7 @@
 use strata::merge_operator::MergeOperator;
 use strata::{ReadOptions, WriteBatch};
 
-use super::random::{KeyOrder, ValueGenerator, make_key};
+use super::random::{KeyOrder, ValueGenerator};
 use super::stats::OpType;
 use super::{OpBudget, Shared, ThreadState};
 
@@ -69,7 +69,7 @@ fn do_write(sh: &Shared, ts: &mut ThreadState, mut order: KeyOrder, time_limited
         let mut batch_bytes = 0;
         for _ in 0..batch_size {
             let k = order.next(&mut ts.rand);
-            make_key(k, run.key_size, &mut key);
+            run.make_key(k, &mut key);
             let v = values.generate(run.value_size);
             batch.put(&key, v);
             batch_bytes += (v.len() + run.key_size) as u64;
@@ -149,7 +149,7 @@ pub fn read_reverse(sh: &Shared, ts: &mut ThreadState) -> R {
 #[inline]
 fn random_key(sh: &Shared, ts: &mut ThreadState, key: &mut Vec<u8>) {
     let n = ts.rand.next() % sh.run.cfg.num;
-    make_key(n, sh.run.key_size, key);
+    sh.run.make_key(n, key);
 }
 
 pub fn read_random(sh: &Shared, ts: &mut ThreadState) -> R {
@@ -359,7 +359,7 @@ pub fn merge_random(sh: &Shared, ts: &mut ThreadState) -> R {
     while !budget.done(1) {
         ts.rand.next(); // SelectDB
         let n = ts.rand.next() % merge_keys;
-        make_key(n, sh.run.key_size, &mut key);
+        sh.run.make_key(n, &mut key);
         let v = values.generate(sh.run.value_size);
         sh.pace_writes(1, (key.len() + v.len()) as u64);
         sh.db
@@ -388,7 +388,7 @@ fn do_delete(sh: &Shared, ts: &mut ThreadState, sequential: bool) -> R {
             } else {
                 ts.rand.next() % sh.run.cfg.num
             };
-            make_key(n, sh.run.key_size, &mut key);
+            sh.run.make_key(n, &mut key);
             batch.delete(&key);
         }
         sh.db

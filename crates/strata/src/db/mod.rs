@@ -292,9 +292,11 @@ impl DbInner {
             let mut table_options = cf.options.table_options(cf.id, &cf.name);
             table_options.verify_checksums = self.options.paranoid_checks;
             table_options.statistics = self.options.statistics.clone();
+            let l0 = version.files(0).len();
             map.insert(
                 cf.id,
                 Arc::new(SuperVersion {
+                    l0_tables: (0..l0).map(|_| std::sync::OnceLock::new()).collect(),
                     mem: Arc::clone(&cf.mem),
                     imms: cf.imms.iter().rev().map(|(m, _)| Arc::clone(m)).collect(),
                     version,

@@ -175,6 +175,17 @@ impl DbInner {
             .get(f.number, f.file_size, f.largest_seqno, &sv.table_options)
     }
 
+    /// The reader of level-0 file `i` of `sv`, kept in `sv` once opened.
+    fn sv_l0_table(&self, sv: &SuperVersion, i: usize) -> Result<Arc<Table>> {
+        let slot = &sv.l0_tables[i];
+        if let Some(t) = slot.get() {
+            return Ok(Arc::clone(t));
+        }
+        let t = self.sv_table(sv, &sv.version.files(0)[i])?;
+        // Another reader may have set it first: the same table.
+        Ok(Arc::clone(slot.get_or_init(|| t)))
+    }
+
     fn snapshot_seq(&self, ro: &ReadOptions) -> SequenceNumber {
         ro.snapshot.unwrap_or_else(|| self.visible_sequence())
     }
@@ -301,6 +312,23 @@ impl DbInner {
         }
         let lookup = make_internal_key(key, seq, VALUE_TYPE_FOR_SEEK);
         let ucmp = &sv.options.comparator;
+        let covers = |file: &crate::version::FileMetaData| {
+            ucmp.compare(key, crate::format::extract_user_key(&file.smallest))
+                .is_ge()
+                && ucmp
+                    .compare(key, crate::format::extract_user_key(&file.largest))
+                    .is_le()
+        };
+        // Level 0: every table that may hold the key starts loading its
+        // filter before any is probed (RocksDB's `Prepare`).
+        let l0 = sv.version.files(0);
+        if l0.len() > 1 {
+            for (i, f) in l0.iter().enumerate() {
+                if covers(f) {
+                    self.sv_l0_table(sv, i)?.prepare(key);
+                }
+            }
+        }
         for level in 0..sv.version.num_levels() {
             let files = sv.version.files(level);
             // L0 files may overlap: try each. Deeper levels are sorted and
@@ -315,7 +343,7 @@ impl DbInner {
                 });
                 &files[start..]
             };
-            for file in candidates {
+            for (i, file) in candidates.iter().enumerate() {
                 if done {
                     return Ok(false);
                 }
@@ -330,7 +358,13 @@ impl DbInner {
                 if ucmp.compare(key, largest).is_gt() {
                     continue;
                 }
-                let t = self.sv_table(sv, file)?;
+                let t = if level == 0 {
+                    // Level 0's candidates are all its files, in order.
+                    debug_assert_eq!(candidates.len(), files.len());
+                    self.sv_l0_table(sv, i)?
+                } else {
+                    self.sv_table(sv, file)?
+                };
                 if !t.key_may_match(key) {
                     continue;
                 }

@@ -30,6 +30,10 @@ pub struct SuperVersion {
     /// Range tombstones of the immutable memtables and every table file,
     /// gathered on first use (they cannot change for this SuperVersion).
     pub(crate) frozen_range_dels: OnceLock<Arc<RangeTombstones>>,
+    /// Readers of the level-0 tables (in `version.files(0)` order), opened
+    /// on first use: point lookups probe every one and so skip the table
+    /// cache's lock.
+    pub(crate) l0_tables: Box<[OnceLock<Arc<crate::table::Table>>]>,
 }
 
 impl std::fmt::Debug for SuperVersion {

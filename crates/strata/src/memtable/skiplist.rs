@@ -197,20 +197,10 @@ fn seed() -> u64 {
     (z ^ (z >> 31)) | 1
 }
 
-/// Hints the CPU to bring the cache line at `p` in; no effect on the
-/// program's results (a prefetch never faults, whatever the address).
+/// See `util::prefetch`.
 #[inline(always)]
 fn prefetch(p: *const Node) {
-    #[cfg(all(target_arch = "x86_64", not(loom)))]
-    // SAFETY: `_mm_prefetch` only hints the cache and cannot fault, even
-    // for null or dangling addresses; SSE is in the x86_64 baseline.
-    // Exercised by every insert (`memtable::skiplist_tests`).
-    #[allow(unused_unsafe)]
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>());
-    }
-    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
-    let _ = p;
+    crate::util::prefetch::prefetch(p);
 }
 
 /// A height in `1..=MAX_HEIGHT`, `h` with probability `~(1/4)^(h-1)`.

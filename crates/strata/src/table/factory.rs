@@ -163,6 +163,14 @@ impl Table {
         }
     }
 
+    /// Starts loading what a lookup of `user_key` reads first (the
+    /// PlainTable bloom line; nothing for block-based tables).
+    pub fn prepare(&self, user_key: &[u8]) {
+        if let Table::Plain(t) = self {
+            t.prepare(user_key);
+        }
+    }
+
     /// False only if the filter proves no key with `prefix` exists.
     pub fn prefix_may_match(&self, prefix: &[u8]) -> bool {
         match self {

@@ -9,6 +9,7 @@ pub mod file_checksum;
 pub mod hash;
 pub mod histogram;
 pub mod id_map;
+pub mod prefetch;
 pub mod slice_transform;
 pub mod statistics;
 pub mod xxph3;

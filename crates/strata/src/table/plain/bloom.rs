@@ -86,6 +86,17 @@ impl PlainBloom {
         ((rotated % self.num_blocks) * CACHE_LINE) as usize
     }
 
+    /// Starts loading the cache line `h` probes first (all of them, with
+    /// locality).
+    pub fn prefetch(&self, h: u32) {
+        let at = if self.num_blocks > 0 {
+            self.line_offset(h)
+        } else {
+            (h % self.total_bits() / 8) as usize
+        };
+        crate::util::prefetch::prefetch(self.bits.as_ptr().wrapping_add(at));
+    }
+
     pub fn add_hash(&mut self, mut h: u32) {
         let delta = h.rotate_right(17);
         if self.num_blocks > 0 {

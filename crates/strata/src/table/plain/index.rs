@@ -99,6 +99,12 @@ impl PlainIndex {
         self.raw.len()
     }
 
+    /// Starts loading the bucket `hash` falls into.
+    pub fn prefetch(&self, hash: u32) {
+        let at = self.buckets_at + 4 * (hash % self.index_size) as usize;
+        crate::util::prefetch::prefetch(self.raw.as_ptr().wrapping_add(at));
+    }
+
     /// The bucket `hash` falls into.
     pub fn bucket(&self, hash: u32) -> Bucket<'_> {
         // `parse` checked every bucket.

@@ -303,6 +303,26 @@ impl PlainTable {
         may
     }
 
+    /// Prefetches the bloom line a lookup of `user_key` will probe
+    /// (RocksDB's `Prepare`: a lookup prepares every level-0 table before
+    /// probing any, so their misses overlap).
+    /// The hash index's bucket is loaded too, in parallel.
+    pub fn prepare(&self, user_key: &[u8]) {
+        match (self.prefix_of(user_key), &self.bloom) {
+            (Some(p), bloom) => {
+                let hash = slice_hash(p);
+                if let Some(b) = bloom {
+                    b.prefetch(hash);
+                }
+                if let Some(index) = &self.hash_index {
+                    index.prefetch(hash);
+                }
+            }
+            (None, Some(b)) if !self.bloom_on_prefix => b.prefetch(slice_hash(user_key)),
+            (None, _) => {}
+        }
+    }
+
     /// False only if no key shares `user_key`'s prefix (prefix mode).
     pub fn prefix_of_key_may_match(&self, user_key: &[u8]) -> bool {
         match (&self.bloom, self.bloom_on_prefix, self.prefix_of(user_key)) {
@@ -359,6 +379,7 @@ impl PlainTable {
         index: &PlainIndex,
         target: &[u8],
         prefix: &[u8],
+        key: &mut Vec<u8>,
     ) -> Result<Option<(usize, bool)>> {
         let records = match index.bucket(slice_hash(prefix)) {
             Bucket::Empty => return Ok(None),
@@ -374,19 +395,18 @@ impl PlainTable {
             ]) as usize
         };
         let n = records.len() / 4;
-        let mut key = Vec::new();
         let (mut low, mut high) = (0, n);
         while high - low > 1 {
             let mid = (low + high) / 2;
-            self.key_at(at(mid), &mut key)?;
-            match self.icmp.compare(&key, target) {
+            self.key_at(at(mid), key)?;
+            match self.icmp.compare(key, target) {
                 Ordering::Less => low = mid,
                 Ordering::Equal => return Ok(Some((at(mid), true))),
                 Ordering::Greater => high = mid,
             }
         }
-        self.key_at(at(low), &mut key)?;
-        if self.prefix_of(extract_user_key(&key)) == Some(prefix) {
+        self.key_at(at(low), key)?;
+        if self.prefix_of(extract_user_key(key)) == Some(prefix) {
             Ok(Some((at(low), true)))
         } else if low + 1 < n {
             Ok(Some((at(low + 1), false)))
@@ -684,11 +704,9 @@ impl PlainTableIter {
         else {
             return false;
         };
+        // The callers (point lookups, prefix seeks) asked the bloom first.
         self.valid = false;
-        if !table.prefix_may_match(prefix) {
-            return true;
-        }
-        let (start, mut matched) = match table.hash_start(index, target, prefix) {
+        let (start, mut matched) = match table.hash_start(index, target, prefix, &mut self.key) {
             Ok(Some(s)) => s,
             Ok(None) => return true,
             Err(e) => {
