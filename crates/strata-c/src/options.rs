@@ -776,6 +776,85 @@ pub unsafe extern "C" fn rocksdb_options_set_prefix_extractor(
     })
 }
 
+/// RocksDB's PlainTable (`NewPlainTableFactory` with these four fields,
+/// the rest at their defaults).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_set_plain_table_factory(
+    opt: *mut rocksdb_options_t,
+    user_key_len: u32,
+    bloom_bits_per_key: c_int,
+    hash_table_ratio: f64,
+    index_sparseness: usize,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or a live options object.
+        if let Some(o) = unsafe { opt.as_mut() } {
+            o.opts.cf.table_factory = strata::TableFactory::Plain(strata::PlainTableOptions {
+                user_key_len,
+                bloom_bits_per_key,
+                hash_table_ratio,
+                index_sparseness,
+                ..Default::default()
+            });
+        }
+    })
+}
+
+/// RocksDB's `VectorRepFactory` memtable (needs
+/// `allow_concurrent_memtable_write` off, as in RocksDB).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_set_memtable_vector_rep(opt: *mut rocksdb_options_t) {
+    guard_quiet((), || {
+        // SAFETY: NULL or a live options object.
+        if let Some(o) = unsafe { opt.as_mut() } {
+            o.opts.cf.memtable_factory = strata::MemTableFactory::Vector;
+        }
+    })
+}
+
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_allow_mmap_reads,
+    c_uchar,
+    |o, v| o.opts.allow_mmap_reads = v != 0
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_allow_mmap_reads,
+    c_uchar,
+    |o| o.opts.allow_mmap_reads as c_uchar
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_memtable_prefix_bloom_size_ratio,
+    f64,
+    |o, v| o.opts.cf.memtable_prefix_bloom_size_ratio = v
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_memtable_prefix_bloom_size_ratio,
+    f64,
+    |o| o.opts.cf.memtable_prefix_bloom_size_ratio
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_memtable_whole_key_filtering,
+    c_uchar,
+    |o, v| o.opts.cf.memtable_whole_key_filtering = v != 0
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_bloom_locality,
+    u32,
+    |o, v| o.opts.cf.bloom_locality = v
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_bloom_locality,
+    u32,
+    |o| o.opts.cf.bloom_locality
+);
+
 /// Copies the table options into these options.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rocksdb_options_set_block_based_table_factory(
@@ -786,6 +865,7 @@ pub unsafe extern "C" fn rocksdb_options_set_block_based_table_factory(
         // SAFETY: NULL or live objects of this library.
         if let (Some(o), Some(t)) = unsafe { (opt.as_mut(), t.as_ref()) } {
             let cf = &mut o.opts.cf;
+            cf.table_factory = strata::TableFactory::BlockBased;
             cf.block_size = t.block_size;
             cf.block_restart_interval = t.block_restart_interval;
             cf.bloom_bits_per_key = t.bloom_bits_per_key;

@@ -180,6 +180,7 @@ impl Options {
     }
     fn set_block_based_table_factory(&mut self, f: &BlockBasedOptions) {
         let cf = &mut self.opts.cf;
+        cf.table_factory = strata::TableFactory::BlockBased;
         cf.block_size = f.block_size;
         cf.block_restart_interval = f.block_restart_interval;
         cf.bloom_bits_per_key = f.bloom_bits_per_key;
@@ -192,17 +193,37 @@ impl Options {
         cf.checksum = f.checksum;
         cf.block_cache = f.cache.clone().map(|c| c as Arc<dyn BlockCacheApi>);
     }
-    /// Accepted for compatibility; Strata reads table files with `pread`
-    /// either way (same results; mmap reads are issue 17's work).
-    fn set_allow_mmap_reads(&mut self, _is_enabled: bool) {}
+    /// Read table files through memory maps (PlainTable files are then
+    /// used in place).
+    fn set_allow_mmap_reads(&mut self, is_enabled: bool) {
+        self.opts.allow_mmap_reads = is_enabled;
+    }
     /// Accepted for compatibility; Strata writes files with `write` either
     /// way (same results).
     fn set_allow_mmap_writes(&mut self, _is_enabled: bool) {}
-    /// PlainTable files are not supported yet: raises NotImplementedError.
-    fn set_plain_table_factory(&mut self, _options: &PlainTableFactoryOptions) -> PyResult<()> {
-        Err(pyo3::exceptions::PyNotImplementedError::new_err(
-            "PlainTable is not supported by strata yet (block-based tables only)",
-        ))
+    /// RocksDB's PlainTable format for this column family's files (data
+    /// held in RAM; a prefix extractor enables its hash index).
+    fn set_plain_table_factory(&mut self, options: &PlainTableFactoryOptions) {
+        self.opts.cf.table_factory = strata::TableFactory::Plain(options.0.clone());
+    }
+    /// The memtable bloom's size as a fraction of the write buffer
+    /// (RocksDB's `memtable_prefix_bloom_size_ratio`).
+    fn set_memtable_prefix_bloom_ratio(&mut self, ratio: f64) -> PyResult<()> {
+        if !(0.0..=1.0).contains(&ratio) {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "memtable_prefix_bloom_size_ratio must be between 0 and 1",
+            ));
+        }
+        self.opts.cf.memtable_prefix_bloom_size_ratio = ratio;
+        Ok(())
+    }
+    /// Whole keys in the memtable bloom too.
+    fn set_memtable_whole_key_filtering(&mut self, whole_key_filter: bool) {
+        self.opts.cf.memtable_whole_key_filtering = whole_key_filter;
+    }
+    /// Cache-line locality of PlainTable bloom filters (0 or 1).
+    fn set_bloom_locality(&mut self, v: u32) {
+        self.opts.cf.bloom_locality = v;
     }
     /// Cuckoo tables are not supported: raises NotImplementedError.
     fn set_cuckoo_table_factory(&mut self, _options: &CuckooTableOptions) -> PyResult<()> {
@@ -269,17 +290,106 @@ impl Options {
     }
 }
 
-/// rocksdict's PlainTable options (strata has no PlainTable yet; applying
-/// them raises).
+/// rocksdict's PlainTable options (RocksDB's `PlainTableOptions`).
 #[pyclass(module = "strata")]
 #[derive(Clone, Default)]
-pub struct PlainTableFactoryOptions {}
+pub struct PlainTableFactoryOptions(strata::PlainTableOptions);
 
 #[pymethods]
 impl PlainTableFactoryOptions {
     #[new]
     fn new() -> Self {
         PlainTableFactoryOptions::default()
+    }
+    /// Fixed key length; 0: keys of any length.
+    #[getter]
+    fn get_user_key_length(&self) -> u32 {
+        self.0.user_key_len
+    }
+    #[setter]
+    fn set_user_key_length(&mut self, v: u32) {
+        self.0.user_key_len = v;
+    }
+    #[getter]
+    fn get_bloom_bits_per_key(&self) -> i32 {
+        self.0.bloom_bits_per_key
+    }
+    #[setter]
+    fn set_bloom_bits_per_key(&mut self, v: i32) -> PyResult<()> {
+        if v < 0 {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "bloom_bits_per_key must be >= 0",
+            ));
+        }
+        self.0.bloom_bits_per_key = v;
+        Ok(())
+    }
+    #[getter]
+    fn get_hash_table_ratio(&self) -> f64 {
+        self.0.hash_table_ratio
+    }
+    #[setter]
+    fn set_hash_table_ratio(&mut self, v: f64) -> PyResult<()> {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "hash_table_ratio must be a number >= 0",
+            ));
+        }
+        self.0.hash_table_ratio = v;
+        Ok(())
+    }
+    #[getter]
+    fn get_index_sparseness(&self) -> usize {
+        self.0.index_sparseness
+    }
+    #[setter]
+    fn set_index_sparseness(&mut self, v: usize) {
+        self.0.index_sparseness = v;
+    }
+    #[getter]
+    fn get_huge_page_tlb_size(&self) -> usize {
+        self.0.huge_page_tlb_size
+    }
+    #[setter]
+    fn set_huge_page_tlb_size(&mut self, v: usize) {
+        self.0.huge_page_tlb_size = v;
+    }
+    #[getter]
+    fn get_full_scan_mode(&self) -> bool {
+        self.0.full_scan_mode
+    }
+    #[setter]
+    fn set_full_scan_mode(&mut self, v: bool) {
+        self.0.full_scan_mode = v;
+    }
+    #[getter]
+    fn get_store_index_in_file(&self) -> bool {
+        self.0.store_index_in_file
+    }
+    #[setter]
+    fn set_store_index_in_file(&mut self, v: bool) {
+        self.0.store_index_in_file = v;
+    }
+    /// `"plain"` or `"prefix"` (RocksDB's kPlain / kPrefix).
+    #[getter]
+    fn get_encoding_type(&self) -> &'static str {
+        match self.0.encoding_type {
+            strata::EncodingType::Plain => "plain",
+            strata::EncodingType::Prefix => "prefix",
+        }
+    }
+    #[setter]
+    fn set_encoding_type(&mut self, v: &str) -> PyResult<()> {
+        self.0.encoding_type = match v {
+            "plain" | "kPlain" => strata::EncodingType::Plain,
+            "prefix" | "kPrefix" => strata::EncodingType::Prefix,
+            _ => {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "encoding_type {v:?}: plain or prefix"
+                )));
+            }
+        };
+        Ok(())
     }
 }
 

@@ -393,12 +393,70 @@ def test_load_latest_handles_and_unsupported_tables(path):
         assert db.get_column_family("logs")[1] == "one"
         more.close()
     o = Options()
-    o.set_allow_mmap_reads(True)  # accepted: same results with pread
+    o.set_allow_mmap_reads(True)
     o.set_allow_mmap_writes(True)
-    with pytest.raises(NotImplementedError, match="PlainTable"):
-        o.set_plain_table_factory(PlainTableFactoryOptions())
+    o.set_plain_table_factory(PlainTableFactoryOptions())
     with pytest.raises(NotImplementedError, match="CuckooTable"):
         o.set_cuckoo_table_factory(CuckooTableOptions())
+
+
+def _plain_options(module, bloom_locality=0):
+    pt = module.PlainTableFactoryOptions()
+    pt.user_key_length = 0
+    pt.bloom_bits_per_key = 10
+    pt.hash_table_ratio = 0.75
+    pt.index_sparseness = 16
+    opts = module.Options(raw_mode=True)
+    opts.set_prefix_extractor(module.SliceTransform.create_fixed_prefix(4))
+    opts.set_plain_table_factory(pt)
+    if bloom_locality:
+        opts.set_bloom_locality(bloom_locality)
+        opts.set_memtable_prefix_bloom_ratio(0.1)
+        opts.set_memtable_whole_key_filtering(True)
+    return opts
+
+
+def test_plain_table_both_ways(path):
+    from strata import PlainTableFactoryOptions
+
+    pt = PlainTableFactoryOptions()
+    pt.encoding_type = "prefix"
+    assert pt.encoding_type == "prefix"
+    with pytest.raises(ValueError):
+        pt.hash_table_ratio = -1.0
+    keys = [b"k%03d%05d" % (i % 100, i) for i in range(2000)]
+    with Rdict(path, _plain_options(strata_module(), 1)) as db:
+        for i, k in enumerate(keys):
+            db[k] = b"v%d" % i
+        db.flush()
+        assert db[keys[777]] == b"v777"
+        assert db.get(b"k777zzzzz") is None
+        assert list(db.keys()) == sorted(keys)
+        # Backwards too, which RocksDB's own PlainTable reader refuses.
+        assert list(db.keys(backwards=True)) == sorted(keys, reverse=True)
+        with pytest.raises(Exception, match="DeleteRange not supported"):
+            db.delete_range(keys[0], keys[5])
+    rocksdict = pytest.importorskip("rocksdict")
+    # rocksdict's RocksDB reads Strata's PlainTable files and writes its own.
+    db = rocksdict.Rdict(path, _plain_options(rocksdict))
+    try:
+        assert db[keys[1234]] == b"v1234"
+        for i in range(2000, 3000):
+            db[b"k%03d%05d" % (i % 100, i)] = b"w%d" % i
+        db.flush()
+        db.compact_range(None, None)
+    finally:
+        db.close()
+    with Rdict(path, _plain_options(strata_module())) as db:
+        assert db[b"k05002050"] == b"w2050"
+        assert db[keys[5]] == b"v5"
+        assert sum(1 for _ in db.keys()) == 3000
+
+
+def strata_module():
+    import strata
+
+    return strata
 
 
 def test_dumps_may_write_to_the_database(path):

@@ -34,7 +34,8 @@ pub use error::{Error, Result};
 pub use format::WriteBatch;
 pub use options::{
     ColumnFamilyOptions, CompactionStyle, FifoCompactionOptions, IngestExternalFileOptions,
-    Options, ReadOptions, TableFactory, UniversalCompactionOptions, WalRecoveryMode, WriteOptions,
+    MemTableFactory, Options, ReadOptions, TableFactory, UniversalCompactionOptions,
+    WalRecoveryMode, WriteOptions,
 };
 pub use table::PlainTableOptions;
 pub use table::plain::EncodingType;

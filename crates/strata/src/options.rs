@@ -124,6 +124,42 @@ pub enum TableFactory {
     Plain(crate::table::PlainTableOptions),
 }
 
+/// The memtable's index structure (RocksDB's `memtable_factory`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MemTableFactory {
+    /// A concurrent skiplist (RocksDB's `SkipListFactory`).
+    #[default]
+    SkipList,
+    /// Appended entries sorted when read (RocksDB's `VectorRepFactory`):
+    /// cheap unordered bulk loads, expensive reads of the active
+    /// memtable. No concurrent memtable writes (as in RocksDB).
+    Vector,
+}
+
+impl MemTableFactory {
+    /// RocksDB's name (the OPTIONS file's `memtable_factory`).
+    pub fn name(self) -> &'static str {
+        match self {
+            MemTableFactory::SkipList => "SkipListFactory",
+            MemTableFactory::Vector => "VectorRepFactory",
+        }
+    }
+
+    /// Parses RocksDB's names and db_bench's nicknames.
+    pub fn from_name(n: &str) -> Option<Self> {
+        match n {
+            "SkipListFactory" | "skip_list" | "skiplist" => Some(MemTableFactory::SkipList),
+            "VectorRepFactory" | "vector" => Some(MemTableFactory::Vector),
+            _ => None,
+        }
+    }
+
+    /// Whether members of a write group may insert into it at once.
+    pub fn supports_concurrent_insert(self) -> bool {
+        self == MemTableFactory::SkipList
+    }
+}
+
 /// Settings of one column family.
 #[derive(Clone)]
 pub struct ColumnFamilyOptions {
@@ -134,6 +170,17 @@ pub struct ColumnFamilyOptions {
     pub write_buffer_size: usize,
     /// Memtables (active + immutable) before writes wait for flushes.
     pub max_write_buffer_number: usize,
+    /// Size of each memtable's bloom filter as a fraction of
+    /// `write_buffer_size` (RocksDB's `memtable_prefix_bloom_size_ratio`;
+    /// 0 = none, at most 0.25). It holds prefixes (with a prefix
+    /// extractor) and, with `memtable_whole_key_filtering`, whole keys; a
+    /// point lookup asks it before searching the memtable.
+    pub memtable_prefix_bloom_size_ratio: f64,
+    /// Put whole keys into the memtable bloom too (RocksDB's
+    /// `memtable_whole_key_filtering`).
+    pub memtable_whole_key_filtering: bool,
+    /// The memtable's index structure (RocksDB's `memtable_factory`).
+    pub memtable_factory: MemTableFactory,
     pub compression: CompressionType,
     /// Codec by level (RocksDB's `compression_per_level`): empty means
     /// `compression` everywhere. Otherwise flushes take entry 0 (leveled
@@ -239,6 +286,9 @@ impl Default for ColumnFamilyOptions {
             metadata_block_size: 4096,
             table_factory: TableFactory::BlockBased,
             bloom_locality: 0,
+            memtable_prefix_bloom_size_ratio: 0.0,
+            memtable_whole_key_filtering: false,
+            memtable_factory: MemTableFactory::SkipList,
             num_levels: 7,
             block_cache: None,
             compaction_style: CompactionStyle::Level,
@@ -332,6 +382,12 @@ impl ColumnFamilyOptions {
             return bad(
                 "block_restart_interval and index_block_restart_interval must be at least 1".into(),
             );
+        }
+        if !(0.0..=1.0).contains(&self.memtable_prefix_bloom_size_ratio) {
+            return bad(format!(
+                "memtable_prefix_bloom_size_ratio {} must be between 0 and 1",
+                self.memtable_prefix_bloom_size_ratio
+            ));
         }
         if let TableFactory::Plain(p) = &self.table_factory {
             if !(p.hash_table_ratio.is_finite() && p.hash_table_ratio >= 0.0) {
@@ -472,6 +528,16 @@ impl ColumnFamilyOptions {
         }
     }
 
+    /// Bytes of each memtable's bloom filter (RocksDB's sanitizing caps
+    /// the ratio at 0.25); 0 without one.
+    pub fn memtable_bloom_bytes(&self) -> usize {
+        let ratio = self.memtable_prefix_bloom_size_ratio.clamp(0.0, 0.25);
+        if ratio <= 0.0 || (self.prefix_extractor.is_none() && !self.memtable_whole_key_filtering) {
+            return 0;
+        }
+        (self.write_buffer_size as f64 * ratio) as usize
+    }
+
     /// The codec of a compaction's output into `level`, with `base_level`
     /// the level L0 compacts into (1 for universal compaction).
     pub fn compression_for_level(&self, level: usize, base_level: usize) -> CompressionType {
@@ -535,6 +601,11 @@ pub struct Options {
     pub max_manifest_file_size: u64,
     /// Verify block checksums when reading tables.
     pub paranoid_checks: bool,
+    /// Read table files through memory maps (RocksDB's
+    /// `allow_mmap_reads`): PlainTable files are then used in place
+    /// instead of copied into memory, and block reads copy from the map
+    /// instead of calling `pread`.
+    pub allow_mmap_reads: bool,
     /// The file system (the real one by default; tests pass in-memory ones).
     pub fs: Option<FileSystemRef>,
     /// Background jobs (flushes plus compactions) this DB runs at once
@@ -647,6 +718,7 @@ impl Default for Options {
             max_open_files: 5000,
             max_manifest_file_size: 1 << 30,
             paranoid_checks: true,
+            allow_mmap_reads: false,
             fs: None,
             max_background_jobs: 2,
             max_subcompactions: 1,

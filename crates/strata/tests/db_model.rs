@@ -204,10 +204,22 @@ fn options(fs: &MemFileSystem, set: &OptionSet) -> Options {
     o.max_subcompactions = set.subcompactions;
     o.cf.merge_operator = Some(Arc::new(StringAppendOperator::default()));
     o.allow_concurrent_memtable_write = set.write_mode != 1;
+    // The leader inserts for its group: the vector memtable can serve.
+    if set.write_mode == 1 {
+        o.cf.memtable_factory = strata::MemTableFactory::Vector;
+    }
     o.enable_pipelined_write = set.write_mode == 2;
     o.unordered_write = set.write_mode == 3;
     o.manual_wal_flush = set.write_mode == 4;
+    // Memtable blooms over whole keys (tiny memtables: small filters, many
+    // false positives and true negatives both).
+    o.cf.memtable_whole_key_filtering = set.write_mode == 2;
+    if set.write_mode == 2 {
+        o.cf.memtable_prefix_bloom_size_ratio = 0.05;
+    }
     if set.table_layout == 3 {
+        // Memtable blooms over the prefixes.
+        o.cf.memtable_prefix_bloom_size_ratio = 0.1;
         o.cf.prefix_extractor = Some(Arc::new(strata::util::slice_transform::FixedPrefix(3)));
         o.cf.table_factory = strata::TableFactory::Plain(strata::PlainTableOptions {
             user_key_len: 4,

@@ -75,7 +75,9 @@ fn plain_table_column_family_serves_every_read() {
         ),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let opts = plain_options(popts.clone(), prefix);
+        let mut opts = plain_options(popts.clone(), prefix);
+        // Tables read in place through memory maps for one configuration.
+        opts.allow_mmap_reads = popts.store_index_in_file;
         let db = DB::open(opts.clone(), dir.path()).unwrap();
         let wo = WriteOptions::default();
         let mut model = BTreeMap::new();
@@ -305,9 +307,7 @@ fn strata_reads_rocksdb_plain_tables() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(
-            table_magics(dir.path())
-                .iter()
-                .any(|&m| m == strata::table::format::LEGACY_PLAIN_TABLE_MAGIC),
+            table_magics(dir.path()).contains(&strata::table::format::LEGACY_PLAIN_TABLE_MAGIC),
             "db_bench wrote PlainTable files"
         );
         let want = ldb_scan(dir.path()).unwrap();
@@ -374,4 +374,36 @@ fn rocksdb_plain_table_properties_read() {
     assert_eq!(props.num_entries, 2000);
     assert_eq!(props.fixed_key_len, 16);
     assert_eq!(props.prefix_extractor_name, b"rocksdb.FixedPrefix.8");
+}
+
+#[test]
+fn block_based_tables_read_through_memory_maps() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = Options {
+        create_if_missing: true,
+        allow_mmap_reads: true,
+        ..Options::default()
+    };
+    o.cf.write_buffer_size = 64 << 10;
+    let db = DB::open(o.clone(), dir.path()).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..5000u32 {
+        let v = format!("{i}-{}", "y".repeat((i % 200) as usize)).into_bytes();
+        db.put(&WriteOptions::default(), &key(i), &v).unwrap();
+        model.insert(key(i), v);
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    assert!(!table_magics(dir.path()).is_empty());
+    drop(db);
+    let db = DB::open(o, dir.path()).unwrap();
+    assert_eq!(
+        scan(&db, &ReadOptions::default()),
+        model.into_iter().collect::<Vec<_>>()
+    );
+    assert!(
+        db.get(&ReadOptions::default(), &key(4321))
+            .unwrap()
+            .is_some()
+    );
 }

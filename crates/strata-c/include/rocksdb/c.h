@@ -770,6 +770,31 @@ extern STRATA_C_API void rocksdb_options_set_compression_per_level(
 extern STRATA_C_API void rocksdb_options_set_min_level_to_compress(
     rocksdb_options_t* opt,
     int level);
+extern STRATA_C_API void rocksdb_options_set_plain_table_factory(
+    rocksdb_options_t*,
+    uint32_t,
+    int,
+    double,
+    size_t);
+extern STRATA_C_API void rocksdb_options_set_memtable_vector_rep(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_allow_mmap_reads(
+    rocksdb_options_t*,
+    unsigned char);
+extern STRATA_C_API unsigned char rocksdb_options_get_allow_mmap_reads(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_memtable_prefix_bloom_size_ratio(
+    rocksdb_options_t*,
+    double);
+extern STRATA_C_API double rocksdb_options_get_memtable_prefix_bloom_size_ratio(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_memtable_whole_key_filtering(
+    rocksdb_options_t*,
+    unsigned char);
+extern STRATA_C_API void rocksdb_options_set_bloom_locality(
+    rocksdb_options_t*,
+    uint32_t);
+extern STRATA_C_API uint32_t rocksdb_options_get_bloom_locality(rocksdb_options_t*);
 extern STRATA_C_API void rocksdb_options_set_compaction_style(
     rocksdb_options_t*,
     int);

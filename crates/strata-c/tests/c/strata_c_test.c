@@ -1239,6 +1239,69 @@ static void test_tables_and_styles(void) {
   rocksdb_close(db);
   rocksdb_options_destroy(o);
 
+  /* PlainTable with 4-byte prefixes: written, flushed, read back by get
+     and by a full scan (which RocksDB's PlainTable supports forward). */
+  o = rocksdb_options_create();
+  rocksdb_options_set_create_if_missing(o, 1);
+  rocksdb_options_set_prefix_extractor(o, rocksdb_slicetransform_create_fixed_prefix(4));
+  rocksdb_options_set_plain_table_factory(o, 8, 10, 0.75, 16);
+  rocksdb_options_set_bloom_locality(o, 1);
+  CHECK(rocksdb_options_get_bloom_locality(o) == 1);
+  rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, 0.1);
+  CHECK(rocksdb_options_get_memtable_prefix_bloom_size_ratio(o) == 0.1);
+  rocksdb_options_set_memtable_whole_key_filtering(o, 1);
+  rocksdb_options_set_allow_mmap_reads(o, 1);
+  CHECK(rocksdb_options_get_allow_mmap_reads(o) == 1);
+  rocksdb_options_set_allow_concurrent_memtable_write(o, 0);
+  path(p, "plain");
+  db = rocksdb_open(o, p, &err);
+  CHECK_OK(err);
+  for (int i = 0; i < 500; i++) {
+    char k[16];
+    snprintf(k, sizeof k, "pt%02d%04d", i % 50, i);
+    rocksdb_put(db, wo, k, 8, "plainval", 8, &err);
+    CHECK_OK(err);
+  }
+  CHECK_GET(db, ro, "pt070007", "plainval"); /* from the memtable */
+  CHECK_GET(db, ro, "pt07zzzz", NULL);
+  rocksdb_flush(db, fo, &err);
+  CHECK_OK(err);
+  CHECK_GET(db, ro, "pt070007", "plainval");
+  CHECK_GET(db, ro, "pt07xxxx", NULL);
+  {
+    rocksdb_iterator_t* it = rocksdb_create_iterator(db, ro);
+    int n = 0;
+    for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) n++;
+    CHECK(n == 500);
+    rocksdb_iter_destroy(it);
+  }
+  rocksdb_close(db);
+  rocksdb_options_destroy(o);
+
+  /* A vector memtable: refused with concurrent memtable writes (as
+     RocksDB), then a bulk load read back after a flush. */
+  o = rocksdb_options_create();
+  rocksdb_options_set_create_if_missing(o, 1);
+  rocksdb_options_set_memtable_vector_rep(o);
+  path(p, "vector");
+  db = rocksdb_open(o, p, &err);
+  CHECK_ERR(err, "Invalid argument: Memtable doesn't concurrent writes");
+  rocksdb_options_set_allow_concurrent_memtable_write(o, 0);
+  db = rocksdb_open(o, p, &err);
+  CHECK_OK(err);
+  for (int i = 999; i >= 0; i--) {
+    char k[16];
+    snprintf(k, sizeof k, "vec%05d", i);
+    rocksdb_put(db, wo, k, 8, "vv", 2, &err);
+    CHECK_OK(err);
+  }
+  CHECK_GET(db, ro, "vec00500", "vv");
+  rocksdb_flush(db, fo, &err);
+  CHECK_OK(err);
+  CHECK_GET(db, ro, "vec00000", "vv");
+  rocksdb_close(db);
+  rocksdb_options_destroy(o);
+
   /* The same through RocksDB's helper: L0 and L1 plain, then lz4. */
   o = rocksdb_options_create();
   rocksdb_options_set_create_if_missing(o, 1);

@@ -182,16 +182,11 @@ impl RunConfig {
     /// The key of number `n` (db_bench's `GenerateKeyFromInt`).
     #[inline]
     pub fn make_key(&self, n: u64, out: &mut Vec<u8>) {
-        if self.cfg.keys_per_prefix > 0 {
-            random::make_prefixed_key(
-                n,
-                self.key_size,
-                self.cfg.prefix_size,
-                self.cfg.num / self.cfg.keys_per_prefix,
-                out,
-            );
-        } else {
-            random::make_key(n, self.key_size, out);
+        match self.cfg.num.checked_div(self.cfg.keys_per_prefix) {
+            Some(num_prefix) => {
+                random::make_prefixed_key(n, self.key_size, self.cfg.prefix_size, num_prefix, out)
+            }
+            None => random::make_key(n, self.key_size, out),
         }
     }
 
@@ -350,7 +345,9 @@ fn dir_size(dir: &std::path::Path) -> Result<u64, String> {
 /// db_bench's prefix, memtable and table-format flags: `--prefix_size`
 /// (a fixed-prefix extractor), `--memtablerep`, `--use_plain_table`
 /// (PlainTable with `user_key_len = --key_size`, `--bloom_bits` or 10,
-/// hash_table_ratio 0.75, as db_bench sets it) and `--bloom_locality`.
+/// hash_table_ratio 0.75, as db_bench sets it), `--bloom_locality` and the
+/// memtable bloom (`--memtable_bloom_size_ratio`,
+/// `--memtable_whole_key_filtering`).
 fn apply_table_format_flags(f: &Flags, cfg: &Config, o: &mut Options) -> Result<(), String> {
     if cfg.prefix_size > cfg.key_size {
         return Err("prefix size is larger than key size".into());
@@ -366,6 +363,7 @@ fn apply_table_format_flags(f: &Flags, cfg: &Config, o: &mut Options) -> Result<
         .to_ascii_lowercase();
     match rep.as_str() {
         "skip_list" | "skiplist" => {}
+        "vector" => o.cf.memtable_factory = strata::MemTableFactory::Vector,
         "prefix_hash" | "hash_linkedlist" if cfg.prefix_size == 0 => {
             return Err(
                 "prefix_size should be non-zero if PrefixHash or HashLinkedList memtablerep is used"
@@ -375,11 +373,14 @@ fn apply_table_format_flags(f: &Flags, cfg: &Config, o: &mut Options) -> Result<
         other => {
             return Err(format!(
                 "Could not create memtable factory: Not implemented: memtablerep {other} (Strata \
-                 has the skip_list memtable only)"
+                 has skip_list and vector)"
             ));
         }
     }
     o.cf.bloom_locality = f.num("bloom_locality", 0)?;
+    o.allow_mmap_reads = f.bool("mmap_read")?;
+    o.cf.memtable_prefix_bloom_size_ratio = f.num("memtable_bloom_size_ratio", 0.0)?;
+    o.cf.memtable_whole_key_filtering = f.bool("memtable_whole_key_filtering")?;
     if f.bool("use_plain_table")? {
         eprintln!("Warning: plain table is used with SkipListFactory");
         let bits: i32 = f.num("bloom_bits", -1)?;

@@ -72,7 +72,11 @@ impl TableCache {
             }
         }
         let path = self.dir.join(table_file_name(number));
-        let file = self.fs.new_random_access_file(&path)?;
+        let file = if opts.allow_mmap_reads {
+            self.fs.new_mmap_file(&path)?
+        } else {
+            self.fs.new_random_access_file(&path)?
+        };
         let table = Arc::new(Table::open_in_db(
             file,
             &path.to_string_lossy(),

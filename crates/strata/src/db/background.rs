@@ -301,6 +301,7 @@ impl DbInner {
                 table_options.compression = opts.compression_for_level(c.output_level, base_level);
             }
             table_options.verify_checksums = self.options.paranoid_checks;
+            table_options.allow_mmap_reads = self.options.allow_mmap_reads;
             table_options.statistics = self.options.statistics.clone();
             drop(st);
             // Inputs are opened (through the shared table cache) with the

@@ -119,7 +119,15 @@ pub(crate) fn new_memtable(
     if let Some(w) = wbm.filter(|w| w.enabled()) {
         block = block.min(crate::memtable::arena_block_size_for(w.buffer_size()));
     }
-    Arc::new(MemTable::with_arena_block_size(icmp.clone(), block).charged_to(wbm.cloned()))
+    Arc::new(
+        MemTable::with_factory(icmp.clone(), block, options.memtable_factory)
+            .with_bloom(
+                options.memtable_bloom_bytes(),
+                options.prefix_extractor.clone(),
+                options.memtable_whole_key_filtering,
+            )
+            .charged_to(wbm.cloned()),
+    )
 }
 
 impl CfData {
@@ -291,6 +299,7 @@ impl DbInner {
             st.live_versions.push(Arc::downgrade(&version));
             let mut table_options = cf.options.table_options(cf.id, &cf.name);
             table_options.verify_checksums = self.options.paranoid_checks;
+            table_options.allow_mmap_reads = self.options.allow_mmap_reads;
             table_options.statistics = self.options.statistics.clone();
             let l0 = version.files(0).len();
             map.insert(

@@ -152,6 +152,7 @@ impl DB {
         opts.validate()?;
         for d in &descs {
             d.options.validate(&d.name)?;
+            check_memtable_concurrency(&opts, &d.options)?;
         }
         let exists = fs.file_exists(&dbname.join("CURRENT"));
         if !exists && (read_only || !opts.create_if_missing) {
@@ -401,6 +402,7 @@ impl DB {
         }
         let options = options.sanitized();
         options.validate(name)?;
+        check_memtable_concurrency(&inner.options, &options)?;
         let _leader = inner
             .write_mutex
             .lock()
@@ -846,4 +848,19 @@ impl DbInner {
         self.delete_obsolete_files(&mut st);
         Ok(())
     }
+}
+
+/// RocksDB refuses a memtable that cannot take concurrent inserts when
+/// `allow_concurrent_memtable_write` is set; so does Strata.
+fn check_memtable_concurrency(
+    db: &crate::options::Options,
+    cf: &crate::options::ColumnFamilyOptions,
+) -> Result<()> {
+    if db.allow_concurrent_memtable_write && !cf.memtable_factory.supports_concurrent_insert() {
+        return Err(Error::InvalidArgument(format!(
+            "Memtable doesn't concurrent writes (allow_concurrent_memtable_write): {}",
+            cf.memtable_factory.name()
+        )));
+    }
+    Ok(())
 }

@@ -84,6 +84,7 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
         &opts.create_missing_column_families,
     );
     kv(&mut s, "paranoid_checks", &opts.paranoid_checks);
+    kv(&mut s, "allow_mmap_reads", &opts.allow_mmap_reads);
     kv(&mut s, "max_background_jobs", &opts.max_background_jobs);
     kv(&mut s, "max_subcompactions", &opts.max_subcompactions);
     kv(&mut s, "db_write_buffer_size", &opts.db_write_buffer_size);
@@ -138,6 +139,17 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
             .map_or_else(|| "nullptr".to_string(), |p| escape(&p.name()));
         kv(&mut s, "prefix_extractor", &prefix);
         kv(&mut s, "bloom_locality", &o.bloom_locality);
+        kv(&mut s, "memtable_factory", &o.memtable_factory.name());
+        kv(
+            &mut s,
+            "memtable_prefix_bloom_size_ratio",
+            &format!("{:.6}", o.memtable_prefix_bloom_size_ratio),
+        );
+        kv(
+            &mut s,
+            "memtable_whole_key_filtering",
+            &o.memtable_whole_key_filtering,
+        );
         kv(&mut s, "write_buffer_size", &o.write_buffer_size);
         kv(
             &mut s,

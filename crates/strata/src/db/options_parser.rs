@@ -237,6 +237,7 @@ impl OptionsFile {
                 "enable_pipelined_write" => o.enable_pipelined_write = boolean(file, k, v)?,
                 "unordered_write" => o.unordered_write = boolean(file, k, v)?,
                 "allow_2pc" => o.allow_2pc = boolean(file, k, v)?,
+                "allow_mmap_reads" => o.allow_mmap_reads = boolean(file, k, v)?,
                 "manual_wal_flush" => o.manual_wal_flush = boolean(file, k, v)?,
                 "WAL_ttl_seconds" => o.wal_ttl_seconds = num(file, k, v)?,
                 "WAL_size_limit_MB" => o.wal_size_limit_mb = num(file, k, v)?,
@@ -396,8 +397,21 @@ impl OptionsFile {
                 }
             }
         }
+        // Other factories (hash reps) keep the caller's.
+        if let Some(f) = cf
+            .get("memtable_factory")
+            .and_then(|v| crate::options::MemTableFactory::from_name(v))
+        {
+            c.memtable_factory = f;
+        }
         if let Some(v) = cf.get("bloom_locality") {
             c.bloom_locality = num(file, "bloom_locality", v)?;
+        }
+        if let Some(v) = cf.get("memtable_prefix_bloom_size_ratio") {
+            c.memtable_prefix_bloom_size_ratio = num(file, "memtable_prefix_bloom_size_ratio", v)?;
+        }
+        if let Some(v) = cf.get("memtable_whole_key_filtering") {
+            c.memtable_whole_key_filtering = boolean(file, "memtable_whole_key_filtering", v)?;
         }
         let empty_table = BTreeMap::new();
         let table = self.tables.get(name).unwrap_or(&empty_table);

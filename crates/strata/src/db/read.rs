@@ -176,14 +176,14 @@ impl DbInner {
     }
 
     /// The reader of level-0 file `i` of `sv`, kept in `sv` once opened.
-    fn sv_l0_table(&self, sv: &SuperVersion, i: usize) -> Result<Arc<Table>> {
+    fn sv_l0_table<'a>(&self, sv: &'a SuperVersion, i: usize) -> Result<&'a Arc<Table>> {
         let slot = &sv.l0_tables[i];
         if let Some(t) = slot.get() {
-            return Ok(Arc::clone(t));
+            return Ok(t);
         }
         let t = self.sv_table(sv, &sv.version.files(0)[i])?;
         // Another reader may have set it first: the same table.
-        Ok(Arc::clone(slot.get_or_init(|| t)))
+        Ok(slot.get_or_init(|| t))
     }
 
     fn snapshot_seq(&self, ro: &ReadOptions) -> SequenceNumber {
@@ -222,12 +222,33 @@ impl DbInner {
         Ok(agg)
     }
 
+    /// The newest range tombstone visible at `seq` that covers `key` (0:
+    /// none), without building an aggregator when `sv` has no tombstones.
+    fn max_covering_tombstone_seq(
+        &self,
+        sv: &SuperVersion,
+        seq: SequenceNumber,
+        key: &[u8],
+    ) -> Result<SequenceNumber> {
+        if sv.mem.num_range_deletes() == 0
+            && sv.frozen_range_dels.get().is_some_and(|f| f.is_empty())
+        {
+            return Ok(0);
+        }
+        Ok(self.range_dels(sv, seq)?.max_covering_seq(key))
+    }
+
     pub(crate) fn get(&self, ro: &ReadOptions, cf: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let stats = &self.options.statistics;
         let _timer = StopWatch::new(stats, HistogramKind::DbGet);
-        let sv = self.super_version(cf)?;
+        // Borrowed from the current map (no reference count touched: with
+        // several reader threads that count is a contended cache line).
+        let svs = self.super_versions.load();
+        let sv = svs.get(&cf).ok_or_else(|| {
+            crate::Error::InvalidArgument(format!("unknown column family id {cf}"))
+        })?;
         let seq = self.snapshot_seq(ro);
-        let r = self.get_in(&sv, seq, key);
+        let r = self.get_in(sv, seq, key);
         if let Some(s) = stats {
             s.record(Ticker::NumberKeysRead, 1);
             let size = match &r {
@@ -246,8 +267,7 @@ impl DbInner {
         seq: SequenceNumber,
         key: &[u8],
     ) -> Result<Option<Vec<u8>>> {
-        let agg = self.range_dels(sv, seq)?;
-        let mut ctx = GetContext::new(agg.max_covering_seq(key));
+        let mut ctx = GetContext::new(self.max_covering_tombstone_seq(sv, seq, key)?);
         let in_memtables = self.visit_key(sv, seq, key, |s, t, v| ctx.add(s, t, v))?;
         let ticker = if in_memtables {
             Ticker::MemtableHit
@@ -358,37 +378,34 @@ impl DbInner {
                 if ucmp.compare(key, largest).is_gt() {
                     continue;
                 }
-                let t = if level == 0 {
+                let opened;
+                let t: &Table = if level == 0 {
                     // Level 0's candidates are all its files, in order.
                     debug_assert_eq!(candidates.len(), files.len());
                     self.sv_l0_table(sv, i)?
                 } else {
-                    self.sv_table(sv, file)?
+                    opened = self.sv_table(sv, file)?;
+                    &opened
                 };
                 if !t.key_may_match(key) {
                     continue;
                 }
-                // A lookup iterator: PlainTable seeks through its hash index.
-                let mut it = t.prefix_iter();
-                it.seek(&lookup);
-                while it.valid() {
-                    let Some(p) = parse_internal_key(it.key()) else {
-                        return Err(crate::Error::corruption(
-                            t.name(),
-                            0,
-                            "corrupted internal key",
-                        ));
+                let mut bad_key = false;
+                t.lookup(&lookup, ucmp, |ikey, value| {
+                    let Some(p) = parse_internal_key(ikey) else {
+                        bad_key = true;
+                        return true;
                     };
-                    if !ucmp.compare(p.user_key, key).is_eq() {
-                        break;
-                    }
-                    done = f(p.sequence, p.value_type, it.value());
-                    if done {
-                        break;
-                    }
-                    it.next();
+                    done = f(p.sequence, p.value_type, value);
+                    done
+                })?;
+                if bad_key {
+                    return Err(crate::Error::corruption(
+                        t.name(),
+                        0,
+                        "corrupted internal key",
+                    ));
                 }
-                it.status()?;
             }
         }
         Ok(false)

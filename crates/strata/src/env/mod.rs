@@ -49,7 +49,15 @@ pub trait RandomAccessFile: Send + Sync {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize>;
     /// The file's size in bytes.
     fn size(&self) -> Result<u64>;
+    /// The whole file as memory, when it is memory-mapped
+    /// ([`FileSystem::new_mmap_file`]); `None` otherwise.
+    fn mapped(&self) -> Option<MappedBytes> {
+        None
+    }
 }
+
+/// A memory-mapped file's bytes, shared by whoever reads them.
+pub type MappedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
 /// A file read front to back once (WAL, MANIFEST replay).
 pub trait SequentialFile: Send {
@@ -69,6 +77,15 @@ pub trait FileSystem: Send + Sync {
     /// Opens `path` for appending, creating it if missing.
     fn reopen_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
     fn new_random_access_file(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Opens `path` for reads through a memory map where the file system
+    /// can map files (RocksDB's `allow_mmap_reads`): reads copy from the
+    /// map, and [`RandomAccessFile::mapped`] hands the bytes out. Other
+    /// file systems open it as [`new_random_access_file`] does.
+    ///
+    /// [`new_random_access_file`]: FileSystem::new_random_access_file
+    fn new_mmap_file(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.new_random_access_file(path)
+    }
     fn new_sequential_file(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;
     fn file_exists(&self, path: &Path) -> bool;
     /// Names (not paths) of the entries of directory `dir`.

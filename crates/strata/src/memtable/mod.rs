@@ -16,9 +16,11 @@
 //! - the counters and sequence bounds cover every completed `add`.
 
 pub mod arena;
+pub mod bloom;
 pub mod rep;
 pub mod skiplist;
 mod sync;
+pub mod vector_rep;
 pub mod write_buffer_manager;
 
 pub use write_buffer_manager::WriteBufferManager;
@@ -105,6 +107,17 @@ pub struct MemTable {
     wbm: Option<std::sync::Arc<WriteBufferManager>>,
     charged: std::sync::atomic::AtomicUsize,
     immutable: std::sync::atomic::AtomicBool,
+    /// RocksDB's memtable bloom: point entries' whole keys and/or
+    /// prefixes, asked before a point lookup walks the rep.
+    bloom: Option<MemTableBloomConfig>,
+}
+
+/// The memtable bloom and what goes into it.
+#[derive(Debug)]
+struct MemTableBloomConfig {
+    filter: bloom::MemTableBloom,
+    prefix_extractor: Option<crate::util::slice_transform::SliceTransformRef>,
+    whole_key: bool,
 }
 
 impl Drop for MemTable {
@@ -134,8 +147,25 @@ impl MemTable {
     /// An empty memtable whose arena uses blocks of `block_size` bytes
     /// (clamped to 4 KiB..=1 MiB); see [`arena_block_size_for`].
     pub fn with_arena_block_size(icmp: InternalKeyComparator, block_size: usize) -> MemTable {
+        MemTable::with_factory(icmp, block_size, crate::options::MemTableFactory::SkipList)
+    }
+
+    /// An empty memtable whose point entries are kept by `factory`'s rep
+    /// (range tombstones always in a skiplist).
+    pub fn with_factory(
+        icmp: InternalKeyComparator,
+        block_size: usize,
+        factory: crate::options::MemTableFactory,
+    ) -> MemTable {
         let arena = Arc::new(Arena::new(block_size));
-        let table = Arc::new(SkipListRep::new(icmp.clone(), Arc::clone(&arena)));
+        let table: Arc<dyn MemTableRep> = match factory {
+            crate::options::MemTableFactory::SkipList => {
+                Arc::new(SkipListRep::new(icmp.clone(), Arc::clone(&arena)))
+            }
+            crate::options::MemTableFactory::Vector => {
+                Arc::new(vector_rep::VectorRep::new(icmp.clone(), Arc::clone(&arena)))
+            }
+        };
         let range_del_table = Arc::new(SkipListRep::new(icmp.clone(), Arc::clone(&arena)));
         MemTable {
             icmp,
@@ -151,6 +181,54 @@ impl MemTable {
             wbm: None,
             charged: std::sync::atomic::AtomicUsize::new(0),
             immutable: std::sync::atomic::AtomicBool::new(false),
+            bloom: None,
+        }
+    }
+
+    /// This memtable with a bloom filter of `bytes` bytes (RocksDB's
+    /// `memtable_prefix_bloom_size_ratio` x `write_buffer_size`) over the
+    /// point entries' prefixes (with `prefix_extractor`) and, with
+    /// `whole_key`, their whole user keys (RocksDB's
+    /// `memtable_whole_key_filtering`). No filter if `bytes` is 0 or there
+    /// is nothing to put in it. Its memory is outside the arena.
+    /// REQUIRES: nothing was added yet.
+    pub fn with_bloom(
+        mut self,
+        bytes: usize,
+        prefix_extractor: Option<crate::util::slice_transform::SliceTransformRef>,
+        whole_key: bool,
+    ) -> MemTable {
+        debug_assert!(self.is_empty());
+        if bytes > 0 && (whole_key || prefix_extractor.is_some()) {
+            self.bloom = Some(MemTableBloomConfig {
+                filter: bloom::MemTableBloom::new(bytes),
+                prefix_extractor,
+                whole_key,
+            });
+        }
+        self
+    }
+
+    /// Bytes of the memtable bloom (0 without one).
+    pub fn bloom_size(&self) -> usize {
+        self.bloom.as_ref().map_or(0, |b| b.filter.size())
+    }
+
+    /// False only if the memtable bloom proves `user_key` has no point
+    /// entry here.
+    #[inline]
+    fn bloom_may_contain(&self, user_key: &[u8]) -> bool {
+        let Some(b) = &self.bloom else {
+            return true;
+        };
+        if b.whole_key {
+            return b.filter.may_contain(bloom::MemTableBloom::hash(user_key));
+        }
+        match &b.prefix_extractor {
+            Some(pe) if pe.in_domain(user_key) => b
+                .filter
+                .may_contain(bloom::MemTableBloom::hash(pe.transform(user_key))),
+            _ => true,
         }
     }
 
@@ -234,6 +312,19 @@ impl MemTable {
         let rep = if t == ValueType::RangeDeletion {
             &self.range_del_table
         } else {
+            // Bits go in before the entry: a reader that can see the
+            // entry (its sequence published after this returns) finds
+            // them.
+            if let Some(b) = &self.bloom {
+                if b.whole_key {
+                    b.filter.add(bloom::MemTableBloom::hash(key));
+                }
+                if let Some(pe) = &b.prefix_extractor
+                    && pe.in_domain(key)
+                {
+                    b.filter.add(bloom::MemTableBloom::hash(pe.transform(key)));
+                }
+            }
             &self.table
         };
         let inserted = rep.insert_with(len, &mut |buf| encode_entry(buf, &[key, &trailer], value));
@@ -271,6 +362,9 @@ impl MemTable {
     where
         F: FnMut(SequenceNumber, ValueType, &[u8]) -> ControlFlow<()>,
     {
+        if !self.bloom_may_contain(user_key) {
+            return;
+        }
         let snapshot = snapshot.min(MAX_SEQUENCE_NUMBER);
         let trailer = pack_sequence_and_type(snapshot, VALUE_TYPE_FOR_SEEK).to_le_bytes();
         let ucmp = self.icmp.user_comparator();

@@ -103,8 +103,19 @@ fn current(it: &MemTableIter) -> Option<(ModelKey, Vec<u8>)> {
 
 #[test]
 fn model_test() {
+    model_test_with(crate::options::MemTableFactory::SkipList);
+}
+
+#[test]
+fn vector_rep_model_test() {
+    model_test_with(crate::options::MemTableFactory::Vector);
+}
+
+/// Entries added and read back every way against a `BTreeMap`, with the
+/// point entries in `factory`'s rep.
+fn model_test_with(factory: crate::options::MemTableFactory) {
     let mut rng = Rng(0x5eed);
-    let mem = Arc::new(MemTable::with_arena_block_size(icmp(), 4096));
+    let mem = Arc::new(MemTable::with_factory(icmp(), 4096, factory));
     let mut model: BTreeMap<ModelKey, Vec<u8>> = BTreeMap::new();
     let mut tombstones: BTreeMap<ModelKey, Vec<u8>> = BTreeMap::new();
     let n_keys = scale(300, 12) as u64;
@@ -543,4 +554,96 @@ fn concurrent_range_deletions_and_points() {
         ts.windows(2)
             .all(|w| icmp().compare(&w[0].0, &w[1].0).is_lt())
     );
+}
+
+#[test]
+fn bloom_never_hides_an_entry_and_skips_absent_keys() {
+    use crate::util::slice_transform::FixedPrefix;
+    for (whole, prefix) in [(true, None), (false, Some(3)), (true, Some(2))] {
+        let pe = prefix
+            .map(|n| Arc::new(FixedPrefix(n)) as crate::util::slice_transform::SliceTransformRef);
+        let m = MemTable::new(InternalKeyComparator::new(
+            crate::util::comparator::bytewise(),
+        ))
+        .with_bloom(4096, pe, whole);
+        assert_eq!(m.bloom_size(), 4096);
+        for i in 0..500u32 {
+            m.add(
+                u64::from(i) + 1,
+                ValueType::Value,
+                format!("k{i:04}").as_bytes(),
+                b"v",
+            );
+        }
+        for i in 0..500u32 {
+            let k = format!("k{i:04}");
+            assert_eq!(
+                m.get(k.as_bytes(), 1000),
+                MemTableGet::Found {
+                    value_type: ValueType::Value,
+                    seq: u64::from(i) + 1,
+                    value: b"v".to_vec()
+                },
+                "{k}"
+            );
+        }
+        for i in 500..600u32 {
+            assert_eq!(
+                m.get(format!("k{i:04}").as_bytes(), 1000),
+                MemTableGet::NotFound
+            );
+        }
+        // Keys outside the prefix extractor's domain are never filtered.
+        m.add(9999, ValueType::Value, b"k", b"short");
+        assert!(matches!(m.get(b"k", 10_000), MemTableGet::Found { .. }));
+    }
+    // No filter when there is nothing to put in it.
+    let m = MemTable::new(InternalKeyComparator::new(
+        crate::util::comparator::bytewise(),
+    ))
+    .with_bloom(4096, None, false);
+    assert_eq!(m.bloom_size(), 0);
+}
+
+#[test]
+fn vector_rep_iterators_see_a_snapshot_and_later_seeks_see_more() {
+    let mem = Arc::new(MemTable::with_factory(
+        icmp(),
+        4096,
+        crate::options::MemTableFactory::Vector,
+    ));
+    for i in (0..100u64).rev() {
+        mem.add(i + 1, ValueType::Value, &user_key(i), b"v");
+    }
+    let mut it = mem.iter();
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    assert_eq!(n, 100);
+    mem.add(500, ValueType::Value, &user_key(1000), b"late");
+    it.seek_to_last();
+    assert!(it.valid());
+    assert_eq!(extract_user_key(it.key()), user_key(1000).as_slice());
+    it.prev();
+    assert_eq!(extract_user_key(it.key()), user_key(99).as_slice());
+    it.seek_to_first();
+    it.prev();
+    assert!(!it.valid());
+    // Readers on other threads while one writer appends.
+    let mem2 = Arc::clone(&mem);
+    let reader = std::thread::spawn(move || {
+        for _ in 0..200 {
+            assert!(matches!(
+                mem2.get(&user_key(7), u64::MAX >> 8),
+                MemTableGet::Found { .. }
+            ));
+        }
+    });
+    for i in 2000..2300u64 {
+        mem.add(i, ValueType::Value, &user_key(i), b"w");
+    }
+    reader.join().unwrap();
 }

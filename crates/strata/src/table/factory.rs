@@ -206,6 +206,45 @@ impl Table {
         }
     }
 
+    /// A point lookup: calls `f` with each entry (internal key, value)
+    /// from the first at or after the internal key `target`, in order,
+    /// while they have `target`'s user key (by `ucmp`), until `f` returns
+    /// true (a malformed key is passed to `f` too, which should stop). The caller has asked the filter ([`Table::key_may_match`]).
+    /// A PlainTable is probed through its hash index without touching
+    /// its reference count.
+    pub fn lookup(
+        &self,
+        target: &[u8],
+        ucmp: &crate::util::comparator::ComparatorRef,
+        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        fn walk(
+            it: &mut impl InternalIterator,
+            target: &[u8],
+            ucmp: &crate::util::comparator::ComparatorRef,
+            f: &mut impl FnMut(&[u8], &[u8]) -> bool,
+        ) -> Result<()> {
+            let user_key = extract_user_key(target);
+            it.seek(target);
+            while it.valid() {
+                let k = it.key();
+                // A malformed key goes to `f` (which reports it) whatever
+                // its bytes compare as.
+                let ours = crate::format::parse_internal_key(k).is_none()
+                    || ucmp.compare(extract_user_key(k), user_key).is_eq();
+                if !ours || f(k, it.value()) {
+                    break;
+                }
+                it.next();
+            }
+            it.status()
+        }
+        match self {
+            Table::BlockBased(t) => walk(&mut t.iter(), target, ucmp, &mut f),
+            Table::Plain(t) => walk(&mut t.lookup_iter(), target, ucmp, &mut f),
+        }
+    }
+
     /// An iterator over all point entries (total-order seeks).
     pub fn iter(&self) -> TableIter {
         match self {
@@ -244,6 +283,9 @@ impl Table {
 }
 
 /// An iterator over a table of either format.
+// Not boxed: an iterator is created per table read, and the common
+// (block-based) variant is the large one.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum TableIter {
     BlockBased(BlockBasedTableIter),

@@ -153,6 +153,8 @@ pub struct TableOptions {
     /// are read by their magic whatever this says; these options also
     /// shape how PlainTable files are read.
     pub plain: Option<super::plain::PlainTableOptions>,
+    /// Open table files through memory maps (`Options::allow_mmap_reads`).
+    pub allow_mmap_reads: bool,
     /// Cache-line locality of PlainTable bloom filters (RocksDB's
     /// `bloom_locality`; 0: probes spread over the whole filter).
     pub bloom_locality: u32,
@@ -198,6 +200,7 @@ impl Default for TableOptions {
             block_cache: None,
             statistics: None,
             plain: None,
+            allow_mmap_reads: false,
             bloom_locality: 0,
         }
     }

@@ -140,19 +140,16 @@ impl KeyEncoder {
         let user_len = ikey.len() - TRAILER_LEN;
         let user_key = &ikey[..user_len];
         let mut key_part = ikey;
-        match self.encoding {
-            EncodingType::Plain => {
+        // `new` keeps kPrefix only with an extractor.
+        match (self.encoding, &self.prefix_extractor) {
+            (EncodingType::Plain, _) | (EncodingType::Prefix, None) => {
                 if self.fixed_user_key_len == 0 {
                     put_varint32(out, user_len as u32);
                 } else {
                     debug_assert_eq!(user_len, self.fixed_user_key_len as usize);
                 }
             }
-            EncodingType::Prefix => {
-                let pe = self
-                    .prefix_extractor
-                    .as_ref()
-                    .expect("kPrefix encoding has a prefix extractor");
+            (EncodingType::Prefix, Some(pe)) => {
                 let prefix = pe.transform(user_key);
                 if self.keys_in_prefix == 0
                     || prefix != self.prev_prefix.as_slice()
@@ -241,13 +238,12 @@ impl KeyDecoder {
                 key.clear();
                 pos = read_internal_key(data, pos, user_len, key)?;
             }
-            EncodingType::Prefix => loop {
+            EncodingType::Prefix => {
                 let (kind, size) = decode_size(data, &mut pos)?;
                 match kind {
                     FULL_KEY => {
                         key.clear();
                         pos = read_internal_key(data, pos, size, key)?;
-                        break;
                     }
                     PREFIX_FROM_PREVIOUS_KEY => {
                         seekable = false;
@@ -258,16 +254,14 @@ impl KeyDecoder {
                             return Err("prefix flag not followed by a suffix");
                         }
                         pos = self.suffix(data, pos, size, key)?;
-                        break;
                     }
                     KEY_SUFFIX => {
                         seekable = false;
                         pos = self.suffix(data, pos, size, key)?;
-                        break;
                     }
                     _ => return Err("Un-identified size flag"),
                 }
-            },
+            }
         }
         let (value_len, n) = get_varint32(data.get(pos..).unwrap_or_default())
             .ok_or("Unexpected EOF when reading the next value's size")?;

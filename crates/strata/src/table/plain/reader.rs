@@ -50,7 +50,7 @@ pub struct PlainTable {
     meta: BTreeMap<String, BlockHandle>,
     props: TableProperties,
     /// The entries (the file's first `data_size` bytes).
-    data: Box<[u8]>,
+    data: TableBytes,
     icmp: InternalKeyComparator,
     encoding: EncodingType,
     fixed_key_len: u32,
@@ -73,6 +73,24 @@ impl std::fmt::Debug for PlainTable {
             .field("encoding", &self.encoding)
             .field("prefix_mode", &self.prefix.is_some())
             .finish()
+    }
+}
+
+/// A table's entries: copied into memory, or in place in a memory map
+/// (`allow_mmap_reads`).
+enum TableBytes {
+    Owned(Vec<u8>),
+    Mapped(crate::env::MappedBytes, usize),
+}
+
+impl std::ops::Deref for TableBytes {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match self {
+            TableBytes::Owned(b) => b,
+            TableBytes::Mapped(m, len) => &(**m).as_ref()[..*len],
+        }
     }
 }
 
@@ -99,9 +117,20 @@ impl PlainTable {
                 "{name}: File is too large for PlainTableReader! ({file_size} bytes)"
             )));
         }
-        let bytes = crate::env::read_exact_at(&*file, name, 0, file_size as usize)?;
+        // The whole file: mapped in place, or read into memory.
+        let mapped = file
+            .mapped()
+            .filter(|m| (**m).as_ref().len() as u64 == file_size);
+        let mut read = Vec::new();
+        let bytes: &[u8] = match &mapped {
+            Some(m) => (**m).as_ref(),
+            None => {
+                read = crate::env::read_exact_at(&*file, name, 0, file_size as usize)?;
+                &read
+            }
+        };
         let name: Arc<str> = Arc::from(name);
-        let (meta, props) = read_meta(&name, &footer, |h| Ok(Arc::from(block_bytes(&bytes, h))))?;
+        let (meta, props) = read_meta(&name, &footer, |h| Ok(Arc::from(block_bytes(bytes, h))))?;
         let data_end = props.data_size;
         let first_meta = meta
             .values()
@@ -160,7 +189,7 @@ impl PlainTable {
         };
         let stored_index = match (meta.get(INDEX_BLOCK), &prefix) {
             (Some(&h), Some(_)) if same_mode => {
-                PlainIndex::parse(block_bytes(&bytes, h).to_vec(), data_end as u32)
+                PlainIndex::parse(block_bytes(bytes, h).to_vec(), data_end as u32)
             }
             _ => None,
         };
@@ -170,17 +199,16 @@ impl PlainTable {
                     .user_property(NUM_BLOOM_BLOCKS_PROPERTY)
                     .and_then(get_varint32)
                     .map_or(0, |(n, _)| n);
-                PlainBloom::from_raw(block_bytes(&bytes, h).to_vec(), blocks)
+                PlainBloom::from_raw(block_bytes(bytes, h).to_vec(), blocks)
             }
             _ => None,
         };
         let icmp = InternalKeyComparator::new(opts.comparator.clone());
-        let mut data = bytes;
-        data.truncate(data_end as usize);
+        let data_len = data_end as usize;
         let build_index = prefix.is_some() && stored_index.is_none();
         let want_bloom = popts.bloom_bits_per_key > 0 && !popts.full_scan_mode;
         let scan = scan_entries(
-            &data,
+            &bytes[..data_len],
             &name,
             &icmp,
             encoding,
@@ -220,7 +248,13 @@ impl PlainTable {
             footer,
             meta,
             props,
-            data: data.into_boxed_slice(),
+            data: match mapped {
+                Some(m) => TableBytes::Mapped(m, data_len),
+                None => {
+                    read.truncate(data_len);
+                    TableBytes::Owned(read)
+                }
+            },
             icmp,
             encoding,
             fixed_key_len,
@@ -265,7 +299,12 @@ impl PlainTable {
 
     /// Bytes held in memory: the data, index, bloom and offset index.
     pub fn memory_usage(&self) -> u64 {
-        (self.data.len()
+        let data = match &self.data {
+            TableBytes::Owned(b) => b.len(),
+            // Mapped pages belong to the page cache.
+            TableBytes::Mapped(..) => 0,
+        };
+        (data
             + self.hash_index.as_ref().map_or(0, PlainIndex::size)
             + self.bloom.as_ref().map_or(0, |b| b.data().len())
             + self.restarts.len() * 4) as u64
@@ -446,9 +485,21 @@ impl PlainTable {
 
     /// An iterator over all entries; seeks are total order.
     pub fn iter(self: &Arc<Self>) -> PlainTableIter {
+        Self::iter_on(Arc::clone(self))
+    }
+
+    /// A lookup iterator ([`PlainTable::prefix_iter`]'s) that borrows the
+    /// table.
+    pub fn lookup_iter(&self) -> PlainTableIter<&PlainTable> {
+        let mut it = Self::iter_on(self);
+        it.point_lookups = true;
+        it
+    }
+
+    fn iter_on<T: std::ops::Deref<Target = PlainTable>>(table: T) -> PlainTableIter<T> {
         PlainTableIter {
-            table: Arc::clone(self),
-            decoder: KeyDecoder::new(self.encoding, self.fixed_key_len),
+            decoder: KeyDecoder::new(table.encoding, table.fixed_key_len),
+            table,
             key: Vec::new(),
             offset: 0,
             next: 0,
@@ -629,9 +680,11 @@ fn scan_entries(
 }
 
 /// An iterator over a PlainTable (both directions; see the module
-/// comment).
-pub struct PlainTableIter {
-    table: Arc<PlainTable>,
+/// comment). `T` holds the table: an `Arc` (iterators that outlive the
+/// caller's borrow) or a reference (point lookups, no reference count
+/// touched).
+pub struct PlainTableIter<T: std::ops::Deref<Target = PlainTable> = Arc<PlainTable>> {
+    table: T,
     decoder: KeyDecoder,
     key: Vec<u8>,
     /// The current entry and the one after it.
@@ -643,7 +696,7 @@ pub struct PlainTableIter {
     point_lookups: bool,
 }
 
-impl std::fmt::Debug for PlainTableIter {
+impl<T: std::ops::Deref<Target = PlainTable>> std::fmt::Debug for PlainTableIter<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PlainTableIter")
             .field("table", &self.table.name)
@@ -653,7 +706,7 @@ impl std::fmt::Debug for PlainTableIter {
     }
 }
 
-impl PlainTableIter {
+impl<T: std::ops::Deref<Target = PlainTable>> PlainTableIter<T> {
     /// Decodes the entry at `pos`; `fresh`: `pos` is decodable on its own.
     fn decode_at(&mut self, pos: usize, fresh: bool) {
         if pos >= self.table.data.len() {
@@ -698,15 +751,16 @@ impl PlainTableIter {
     /// RocksDB's prefix seek through the hash index. Returns false if the
     /// target has no prefix (the caller seeks in total order).
     fn hash_seek(&mut self, target: &[u8]) -> bool {
-        let table = Arc::clone(&self.table);
+        let table: &PlainTable = &self.table;
         let (Some(index), Some(prefix)) =
             (&table.hash_index, table.prefix_of(extract_user_key(target)))
         else {
             return false;
         };
         // The callers (point lookups, prefix seeks) asked the bloom first.
+        let found = table.hash_start(index, target, prefix, &mut self.key);
         self.valid = false;
-        let (start, mut matched) = match table.hash_start(index, target, prefix, &mut self.key) {
+        let (start, mut matched) = match found {
             Ok(Some(s)) => s,
             Ok(None) => return true,
             Err(e) => {
@@ -717,13 +771,13 @@ impl PlainTableIter {
         self.decode_at(start, true);
         while self.valid {
             if !matched {
-                if table.prefix_of(extract_user_key(&self.key)) != Some(prefix) {
+                if self.table.prefix_of(extract_user_key(&self.key)) != Some(prefix) {
                     self.valid = false;
                     return true;
                 }
                 matched = true;
             }
-            if table.icmp.compare(&self.key, target) != Ordering::Less {
+            if self.table.icmp.compare(&self.key, target) != Ordering::Less {
                 return true;
             }
             self.decode_at(self.next, false);
@@ -732,7 +786,7 @@ impl PlainTableIter {
     }
 }
 
-impl InternalIterator for PlainTableIter {
+impl<T: std::ops::Deref<Target = PlainTable> + Send> InternalIterator for PlainTableIter<T> {
     fn valid(&self) -> bool {
         self.valid
     }
