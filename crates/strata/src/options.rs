@@ -174,10 +174,14 @@ pub struct ColumnFamilyOptions {
     /// `write_buffer_size` (RocksDB's `memtable_prefix_bloom_size_ratio`;
     /// 0 = none, at most 0.25). It holds prefixes (with a prefix
     /// extractor) and, with `memtable_whole_key_filtering`, whole keys; a
-    /// point lookup asks it before searching the memtable.
+    /// point lookup asks it before searching the memtable. Strata's
+    /// default is 0.02 with whole keys (RocksDB's is 0): a lookup of a key
+    /// the memtable lacks then costs one cache miss instead of a skiplist
+    /// descent, for 2% more memtable memory and a few percent on random
+    /// inserts.
     pub memtable_prefix_bloom_size_ratio: f64,
     /// Put whole keys into the memtable bloom too (RocksDB's
-    /// `memtable_whole_key_filtering`).
+    /// `memtable_whole_key_filtering`; Strata's default is true).
     pub memtable_whole_key_filtering: bool,
     /// The memtable's index structure (RocksDB's `memtable_factory`).
     pub memtable_factory: MemTableFactory,
@@ -286,8 +290,8 @@ impl Default for ColumnFamilyOptions {
             metadata_block_size: 4096,
             table_factory: TableFactory::BlockBased,
             bloom_locality: 0,
-            memtable_prefix_bloom_size_ratio: 0.0,
-            memtable_whole_key_filtering: false,
+            memtable_prefix_bloom_size_ratio: 0.02,
+            memtable_whole_key_filtering: true,
             memtable_factory: MemTableFactory::SkipList,
             num_levels: 7,
             block_cache: None,

@@ -379,8 +379,15 @@ fn apply_table_format_flags(f: &Flags, cfg: &Config, o: &mut Options) -> Result<
     }
     o.cf.bloom_locality = f.num("bloom_locality", 0)?;
     o.allow_mmap_reads = f.bool("mmap_read")?;
-    o.cf.memtable_prefix_bloom_size_ratio = f.num("memtable_bloom_size_ratio", 0.0)?;
-    o.cf.memtable_whole_key_filtering = f.bool("memtable_whole_key_filtering")?;
+    // Strata's defaults (a small whole-key memtable bloom) unless asked.
+    if f.get("memtable_bloom_size_ratio").is_some() {
+        o.cf.memtable_prefix_bloom_size_ratio = f.num("memtable_bloom_size_ratio", 0.0)?;
+    }
+    if f.get("memtable_whole_key_filtering").is_some()
+        || f.get("nomemtable_whole_key_filtering").is_some()
+    {
+        o.cf.memtable_whole_key_filtering = f.bool("memtable_whole_key_filtering")?;
+    }
     if f.bool("use_plain_table")? {
         eprintln!("Warning: plain table is used with SkipListFactory");
         let bits: i32 = f.num("bloom_bits", -1)?;

@@ -108,6 +108,31 @@ impl DB {
         self.inner.get(opts, cf.id, key)
     }
 
+    /// Reads `key` and calls `f` with its value where it lies (a
+    /// memtable's memory, a cached block, a memory-mapped table), without
+    /// copying it; `None` if the key is absent (`f` is then not called).
+    /// A value assembled from merge operands is built first, as `get`
+    /// builds it. RocksDB's `Get` into a `PinnableSlice`.
+    pub fn get_with<R>(
+        &self,
+        opts: &ReadOptions,
+        key: &[u8],
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        self.inner.get_with(opts, 0, key, f)
+    }
+
+    /// [`DB::get_with`] in column family `cf`.
+    pub fn get_with_cf<R>(
+        &self,
+        opts: &ReadOptions,
+        cf: &ColumnFamilyHandle,
+        key: &[u8],
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        self.inner.get_with(opts, cf.id, key, f)
+    }
+
     /// Reads several keys from one consistent view.
     pub fn multi_get(&self, opts: &ReadOptions, keys: &[&[u8]]) -> Vec<Result<Option<Vec<u8>>>> {
         self.inner.multi_get(opts, 0, keys)

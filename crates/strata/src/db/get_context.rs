@@ -31,6 +31,21 @@ impl GetContext {
         self.result.is_some() || self.unsupported.is_some()
     }
 
+    /// Whether the entry (`seq`, `t`) settles the lookup as that very
+    /// value, unmerged and not deleted by a range tombstone: its bytes can
+    /// then be handed out in place instead of through [`GetContext::add`].
+    /// Marks the lookup resolved when it does.
+    pub fn settles_as_plain_value(&mut self, seq: SequenceNumber, t: ValueType) -> bool {
+        let plain = !self.done()
+            && t == ValueType::Value
+            && seq >= self.tombstone_seq
+            && self.operands.is_empty();
+        if plain {
+            self.result = Some(None);
+        }
+        plain
+    }
+
     /// Feeds one visible entry. Returns true when the lookup is resolved.
     pub fn add(&mut self, seq: SequenceNumber, t: ValueType, value: &[u8]) -> bool {
         if self.done() {

@@ -261,6 +261,52 @@ impl DbInner {
         r
     }
 
+    /// [`DbInner::get`] that hands the value to `f` where it lies (a
+    /// memtable's arena, a table's block or mapped file) when it needs no
+    /// merge: no copy (RocksDB's Get into a `PinnableSlice`).
+    pub(crate) fn get_with<R>(
+        &self,
+        ro: &ReadOptions,
+        cf: u32,
+        key: &[u8],
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        let stats = &self.options.statistics;
+        let _timer = StopWatch::new(stats, HistogramKind::DbGet);
+        let svs = self.super_versions.load();
+        let sv = svs.get(&cf).ok_or_else(|| {
+            crate::Error::InvalidArgument(format!("unknown column family id {cf}"))
+        })?;
+        let seq = self.snapshot_seq(ro);
+        let mut ctx = GetContext::new(self.max_covering_tombstone_seq(sv, seq, key)?);
+        let mut f = Some(f);
+        let mut out = None;
+        let mut size = 0;
+        self.visit_key(sv, seq, key, |s, t, v| {
+            if ctx.settles_as_plain_value(s, t) {
+                size = v.len();
+                out = f.take().map(|f| f(v));
+                return true;
+            }
+            ctx.add(s, t, v)
+        })?;
+        let r = match out {
+            Some(r) => Some(r),
+            None => ctx
+                .finish(key, sv.options.merge_operator.as_ref())?
+                .and_then(|v| {
+                    size = v.len();
+                    f.take().map(|f| f(&v))
+                }),
+        };
+        if let Some(s) = stats {
+            s.record(Ticker::NumberKeysRead, 1);
+            s.record(Ticker::BytesRead, size as u64);
+            s.measure(HistogramKind::BytesPerRead, size as u64);
+        }
+        Ok(r)
+    }
+
     fn get_in(
         &self,
         sv: &SuperVersion,

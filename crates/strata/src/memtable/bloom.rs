@@ -6,8 +6,8 @@
 //! (XXH3, six probes in one 64-byte cache line).
 //!
 //! Invariant: a hash added before a reader's lookup starts (in the
-//! happens-before sense: the memtable adds it before the write's
-//! sequence number is published) is always found.
+//! happens-before sense: the memtable adds it before `add` returns, so
+//! before the write's sequence number is published) is always found.
 
 use super::sync::{AtomicU64, Ordering};
 
@@ -68,6 +68,13 @@ impl MemTableBloom {
         // Nine bits per probe: three pick the word, six the bit.
         let x = bits.rotate_left(9 * i);
         ((x & 7) as usize, 1u64 << ((x >> 3) & 63))
+    }
+
+    /// Starts loading `h`'s cache line (for an `add` a little later).
+    #[inline]
+    pub fn prefetch(&self, h: u64) {
+        let (base, _) = self.line(h);
+        crate::util::prefetch::prefetch(self.words.as_ptr().wrapping_add(base));
     }
 
     pub fn add(&self, h: u64) {

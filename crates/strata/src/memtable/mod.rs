@@ -309,26 +309,40 @@ impl MemTable {
             // would be worse than stopping here.
             unreachable_oversize(key.len(), value.len());
         };
+        // The bloom's hashes: their lines load while the entry goes in.
+        // Bits are set before `add` returns, so before the write's
+        // sequence is published: a reader that may see the entry finds
+        // them.
+        let mut hashes = [None; 2];
+        let bloom = self
+            .bloom
+            .as_ref()
+            .filter(|_| t != ValueType::RangeDeletion);
+        if let Some(b) = bloom {
+            if b.whole_key {
+                hashes[0] = Some(bloom::MemTableBloom::hash(key));
+            }
+            if let Some(pe) = &b.prefix_extractor
+                && pe.in_domain(key)
+            {
+                hashes[1] = Some(bloom::MemTableBloom::hash(pe.transform(key)));
+            }
+            for h in hashes.iter().flatten() {
+                b.filter.prefetch(*h);
+            }
+        }
         let rep = if t == ValueType::RangeDeletion {
             &self.range_del_table
         } else {
-            // Bits go in before the entry: a reader that can see the
-            // entry (its sequence published after this returns) finds
-            // them.
-            if let Some(b) = &self.bloom {
-                if b.whole_key {
-                    b.filter.add(bloom::MemTableBloom::hash(key));
-                }
-                if let Some(pe) = &b.prefix_extractor
-                    && pe.in_domain(key)
-                {
-                    b.filter.add(bloom::MemTableBloom::hash(pe.transform(key)));
-                }
-            }
             &self.table
         };
         let inserted = rep.insert_with(len, &mut |buf| encode_entry(buf, &[key, &trailer], value));
         debug_assert!(inserted, "memtable entry (seq {seq}, {t:?}) added twice");
+        if let Some(b) = bloom {
+            for h in hashes.iter().flatten() {
+                b.filter.add(*h);
+            }
+        }
 
         self.num_entries.fetch_add(1, Ordering::Relaxed);
         match t {
