@@ -204,6 +204,25 @@ fn ldb_scan(dir: &std::path::Path) -> Option<Vec<String>> {
     )
 }
 
+/// Runs RocksDB's db_bench on `dir` with `args`; false (test skipped, as
+/// `common::rocksdb` says) when db_bench is missing.
+fn db_bench(dir: &std::path::Path, args: &[&str]) -> bool {
+    let Some(mut bench) = common::rocksdb::db_bench() else {
+        return false;
+    };
+    let out = bench
+        .arg(format!("--db={}", dir.display()))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "db_bench {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    true
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|c| format!("{c:02X}")).collect()
 }
@@ -284,28 +303,22 @@ fn strata_reads_rocksdb_plain_tables() {
         ][..],
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let Some(mut bench) = common::rocksdb::db_bench() else {
+        let args: Vec<&str> = [
+            "--benchmarks=fillrandom,compact",
+            "--num=5000",
+            "--use_plain_table=1",
+            "--compression_type=none",
+            "--mmap_read=1",
+            "--allow_concurrent_memtable_write=false",
+            "--write_buffer_size=131072",
+        ]
+        .iter()
+        .chain(extra)
+        .copied()
+        .collect();
+        if !db_bench(dir.path(), &args) {
             return;
-        };
-        let out = bench
-            .arg(format!("--db={}", dir.path().display()))
-            .args([
-                "--benchmarks=fillrandom,compact",
-                "--num=5000",
-                "--use_plain_table=1",
-                "--compression_type=none",
-                "--mmap_read=1",
-                "--allow_concurrent_memtable_write=false",
-                "--write_buffer_size=131072",
-            ])
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "db_bench: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        }
         assert!(
             table_magics(dir.path()).contains(&strata::table::format::LEGACY_PLAIN_TABLE_MAGIC),
             "db_bench wrote PlainTable files"
@@ -345,20 +358,17 @@ fn strata_reads_rocksdb_plain_tables() {
 #[test]
 fn rocksdb_plain_table_properties_read() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(mut bench) = common::rocksdb::db_bench() else {
-        return;
-    };
-    let out = bench
-        .arg(format!("--db={}", dir.path().display()))
-        .args([
+    if !db_bench(
+        dir.path(),
+        &[
             "--benchmarks=fillseq,compact",
             "--num=2000",
             "--use_plain_table=1",
             "--prefix_size=8",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+        ],
+    ) {
+        return;
+    }
     let sst = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -406,4 +416,51 @@ fn block_based_tables_read_through_memory_maps() {
             .unwrap()
             .is_some()
     );
+}
+
+/// Valid RocksDB files in formats Strata does not read are `NotSupported`
+/// naming the format, never `Corruption`: a BlobDB database (refused at
+/// open) and CuckooTable files (refused when a read opens them).
+#[test]
+fn unsupported_rocksdb_formats_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    if !db_bench(
+        dir.path(),
+        &[
+            "--benchmarks=fillrandom",
+            "--num=2000",
+            "--enable_blob_files=1",
+            "--min_blob_size=0",
+            "--write_buffer_size=65536",
+        ],
+    ) {
+        return;
+    }
+    let e = DB::open(Options::default(), dir.path()).unwrap_err();
+    assert!(matches!(e, strata::Error::NotSupported(_)), "{e}");
+    assert!(e.to_string().contains("BlobDB"), "{e}");
+
+    let dir = tempfile::tempdir().unwrap();
+    assert!(db_bench(
+        dir.path(),
+        &[
+            "--benchmarks=fillrandom,compact",
+            "--num=2000",
+            "--use_cuckoo_table=1",
+            "--mmap_read=1"
+        ]
+    ));
+    let e = match DB::open(Options::default(), dir.path()) {
+        Err(e) => e,
+        // Making the iterator opens the tables.
+        Ok(db) => match db.iter(&ReadOptions::default()) {
+            Err(e) => e,
+            Ok(mut it) => {
+                it.seek_to_first();
+                it.status().unwrap_err()
+            }
+        },
+    };
+    assert!(matches!(e, strata::Error::NotSupported(_)), "{e}");
+    assert!(e.to_string().contains("CuckooTable"), "{e}");
 }

@@ -239,26 +239,7 @@ impl DbInner {
     }
 
     pub(crate) fn get(&self, ro: &ReadOptions, cf: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let stats = &self.options.statistics;
-        let _timer = StopWatch::new(stats, HistogramKind::DbGet);
-        // Borrowed from the current map (no reference count touched: with
-        // several reader threads that count is a contended cache line).
-        let svs = self.super_versions.load();
-        let sv = svs.get(&cf).ok_or_else(|| {
-            crate::Error::InvalidArgument(format!("unknown column family id {cf}"))
-        })?;
-        let seq = self.snapshot_seq(ro);
-        let r = self.get_in(sv, seq, key);
-        if let Some(s) = stats {
-            s.record(Ticker::NumberKeysRead, 1);
-            let size = match &r {
-                Ok(Some(v)) => v.len() as u64,
-                _ => 0,
-            };
-            s.record(Ticker::BytesRead, size);
-            s.measure(HistogramKind::BytesPerRead, size);
-        }
-        r
+        self.get_with(ro, cf, key, <[u8]>::to_vec)
     }
 
     /// [`DbInner::get`] that hands the value to `f` where it lies (a
@@ -273,6 +254,8 @@ impl DbInner {
     ) -> Result<Option<R>> {
         let stats = &self.options.statistics;
         let _timer = StopWatch::new(stats, HistogramKind::DbGet);
+        // Borrowed from the current map (no reference count touched: with
+        // several reader threads that count is a contended cache line).
         let svs = self.super_versions.load();
         let sv = svs.get(&cf).ok_or_else(|| {
             crate::Error::InvalidArgument(format!("unknown column family id {cf}"))

@@ -166,6 +166,37 @@ impl TableProperties {
         b.finish().to_vec()
     }
 
+    /// The properties every new table starts with: column family,
+    /// comparator, merge operator and prefix extractor names, creation
+    /// times and host, as `opts` gives them.
+    pub fn for_new_table(opts: &super::options::TableOptions) -> TableProperties {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        TableProperties {
+            column_family_id: opts.column_family_id,
+            column_family_name: opts.column_family_name.as_bytes().to_vec(),
+            comparator_name: opts.comparator.name().as_bytes().to_vec(),
+            merge_operator_name: opts
+                .merge_operator_name
+                .clone()
+                .unwrap_or_else(|| "nullptr".into())
+                .into_bytes(),
+            prefix_extractor_name: opts
+                .prefix_extractor
+                .as_ref()
+                .map(|p| p.name())
+                .unwrap_or_else(|| "nullptr".into())
+                .into_bytes(),
+            property_collectors_names: b"[]".to_vec(),
+            creation_time: now,
+            file_creation_time: now,
+            db_host_id: b"strata".to_vec(),
+            ..Default::default()
+        }
+    }
+
     /// Decodes a properties block.
     pub fn decode_block(block: Arc<Block>, file: &str, offset: u64) -> Result<TableProperties> {
         let mut props = TableProperties::default();

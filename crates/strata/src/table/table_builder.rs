@@ -180,27 +180,8 @@ impl BlockBasedTableBuilder {
                 opts.index_block_restart_interval,
             ))
         };
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
         let props = TableProperties {
             format_version: 0, // RocksDB writes 0 here for block-based tables
-            column_family_id: opts.column_family_id,
-            column_family_name: opts.column_family_name.as_bytes().to_vec(),
-            comparator_name: opts.comparator.name().as_bytes().to_vec(),
-            merge_operator_name: opts
-                .merge_operator_name
-                .clone()
-                .unwrap_or_else(|| "nullptr".into())
-                .into_bytes(),
-            prefix_extractor_name: opts
-                .prefix_extractor
-                .as_ref()
-                .map(|p| p.name())
-                .unwrap_or_else(|| "nullptr".into())
-                .into_bytes(),
-            property_collectors_names: b"[]".to_vec(),
             compression_name: opts.compression.name().as_bytes().to_vec(),
             compression_options: b"window_bits=-14; level=32767; strategy=0; max_dict_bytes=0; zstd_max_train_bytes=0; enabled=0; max_dict_buffer_bytes=0; use_zstd_dict_trainer=1; ".to_vec(),
             filter_policy_name: if filter.is_some() {
@@ -208,10 +189,7 @@ impl BlockBasedTableBuilder {
             } else {
                 Vec::new()
             },
-            creation_time: now,
-            file_creation_time: now,
-            db_host_id: b"strata".to_vec(),
-            ..Default::default()
+            ..TableProperties::for_new_table(&opts)
         };
         let base_context_checksum = if opts.format_version >= 6 {
             new_base_context_checksum()

@@ -49,6 +49,19 @@ pub(crate) struct EditParams {
     pub max_column_family: u32,
     pub min_log_number_to_keep: u64,
     pub db_id: Option<String>,
+    /// BlobDB files the edits added: number -> (blobs, garbage blobs). A
+    /// file whose every blob is garbage is gone (RocksDB deletes it).
+    pub blob_files: BTreeMap<u64, (u64, u64)>,
+}
+
+impl EditParams {
+    /// A blob file the database still uses, if any.
+    pub fn live_blob_file(&self) -> Option<u64> {
+        self.blob_files
+            .iter()
+            .find(|(_, (total, garbage))| garbage < total)
+            .map(|(&n, _)| n)
+    }
 }
 
 pub(crate) struct EditApplier<'a> {
@@ -163,6 +176,15 @@ impl<'a> EditApplier<'a> {
         }
         if edit.last_sequence.is_some() {
             p.last_sequence = edit.last_sequence;
+        }
+        for b in &edit.blob_file_additions {
+            p.blob_files
+                .insert(b.blob_file_number, (b.total_blob_count, 0));
+        }
+        for g in &edit.blob_file_garbages {
+            if let Some(f) = p.blob_files.get_mut(&g.blob_file_number) {
+                f.1 = f.1.saturating_add(g.garbage_blob_count);
+            }
         }
         Ok(())
     }

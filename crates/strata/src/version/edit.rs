@@ -127,12 +127,18 @@ fn put_varint32_varint64(dst: &mut Vec<u8>, tag: u32, v: u64) {
 }
 
 /// Custom fields after the terminator of the known ones.
+/// The end marker of the blob records' custom fields (RocksDB's
+/// `BlobFileAddition`/`BlobFileGarbage::CustomFieldTags::kEndMarker`, the
+/// enum's first value). WAL records end theirs with 1 (`kTerminate`).
+const BLOB_END_MARKER: u32 = 0;
+
+/// Skips a blob record's custom fields up to and including its end marker.
 fn decode_custom_fields_end(d: &mut Decoder<'_>, class: &str) -> std::result::Result<(), String> {
     loop {
         let tag = d
             .varint32()
             .ok_or_else(|| format!("{class}: Error decoding custom field tag"))?;
-        if tag == 1 {
+        if tag == BLOB_END_MARKER {
             return Ok(());
         }
         if tag & (1 << 6) != 0 {
@@ -152,7 +158,7 @@ impl BlobFileAddition {
         put_varint64(dst, self.total_blob_bytes);
         put_length_prefixed_slice(dst, &self.checksum_method);
         put_length_prefixed_slice(dst, &self.checksum_value);
-        put_varint32(dst, 1);
+        put_varint32(dst, BLOB_END_MARKER);
     }
 
     fn decode_from(d: &mut Decoder<'_>) -> std::result::Result<Self, String> {
@@ -179,7 +185,7 @@ impl BlobFileGarbage {
         put_varint64(dst, self.blob_file_number);
         put_varint64(dst, self.garbage_blob_count);
         put_varint64(dst, self.garbage_blob_bytes);
-        put_varint32(dst, 1);
+        put_varint32(dst, BLOB_END_MARKER);
     }
 
     fn decode_from(d: &mut Decoder<'_>) -> std::result::Result<Self, String> {

@@ -217,6 +217,15 @@ impl VersionSet {
                 format!("no {} entry in MANIFEST", missing.join(", ")),
             ));
         }
+        if let Some(n) = p.live_blob_file() {
+            // Values in blob files (RocksDB's integrated BlobDB): valid, and
+            // not readable here yet.
+            return Err(Error::NotSupported(format!(
+                "{}: BlobDB: the MANIFEST {shown} lists blob file {n:06}.blob; Strata does not \
+                 read blob files yet",
+                dbname.display()
+            )));
+        }
         let mut version_number = 0;
         let finished = applier
             .finish(&mut version_number)

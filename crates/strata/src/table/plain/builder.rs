@@ -76,34 +76,12 @@ impl PlainTableBuilder {
             opts.prefix_extractor.clone(),
             popts.index_sparseness,
         );
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
         let mut props = TableProperties {
             // RocksDB keeps 0 for kPlain so older readers still open it.
             format_version: u64::from(encoder.encoding() == EncodingType::Prefix),
             fixed_key_len: u64::from(popts.user_key_len),
             num_data_blocks: 1,
-            column_family_id: opts.column_family_id,
-            column_family_name: opts.column_family_name.as_bytes().to_vec(),
-            comparator_name: opts.comparator.name().as_bytes().to_vec(),
-            merge_operator_name: opts
-                .merge_operator_name
-                .clone()
-                .unwrap_or_else(|| "nullptr".into())
-                .into_bytes(),
-            prefix_extractor_name: opts
-                .prefix_extractor
-                .as_ref()
-                .map(|p| p.name())
-                .unwrap_or_else(|| "nullptr".into())
-                .into_bytes(),
-            property_collectors_names: b"[]".to_vec(),
-            creation_time: now,
-            file_creation_time: now,
-            db_host_id: b"strata".to_vec(),
-            ..Default::default()
+            ..TableProperties::for_new_table(opts)
         };
         props.user_collected.insert(
             ENCODING_TYPE_PROPERTY.as_bytes().to_vec(),

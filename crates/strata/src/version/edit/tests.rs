@@ -332,7 +332,8 @@ fn sub_records_and_misc() {
     assert!(err_of(&[0x84, 0x40, 7, 3]).contains("WalAddition: Unknown tag 3"));
     // Blob records: forward-incompatible custom fields are fatal.
     assert!(err_of(&[0x90, 0x03, 1, 1, 1, 0, 0, 64, 0, 1]).contains("Forward incompatible"));
-    let e = VersionEdit::decode(&[0x91, 0x03, 1, 2, 3, 5, 0, 1]).unwrap();
+    // A custom field (tag 5, empty value), then the end marker 0.
+    let e = VersionEdit::decode(&[0x91, 0x03, 1, 2, 3, 5, 0, 0]).unwrap();
     assert_eq!(e.blob_file_garbages[0].garbage_blob_bytes, 3);
     // Duplicate deletions collapse (RocksDB keeps a set).
     let e = VersionEdit::decode(&[6, 1, 5, 6, 1, 5, 6, 2, 5]).unwrap();
