@@ -119,6 +119,9 @@ suite_seed002() {
   p="$p --target_file_size_base=134217728 --max_bytes_for_level_base=1073741824"
   p="$p --level0_slowdown_writes_trigger=16 --level0_stop_writes_trigger=24 --num=$num"
   local shape flags rate readers
+  # The vector memtable's bulk load (no concurrent memtable writes with it).
+  add "vector memtable bulk load: fillrandom, no compactions" - \
+    "$p --prefix_size=20 --memtablerep=vector --allow_concurrent_memtable_write=false --disable_auto_compactions=1 --benchmarks=fillrandom"
   for shape in "point lookup|--prefix_size=20 --keys_per_prefix=0" "prefix range|--prefix_size=12 --keys_per_prefix=10"; do
     flags="${shape#*|}"
     add "${shape%%|*}: filluniquerandom" - "$p $flags --benchmarks=filluniquerandom"

@@ -36,10 +36,19 @@ struct Totals {
 }
 
 /// The stress flags of one cycle.
-fn cycle_flags(rng: &mut Rng, base: &[String], style: u64, wal_off: bool) -> Vec<String> {
+fn cycle_flags(
+    rng: &mut Rng,
+    base: &[String],
+    style: u64,
+    plain: bool,
+    wal_off: bool,
+) -> Vec<String> {
     let mut a: Vec<String> = base.to_vec();
     let mut set = |k: &str, v: String| a.push(format!("--{k}={v}"));
     set("compaction_style", style.to_string());
+    if plain {
+        set("use_plain_table", "true".into());
+    }
     set(
         "write_buffer_size",
         pick(rng, &["65536", "262144", "1048576"]).into(),
@@ -72,6 +81,10 @@ fn cycle_flags(rng: &mut Rng, base: &[String], style: u64, wal_off: bool) -> Vec
     // (Unordered writes require concurrent inserts.)
     if mode != 2 && rng.below(4) == 0 {
         set("allow_concurrent_memtable_write", "false".into());
+        // The vector memtable takes no concurrent inserts: now it may serve.
+        if rng.below(2) == 0 {
+            set("memtablerep", "vector".into());
+        }
     }
     if wal_off {
         set("disable_wal", "true".into());
@@ -106,19 +119,27 @@ pub fn run(f: &Flags) -> Result<(), String> {
     let started = Instant::now();
     let mut db = PathBuf::new();
     let mut style = 0;
+    let mut plain = false;
     for cycle in 0..cycles {
         if cycle % fresh_every.max(1) == 0 {
             if t.databases > 0 {
                 // Close the finished database with a full verification.
-                let args = [base.clone(), vec![format!("--compaction_style={style}")]].concat();
+                let mut last = vec![format!("--compaction_style={style}")];
+                if plain {
+                    last.push("--use_plain_table=true".into());
+                }
+                let args = [base.clone(), last].concat();
                 verify_only(&exe, &db, &args, &dir)?;
             }
             db = dir.join(format!("db{}", t.databases));
             style = t.databases % 2;
+            // Every third database writes PlainTable files (no range
+            // deletions then).
+            plain = t.databases % 3 == 2;
             t.databases += 1;
         }
         let wal_off = wal_off_one_in > 0 && rng.below(wal_off_one_in) == 0;
-        let mut args = cycle_flags(&mut rng, &base, style, wal_off);
+        let mut args = cycle_flags(&mut rng, &base, style, plain, wal_off);
         args.push(format!("--db={}", db.display()));
         let kill_after = Duration::from_millis(kill_min + rng.below(kill_max - kill_min + 1));
         let log = dir.join(format!("cycle-{cycle}.log"));

@@ -45,6 +45,9 @@ pub struct Config {
     pub flush_one_in: u64,
     pub compact_one_in: u64,
     pub verify_only: bool,
+    /// PlainTable files (`--use_plain_table`): range deletions become
+    /// single deletes, as PlainTable column families refuse them.
+    pub use_plain_table: bool,
 }
 
 /// SplitMix64: the stress tools' seeded generator.
@@ -98,6 +101,7 @@ fn config(f: &Flags) -> Result<Config, String> {
         flush_one_in: f.num("flush_one_in", 2000)?,
         compact_one_in: f.num("compact_one_in", 20_000)?,
         verify_only: f.bool("verify_only")?,
+        use_plain_table: f.bool("use_plain_table")?,
     };
     if c.threads == 0 || c.max_key == 0 {
         return Err("--threads and --max_key must be at least 1".into());
@@ -130,6 +134,20 @@ fn options(f: &Flags) -> Result<Options, String> {
         }
     };
     o.cf.merge_operator = Some(Arc::new(PutOperator));
+    match f.get("memtablerep").unwrap_or("skip_list") {
+        "skip_list" | "skiplist" => {}
+        "vector" => o.cf.memtable_factory = strata::MemTableFactory::Vector,
+        other => return Err(format!("unknown --memtablerep={other} (skip_list, vector)")),
+    }
+    if f.bool("use_plain_table")? {
+        // Keys are 16 bytes (`expected::key_bytes`); their first 8 are a
+        // prefix (hash index and bloom over prefixes).
+        o.cf.prefix_extractor = Some(Arc::new(strata::util::slice_transform::FixedPrefix(8)));
+        o.cf.table_factory = strata::TableFactory::Plain(strata::PlainTableOptions {
+            user_key_len: 16,
+            ..Default::default()
+        });
+    }
     o.validate().map_err(|e| e.to_string())?;
     Ok(o)
 }

@@ -141,6 +141,7 @@ fn one_op(
         0..=29 => write(sh, rng, Write::Single(k, Kind::Put)),
         30..=37 => write(sh, rng, Write::Single(k, Kind::Merge)),
         38..=45 => write(sh, rng, Write::Single(k, Kind::Delete)),
+        46..=47 if sh.cfg.use_plain_table => write(sh, rng, Write::Single(k, Kind::Delete)),
         46..=47 => {
             let end = (k + 1 + rng.below(8)).min(n);
             write(sh, rng, Write::Range(k, end))

@@ -265,7 +265,7 @@ impl DbInner {
         let mut f = Some(f);
         let mut out = None;
         let mut size = 0;
-        self.visit_key(sv, seq, key, |s, t, v| {
+        let in_memtables = self.visit_key(sv, seq, key, |s, t, v| {
             if ctx.settles_as_plain_value(s, t) {
                 size = v.len();
                 out = f.take().map(|f| f(v));
@@ -273,6 +273,12 @@ impl DbInner {
             }
             ctx.add(s, t, v)
         })?;
+        let ticker = if in_memtables {
+            Ticker::MemtableHit
+        } else {
+            Ticker::MemtableMiss
+        };
+        record(stats, ticker, 1);
         let r = match out {
             Some(r) => Some(r),
             None => ctx
