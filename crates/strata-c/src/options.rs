@@ -812,6 +812,24 @@ pub unsafe extern "C" fn rocksdb_options_set_memtable_vector_rep(opt: *mut rocks
     })
 }
 
+/// RocksDB's `HashSkipListRepFactory` memtable: `bucket_count` buckets
+/// (the skiplist height and branching factor are Strata's own). Needs a
+/// prefix extractor, and `allow_concurrent_memtable_write` off.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_set_hash_skip_list_rep(
+    opt: *mut rocksdb_options_t,
+    bucket_count: usize,
+    _skiplist_height: i32,
+    _skiplist_branching_factor: i32,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or a live options object.
+        if let Some(o) = unsafe { opt.as_mut() } {
+            o.opts.cf.memtable_factory = strata::MemTableFactory::PrefixHash { bucket_count };
+        }
+    })
+}
+
 setter!(
     rocksdb_options_t,
     rocksdb_options_set_allow_mmap_reads,

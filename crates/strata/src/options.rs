@@ -134,6 +134,11 @@ pub enum MemTableFactory {
     /// cheap unordered bulk loads, expensive reads of the active
     /// memtable. No concurrent memtable writes (as in RocksDB).
     Vector,
+    /// A hash of prefixes to skiplists (RocksDB's `HashSkipListRepFactory`,
+    /// db_bench's `prefix_hash`): point lookups search one bucket; total
+    /// order reads sort a copy. Needs a prefix extractor (without one the
+    /// skiplist is used, as RocksDB does); no concurrent memtable writes.
+    PrefixHash { bucket_count: usize },
 }
 
 impl MemTableFactory {
@@ -142,6 +147,7 @@ impl MemTableFactory {
         match self {
             MemTableFactory::SkipList => "SkipListFactory",
             MemTableFactory::Vector => "VectorRepFactory",
+            MemTableFactory::PrefixHash { .. } => "HashSkipListRepFactory",
         }
     }
 
@@ -150,6 +156,9 @@ impl MemTableFactory {
         match n {
             "SkipListFactory" | "skip_list" | "skiplist" => Some(MemTableFactory::SkipList),
             "VectorRepFactory" | "vector" => Some(MemTableFactory::Vector),
+            "HashSkipListRepFactory" | "prefix_hash" => Some(MemTableFactory::PrefixHash {
+                bucket_count: crate::memtable::hash_skiplist_rep::DEFAULT_BUCKET_COUNT,
+            }),
             _ => None,
         }
     }

@@ -72,7 +72,9 @@ struct OptionSet {
     /// 128-byte partitions; 2 format_version 6 with a partitioned index;
     /// 3 PlainTable (fixed 4-byte keys, 3-byte prefixes, kPrefix
     /// encoding, index and bloom in the file; range deletions are then
-    /// refused with NotSupported, as in RocksDB).
+    /// refused with NotSupported, as in RocksDB); 4 the default tables
+    /// with 3-byte prefixes and (with write_mode 1) the prefix-hash
+    /// memtable.
     table_layout: u8,
 }
 
@@ -93,7 +95,7 @@ const LEVELED: OptionSet = OptionSet {
     table_layout: 0,
 };
 
-const OPTION_SETS: [OptionSet; 9] = [
+const OPTION_SETS: [OptionSet; 10] = [
     OptionSet {
         name: "default",
         write_buffer_size: 1 << 20,
@@ -176,6 +178,15 @@ const OPTION_SETS: [OptionSet; 9] = [
         ..LEVELED
     },
     OptionSet {
+        name: "prefix-hash-memtable",
+        write_mode: 1,
+        write_buffer_size: 4096,
+        block_size: 512,
+        l0_trigger: 2,
+        table_layout: 4,
+        ..LEVELED
+    },
+    OptionSet {
         name: "universal-wal-off",
         write_buffer_size: 4096,
         block_size: 512,
@@ -204,9 +215,15 @@ fn options(fs: &MemFileSystem, set: &OptionSet) -> Options {
     o.max_subcompactions = set.subcompactions;
     o.cf.merge_operator = Some(Arc::new(StringAppendOperator::default()));
     o.allow_concurrent_memtable_write = set.write_mode != 1;
-    // The leader inserts for its group: the vector memtable can serve.
+    // The leader inserts for its group: the vector and hash memtables can
+    // serve (3-byte prefixes, 5 buckets: several prefixes share each).
     if set.write_mode == 1 {
-        o.cf.memtable_factory = strata::MemTableFactory::Vector;
+        o.cf.memtable_factory = if set.table_layout == 4 {
+            o.cf.prefix_extractor = Some(Arc::new(strata::util::slice_transform::FixedPrefix(3)));
+            strata::MemTableFactory::PrefixHash { bucket_count: 5 }
+        } else {
+            strata::MemTableFactory::Vector
+        };
     }
     o.enable_pipelined_write = set.write_mode == 2;
     o.unordered_write = set.write_mode == 3;
@@ -228,7 +245,7 @@ fn options(fs: &MemFileSystem, set: &OptionSet) -> Options {
             store_index_in_file: true,
             ..Default::default()
         });
-    } else if set.table_layout > 0 {
+    } else if matches!(set.table_layout, 1 | 2) {
         o.cf.index_type = strata::table::options::IndexType::TwoLevelIndexSearch;
         o.cf.metadata_block_size = 128;
         o.cf.partition_filters = set.table_layout == 1;

@@ -778,6 +778,11 @@ extern STRATA_C_API void rocksdb_options_set_plain_table_factory(
     size_t);
 extern STRATA_C_API void rocksdb_options_set_memtable_vector_rep(
     rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_hash_skip_list_rep(
+    rocksdb_options_t*,
+    size_t,
+    int32_t,
+    int32_t);
 extern STRATA_C_API void rocksdb_options_set_allow_mmap_reads(
     rocksdb_options_t*,
     unsigned char);

@@ -1245,6 +1245,7 @@ static void test_tables_and_styles(void) {
   rocksdb_options_set_create_if_missing(o, 1);
   rocksdb_options_set_prefix_extractor(o, rocksdb_slicetransform_create_fixed_prefix(4));
   rocksdb_options_set_plain_table_factory(o, 8, 10, 0.75, 16);
+  rocksdb_options_set_hash_skip_list_rep(o, 1000, 4, 4);
   rocksdb_options_set_bloom_locality(o, 1);
   CHECK(rocksdb_options_get_bloom_locality(o) == 1);
   rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, 0.1);

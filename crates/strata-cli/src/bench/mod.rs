@@ -370,10 +370,15 @@ fn apply_table_format_flags(f: &Flags, cfg: &Config, o: &mut Options) -> Result<
                     .into(),
             );
         }
+        "prefix_hash" => {
+            o.cf.memtable_factory = strata::MemTableFactory::PrefixHash {
+                bucket_count: f.num("hash_bucket_count", 1 << 20)?,
+            };
+        }
         other => {
             return Err(format!(
                 "Could not create memtable factory: Not implemented: memtablerep {other} (Strata \
-                 has skip_list and vector)"
+                 has skip_list, vector and prefix_hash)"
             ));
         }
     }

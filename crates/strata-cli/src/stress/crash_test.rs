@@ -81,9 +81,12 @@ fn cycle_flags(
     // (Unordered writes require concurrent inserts.)
     if mode != 2 && rng.below(4) == 0 {
         set("allow_concurrent_memtable_write", "false".into());
-        // The vector memtable takes no concurrent inserts: now it may serve.
-        if rng.below(2) == 0 {
-            set("memtablerep", "vector".into());
+        // The vector and hash memtables take no concurrent inserts: now
+        // they may serve.
+        match rng.below(3) {
+            0 => set("memtablerep", "vector".into()),
+            1 => set("memtablerep", "prefix_hash".into()),
+            _ => {}
         }
     }
     if wal_off {

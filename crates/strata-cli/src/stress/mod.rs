@@ -137,7 +137,17 @@ fn options(f: &Flags) -> Result<Options, String> {
     match f.get("memtablerep").unwrap_or("skip_list") {
         "skip_list" | "skiplist" => {}
         "vector" => o.cf.memtable_factory = strata::MemTableFactory::Vector,
-        other => return Err(format!("unknown --memtablerep={other} (skip_list, vector)")),
+        "prefix_hash" => {
+            o.cf.memtable_factory = strata::MemTableFactory::PrefixHash {
+                bucket_count: f.num("hash_bucket_count", 4096)?,
+            };
+            o.cf.prefix_extractor = Some(Arc::new(strata::util::slice_transform::FixedPrefix(8)));
+        }
+        other => {
+            return Err(format!(
+                "unknown --memtablerep={other} (skip_list, vector, prefix_hash)"
+            ));
+        }
     }
     if f.bool("use_plain_table")? {
         // Keys are 16 bytes (`expected::key_bytes`); their first 8 are a

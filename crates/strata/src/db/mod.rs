@@ -120,13 +120,18 @@ pub(crate) fn new_memtable(
         block = block.min(crate::memtable::arena_block_size_for(w.buffer_size()));
     }
     Arc::new(
-        MemTable::with_factory(icmp.clone(), block, options.memtable_factory)
-            .with_bloom(
-                options.memtable_bloom_bytes(),
-                options.prefix_extractor.clone(),
-                options.memtable_whole_key_filtering,
-            )
-            .charged_to(wbm.cloned()),
+        MemTable::with_factory(
+            icmp.clone(),
+            block,
+            options.memtable_factory,
+            options.prefix_extractor.clone(),
+        )
+        .with_bloom(
+            options.memtable_bloom_bytes(),
+            options.prefix_extractor.clone(),
+            options.memtable_whole_key_filtering,
+        )
+        .charged_to(wbm.cloned()),
     )
 }
 

@@ -17,6 +17,7 @@
 
 pub mod arena;
 pub mod bloom;
+pub mod hash_skiplist_rep;
 pub mod rep;
 pub mod skiplist;
 mod sync;
@@ -147,22 +148,38 @@ impl MemTable {
     /// An empty memtable whose arena uses blocks of `block_size` bytes
     /// (clamped to 4 KiB..=1 MiB); see [`arena_block_size_for`].
     pub fn with_arena_block_size(icmp: InternalKeyComparator, block_size: usize) -> MemTable {
-        MemTable::with_factory(icmp, block_size, crate::options::MemTableFactory::SkipList)
+        MemTable::with_factory(
+            icmp,
+            block_size,
+            crate::options::MemTableFactory::SkipList,
+            None,
+        )
     }
 
     /// An empty memtable whose point entries are kept by `factory`'s rep
-    /// (range tombstones always in a skiplist).
+    /// (range tombstones always in a skiplist); the prefix-hash rep hashes
+    /// by `prefix_extractor` (the skiplist serves without one).
     pub fn with_factory(
         icmp: InternalKeyComparator,
         block_size: usize,
         factory: crate::options::MemTableFactory,
+        prefix_extractor: Option<crate::util::slice_transform::SliceTransformRef>,
     ) -> MemTable {
+        use crate::options::MemTableFactory;
         let arena = Arc::new(Arena::new(block_size));
-        let table: Arc<dyn MemTableRep> = match factory {
-            crate::options::MemTableFactory::SkipList => {
+        let table: Arc<dyn MemTableRep> = match (factory, prefix_extractor) {
+            (MemTableFactory::PrefixHash { bucket_count }, Some(pe)) => {
+                Arc::new(hash_skiplist_rep::HashSkipListRep::new(
+                    icmp.clone(),
+                    Arc::clone(&arena),
+                    pe,
+                    bucket_count,
+                ))
+            }
+            (MemTableFactory::SkipList | MemTableFactory::PrefixHash { .. }, _) => {
                 Arc::new(SkipListRep::new(icmp.clone(), Arc::clone(&arena)))
             }
-            crate::options::MemTableFactory::Vector => {
+            (MemTableFactory::Vector, _) => {
                 Arc::new(vector_rep::VectorRep::new(icmp.clone(), Arc::clone(&arena)))
             }
         };

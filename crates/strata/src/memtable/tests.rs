@@ -111,11 +111,19 @@ fn vector_rep_model_test() {
     model_test_with(crate::options::MemTableFactory::Vector);
 }
 
+#[test]
+fn prefix_hash_rep_model_test() {
+    // Few buckets: several prefixes share each.
+    model_test_with(crate::options::MemTableFactory::PrefixHash { bucket_count: 7 });
+}
+
 /// Entries added and read back every way against a `BTreeMap`, with the
 /// point entries in `factory`'s rep.
 fn model_test_with(factory: crate::options::MemTableFactory) {
     let mut rng = Rng(0x5eed);
-    let mem = Arc::new(MemTable::with_factory(icmp(), 4096, factory));
+    let pe: crate::util::slice_transform::SliceTransformRef =
+        Arc::new(crate::util::slice_transform::FixedPrefix(10));
+    let mem = Arc::new(MemTable::with_factory(icmp(), 4096, factory, Some(pe)));
     let mut model: BTreeMap<ModelKey, Vec<u8>> = BTreeMap::new();
     let mut tombstones: BTreeMap<ModelKey, Vec<u8>> = BTreeMap::new();
     let n_keys = scale(300, 12) as u64;
@@ -611,6 +619,7 @@ fn vector_rep_iterators_see_a_snapshot_and_later_seeks_see_more() {
         icmp(),
         4096,
         crate::options::MemTableFactory::Vector,
+        None,
     ));
     for i in (0..100u64).rev() {
         mem.add(i + 1, ValueType::Value, &user_key(i), b"v");

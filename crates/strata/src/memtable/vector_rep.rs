@@ -63,54 +63,55 @@ struct State {
     sorted: Option<Arc<Vec<EntryRef>>>,
 }
 
-/// See the module comment.
+/// Entries in arrival order with a cached sorted copy: the vector rep's
+/// index, and the hash rep's total order.
 #[derive(Debug)]
-pub struct VectorRep {
+pub(super) struct EntryLog {
     cmp: EntryComparator,
-    arena: Arc<Arena>,
     state: Mutex<State>,
 }
 
-impl VectorRep {
-    /// An empty rep whose entries are allocated from `arena`.
-    pub fn new(icmp: InternalKeyComparator, arena: Arc<Arena>) -> Self {
-        VectorRep {
+impl EntryLog {
+    pub(super) fn new(icmp: InternalKeyComparator) -> Self {
+        EntryLog {
             cmp: EntryComparator::new(icmp),
-            arena,
             state: Mutex::new(State::default()),
         }
     }
 
-    /// The entries in order (sorted now, or the cached order).
-    fn sorted(&self) -> Arc<Vec<EntryRef>> {
+    /// Records the entry at `ptr`.
+    ///
+    /// # Safety
+    /// `ptr` must point at `len` bytes of the arena the caller passes to
+    /// this log's readers, fully written and never written again.
+    pub(super) unsafe fn push(&self, ptr: NonNull<u8>, len: usize) {
+        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        st.entries.push(EntryRef { ptr, len });
+        st.sorted = None;
+    }
+
+    /// The entries in order (sorted now, or the cached order). `arena`
+    /// holds them.
+    fn sorted(&self, arena: &Arena) -> Arc<Vec<EntryRef>> {
         let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(s) = &st.sorted {
             return Arc::clone(s);
         }
         let mut v = st.entries.clone();
-        let arena = &*self.arena;
         v.sort_unstable_by(|a, b| self.cmp.compare(a.bytes(arena), b.bytes(arena)));
         let v = Arc::new(v);
         st.sorted = Some(Arc::clone(&v));
         v
     }
-}
 
-impl MemTableRep for VectorRep {
-    fn insert_with(&self, len: usize, fill: &mut dyn FnMut(&mut [u8])) -> bool {
-        let ptr = self.arena.allocate(len);
-        // SAFETY: the arena handed out `len` fresh bytes to this call only.
-        let buf = unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), len) };
-        fill(buf);
-        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        st.entries.push(EntryRef { ptr, len });
-        st.sorted = None;
-        true
-    }
-
-    fn visit_from(&self, target: &[u8], visit: &mut dyn FnMut(&[u8]) -> ControlFlow<()>) {
-        let sorted = self.sorted();
-        let arena = &*self.arena;
+    /// Visits the entries from the first >= `target`, in order.
+    pub(super) fn visit_from(
+        &self,
+        arena: &Arena,
+        target: &[u8],
+        visit: &mut dyn FnMut(&[u8]) -> ControlFlow<()>,
+    ) {
+        let sorted = self.sorted(arena);
         let start =
             sorted.partition_point(|e| self.cmp.compare(e.bytes(arena), target) == Ordering::Less);
         for e in &sorted[start..] {
@@ -119,46 +120,48 @@ impl MemTableRep for VectorRep {
             }
         }
     }
-
-    fn iter(self: Arc<Self>) -> Box<dyn MemTableRepIter> {
-        Box::new(VectorRepIter {
-            sorted: None,
-            pos: 0,
-            rep: self,
-        })
-    }
 }
 
-/// A cursor over a sorted copy taken at its first positioning (later
-/// inserts are seen by the next `seek*`, as RocksDB's iterator over a
-/// mutable vector sees a copy).
+/// A rep whose total order is an [`EntryLog`] over its arena.
+pub(super) trait LoggedRep: Send + Sync + std::fmt::Debug {
+    fn log(&self) -> &EntryLog;
+    fn arena(&self) -> &Arena;
+}
+
+/// A cursor over the entries of a [`LoggedRep`], in a sorted copy taken
+/// at each positioning (later inserts are seen by the next `seek*`, as
+/// RocksDB's iterator over a mutable vector sees a copy).
 #[derive(Debug)]
-struct VectorRepIter {
-    rep: Arc<VectorRep>,
+pub(super) struct SortedIter<R: LoggedRep> {
+    rep: Arc<R>,
     sorted: Option<Arc<Vec<EntryRef>>>,
     /// `sorted.len()` when invalid.
     pos: usize,
 }
 
-impl VectorRepIter {
-    fn refresh(&mut self) -> &[EntryRef] {
-        self.sorted.insert(self.rep.sorted())
+impl<R: LoggedRep> SortedIter<R> {
+    pub(super) fn new(rep: Arc<R>) -> Self {
+        SortedIter {
+            rep,
+            sorted: None,
+            pos: 0,
+        }
     }
 
-    fn position(&mut self, f: impl FnOnce(&VectorRep, &[EntryRef]) -> usize) {
-        let rep = Arc::clone(&self.rep);
-        let entries = self.refresh();
-        self.pos = f(&rep, entries);
+    fn position(&mut self, f: impl FnOnce(&EntryComparator, &Arena, &[EntryRef]) -> usize) {
+        let sorted = self.rep.log().sorted(self.rep.arena());
+        self.pos = f(&self.rep.log().cmp, self.rep.arena(), &sorted);
+        self.sorted = Some(sorted);
     }
 }
 
-impl MemTableRepIter for VectorRepIter {
+impl<R: LoggedRep> MemTableRepIter for SortedIter<R> {
     fn valid(&self) -> bool {
         self.sorted.as_ref().is_some_and(|s| self.pos < s.len())
     }
     fn entry(&self) -> &[u8] {
         match &self.sorted {
-            Some(s) if self.pos < s.len() => s[self.pos].bytes(&self.rep.arena),
+            Some(s) if self.pos < s.len() => s[self.pos].bytes(self.rep.arena()),
             _ => {
                 debug_assert!(false, "entry() on an invalid cursor");
                 &[]
@@ -171,28 +174,73 @@ impl MemTableRepIter for VectorRepIter {
     }
     fn prev(&mut self) {
         debug_assert!(self.valid());
-        self.pos = self.pos.checked_sub(1).unwrap_or(usize::MAX);
-        if self.pos == usize::MAX {
-            self.pos = self.sorted.as_ref().map_or(0, |s| s.len());
-        }
+        self.pos = match self.pos.checked_sub(1) {
+            Some(p) => p,
+            None => self.sorted.as_ref().map_or(0, |s| s.len()),
+        };
     }
     fn seek(&mut self, target: &[u8]) {
-        self.position(|rep, s| {
-            s.partition_point(|e| rep.cmp.compare(e.bytes(&rep.arena), target) == Ordering::Less)
+        self.position(|cmp, arena, s| {
+            s.partition_point(|e| cmp.compare(e.bytes(arena), target) == Ordering::Less)
         });
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
-        self.position(|rep, s| {
-            let n = s.partition_point(|e| {
-                rep.cmp.compare(e.bytes(&rep.arena), target) != Ordering::Greater
-            });
+        self.position(|cmp, arena, s| {
+            let n = s.partition_point(|e| cmp.compare(e.bytes(arena), target) != Ordering::Greater);
             n.checked_sub(1).unwrap_or(s.len())
         });
     }
     fn seek_to_first(&mut self) {
-        self.position(|_, _| 0);
+        self.position(|_, _, _| 0);
     }
     fn seek_to_last(&mut self) {
-        self.position(|_, s| s.len().checked_sub(1).unwrap_or(s.len()));
+        self.position(|_, _, s| s.len().checked_sub(1).unwrap_or(s.len()));
+    }
+}
+
+/// See the module comment.
+#[derive(Debug)]
+pub struct VectorRep {
+    arena: Arc<Arena>,
+    log: EntryLog,
+}
+
+impl VectorRep {
+    /// An empty rep whose entries are allocated from `arena`.
+    pub fn new(icmp: InternalKeyComparator, arena: Arc<Arena>) -> Self {
+        VectorRep {
+            arena,
+            log: EntryLog::new(icmp),
+        }
+    }
+}
+
+impl LoggedRep for VectorRep {
+    fn log(&self) -> &EntryLog {
+        &self.log
+    }
+    fn arena(&self) -> &Arena {
+        &self.arena
+    }
+}
+
+impl MemTableRep for VectorRep {
+    fn insert_with(&self, len: usize, fill: &mut dyn FnMut(&mut [u8])) -> bool {
+        let ptr = self.arena.allocate(len);
+        // SAFETY: the arena handed out `len` fresh bytes to this call only.
+        let buf = unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), len) };
+        fill(buf);
+        // SAFETY: `ptr` is `len` bytes of `self.arena`, written above and
+        // never again.
+        unsafe { self.log.push(ptr, len) };
+        true
+    }
+
+    fn visit_from(&self, target: &[u8], visit: &mut dyn FnMut(&[u8]) -> ControlFlow<()>) {
+        self.log.visit_from(&self.arena, target, visit);
+    }
+
+    fn iter(self: Arc<Self>) -> Box<dyn MemTableRepIter> {
+        Box::new(SortedIter::new(self))
     }
 }

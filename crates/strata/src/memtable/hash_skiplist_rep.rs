@@ -1,0 +1,127 @@
+//! RocksDB's `HashSkipListRep` (`--memtablerep=prefix_hash`): a hash table
+//! of prefixes, each bucket a skiplist of the entries whose prefix hashes
+//! there. A point lookup searches one short skiplist instead of the whole
+//! memtable; a total-order read (an iterator, the flush) sorts a copy of
+//! every entry, as RocksDB's total-order iterator does.
+//!
+//! Needs the column family's prefix extractor (RocksDB falls back to the
+//! skiplist without one; so does Strata, see `MemTable::with_factory`).
+//! No concurrent inserts (as in RocksDB): the DB refuses
+//! `allow_concurrent_memtable_write` with it. Inserts take the entry log's
+//! mutex; readers never block on buckets.
+//!
+//! Invariants: an entry is in exactly one bucket (the one its user key's
+//! prefix hashes to) and in the entry log; bucket skiplists and the log
+//! point at the same arena bytes, never written after publication.
+
+use std::ops::ControlFlow;
+use std::ptr::NonNull;
+use std::sync::{Arc, OnceLock};
+
+use super::arena::Arena;
+use super::rep::{EntryComparator, MemTableRep, MemTableRepIter, decode_entry};
+use super::skiplist::SkipList;
+use super::vector_rep::{EntryLog, LoggedRep, SortedIter};
+use crate::format::InternalKeyComparator;
+use crate::format::dbformat::extract_user_key;
+use crate::util::slice_transform::SliceTransformRef;
+
+/// RocksDB's default bucket count (`NewHashSkipListRepFactory`).
+pub const DEFAULT_BUCKET_COUNT: usize = 1_000_000;
+
+/// See the module comment.
+pub struct HashSkipListRep {
+    icmp: InternalKeyComparator,
+    arena: Arc<Arena>,
+    prefix_extractor: SliceTransformRef,
+    buckets: Box<[OnceLock<Box<SkipList<EntryComparator>>>]>,
+    log: EntryLog,
+}
+
+impl std::fmt::Debug for HashSkipListRep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HashSkipListRep")
+            .field("buckets", &self.buckets.len())
+            .finish()
+    }
+}
+
+impl HashSkipListRep {
+    /// An empty rep of `bucket_count` buckets (at least 1) whose entries
+    /// are allocated from `arena`.
+    pub fn new(
+        icmp: InternalKeyComparator,
+        arena: Arc<Arena>,
+        prefix_extractor: SliceTransformRef,
+        bucket_count: usize,
+    ) -> Self {
+        HashSkipListRep {
+            log: EntryLog::new(icmp.clone()),
+            icmp,
+            arena,
+            prefix_extractor,
+            buckets: (0..bucket_count.max(1)).map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    /// The bucket of the entry (or seek target) `entry`.
+    fn bucket_of(&self, entry: &[u8]) -> &OnceLock<Box<SkipList<EntryComparator>>> {
+        let user_key = extract_user_key(decode_entry(entry).0);
+        let prefix = self.prefix_extractor.transform(user_key);
+        let h = xxhash_rust::xxh3::xxh3_64(prefix);
+        &self.buckets[(h % self.buckets.len() as u64) as usize]
+    }
+}
+
+impl LoggedRep for HashSkipListRep {
+    fn log(&self) -> &EntryLog {
+        &self.log
+    }
+    fn arena(&self) -> &Arena {
+        &self.arena
+    }
+}
+
+impl MemTableRep for HashSkipListRep {
+    fn insert_with(&self, len: usize, fill: &mut dyn FnMut(&mut [u8])) -> bool {
+        // The bucket depends on the key, which `fill` writes: encode into
+        // a scratch buffer first (the entry is small), then copy it in.
+        let mut scratch = vec![0u8; len];
+        fill(&mut scratch);
+        let bucket = self.bucket_of(&scratch).get_or_init(|| {
+            Box::new(SkipList::new(
+                EntryComparator::new(self.icmp.clone()),
+                Arc::clone(&self.arena),
+            ))
+        });
+        let mut at = None;
+        let inserted = bucket.insert_with(len, |buf| {
+            buf.copy_from_slice(&scratch);
+            at = NonNull::new(buf.as_mut_ptr());
+        });
+        if inserted && let Some(ptr) = at {
+            // SAFETY: `ptr` is the node's key bytes in `self.arena`,
+            // written just above and never again once published.
+            unsafe { self.log.push(ptr, len) };
+        }
+        inserted
+    }
+
+    fn visit_from(&self, target: &[u8], visit: &mut dyn FnMut(&[u8]) -> ControlFlow<()>) {
+        let Some(list) = self.bucket_of(target).get() else {
+            return;
+        };
+        let mut it = list.iter();
+        it.seek(target);
+        while it.valid() {
+            if visit(it.key()).is_break() {
+                return;
+            }
+            it.next();
+        }
+    }
+
+    fn iter(self: Arc<Self>) -> Box<dyn MemTableRepIter> {
+        Box::new(SortedIter::new(self))
+    }
+}
