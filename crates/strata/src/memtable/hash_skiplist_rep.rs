@@ -66,7 +66,11 @@ impl HashSkipListRep {
 
     /// The bucket of the entry (or seek target) `entry`.
     fn bucket_of(&self, entry: &[u8]) -> &OnceLock<Box<SkipList<EntryComparator>>> {
-        let user_key = extract_user_key(decode_entry(entry).0);
+        self.bucket_of_key(extract_user_key(decode_entry(entry).0))
+    }
+
+    /// The bucket of entries with user key `user_key`.
+    fn bucket_of_key(&self, user_key: &[u8]) -> &OnceLock<Box<SkipList<EntryComparator>>> {
         let prefix = self.prefix_extractor.transform(user_key);
         let h = xxhash_rust::xxh3::xxh3_64(prefix);
         &self.buckets[(h % self.buckets.len() as u64) as usize]
@@ -83,12 +87,8 @@ impl LoggedRep for HashSkipListRep {
 }
 
 impl MemTableRep for HashSkipListRep {
-    fn insert_with(&self, len: usize, fill: &mut dyn FnMut(&mut [u8])) -> bool {
-        // The bucket depends on the key, which `fill` writes: encode into
-        // a scratch buffer first (the entry is small), then copy it in.
-        let mut scratch = vec![0u8; len];
-        fill(&mut scratch);
-        let bucket = self.bucket_of(&scratch).get_or_init(|| {
+    fn insert_with(&self, user_key: &[u8], len: usize, fill: &mut dyn FnMut(&mut [u8])) -> bool {
+        let bucket = self.bucket_of_key(user_key).get_or_init(|| {
             Box::new(SkipList::new(
                 EntryComparator::new(self.icmp.clone()),
                 Arc::clone(&self.arena),
@@ -96,7 +96,8 @@ impl MemTableRep for HashSkipListRep {
         });
         let mut at = None;
         let inserted = bucket.insert_with(len, |buf| {
-            buf.copy_from_slice(&scratch);
+            fill(buf);
+            debug_assert_eq!(extract_user_key(decode_entry(buf).0), user_key);
             at = NonNull::new(buf.as_mut_ptr());
         });
         if inserted && let Some(ptr) = at {

@@ -353,7 +353,9 @@ impl MemTable {
         } else {
             &self.table
         };
-        let inserted = rep.insert_with(len, &mut |buf| encode_entry(buf, &[key, &trailer], value));
+        let inserted = rep.insert_with(key, len, &mut |buf| {
+            encode_entry(buf, &[key, &trailer], value)
+        });
         debug_assert!(inserted, "memtable entry (seq {seq}, {t:?}) added twice");
         if let Some(b) = bloom {
             for h in hashes.iter().flatten() {

@@ -28,9 +28,11 @@ use crate::util::coding::{get_varint32, varint_length};
 /// The index structure of a memtable, over encoded entries.
 pub trait MemTableRep: Send + Sync + Debug {
     /// Inserts one encoded entry of `len` bytes, which `fill` writes in
-    /// place (into the rep's arena). Returns false, inserting nothing, if an
-    /// entry with the same internal key is present. Thread-safe.
-    fn insert_with(&self, len: usize, fill: &mut dyn FnMut(&mut [u8])) -> bool;
+    /// place (into the rep's arena); `user_key` is the entry's user key
+    /// (a hash rep picks its bucket by it). Returns false, inserting
+    /// nothing, if an entry with the same internal key is present.
+    /// Thread-safe.
+    fn insert_with(&self, user_key: &[u8], len: usize, fill: &mut dyn FnMut(&mut [u8])) -> bool;
 
     /// Calls `visit` on the entries from the first one >= `target` (an
     /// encoded entry or entry prefix) in order, until it breaks or the
@@ -159,7 +161,7 @@ impl SkipListRep {
 }
 
 impl MemTableRep for SkipListRep {
-    fn insert_with(&self, len: usize, fill: &mut dyn FnMut(&mut [u8])) -> bool {
+    fn insert_with(&self, _user_key: &[u8], len: usize, fill: &mut dyn FnMut(&mut [u8])) -> bool {
         self.list.insert_with(len, fill)
     }
 

@@ -225,7 +225,7 @@ impl LoggedRep for VectorRep {
 }
 
 impl MemTableRep for VectorRep {
-    fn insert_with(&self, len: usize, fill: &mut dyn FnMut(&mut [u8])) -> bool {
+    fn insert_with(&self, _user_key: &[u8], len: usize, fill: &mut dyn FnMut(&mut [u8])) -> bool {
         let ptr = self.arena.allocate(len);
         // SAFETY: the arena handed out `len` fresh bytes to this call only.
         let buf = unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), len) };
