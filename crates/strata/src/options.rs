@@ -124,50 +124,7 @@ pub enum TableFactory {
     Plain(crate::table::PlainTableOptions),
 }
 
-/// The memtable's index structure (RocksDB's `memtable_factory`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum MemTableFactory {
-    /// A concurrent skiplist (RocksDB's `SkipListFactory`).
-    #[default]
-    SkipList,
-    /// Appended entries sorted when read (RocksDB's `VectorRepFactory`):
-    /// cheap unordered bulk loads, expensive reads of the active
-    /// memtable. No concurrent memtable writes (as in RocksDB).
-    Vector,
-    /// A hash of prefixes to skiplists (RocksDB's `HashSkipListRepFactory`,
-    /// db_bench's `prefix_hash`): point lookups search one bucket; total
-    /// order reads sort a copy. Needs a prefix extractor (without one the
-    /// skiplist is used, as RocksDB does); no concurrent memtable writes.
-    PrefixHash { bucket_count: usize },
-}
-
-impl MemTableFactory {
-    /// RocksDB's name (the OPTIONS file's `memtable_factory`).
-    pub fn name(self) -> &'static str {
-        match self {
-            MemTableFactory::SkipList => "SkipListFactory",
-            MemTableFactory::Vector => "VectorRepFactory",
-            MemTableFactory::PrefixHash { .. } => "HashSkipListRepFactory",
-        }
-    }
-
-    /// Parses RocksDB's names and db_bench's nicknames.
-    pub fn from_name(n: &str) -> Option<Self> {
-        match n {
-            "SkipListFactory" | "skip_list" | "skiplist" => Some(MemTableFactory::SkipList),
-            "VectorRepFactory" | "vector" => Some(MemTableFactory::Vector),
-            "HashSkipListRepFactory" | "prefix_hash" => Some(MemTableFactory::PrefixHash {
-                bucket_count: crate::memtable::hash_skiplist_rep::DEFAULT_BUCKET_COUNT,
-            }),
-            _ => None,
-        }
-    }
-
-    /// Whether members of a write group may insert into it at once.
-    pub fn supports_concurrent_insert(self) -> bool {
-        self == MemTableFactory::SkipList
-    }
-}
+pub use crate::memtable::MemTableFactory;
 
 /// Settings of one column family.
 #[derive(Clone)]

@@ -51,6 +51,51 @@ use arena::Arena;
 pub use rep::{MemTableRep, MemTableRepIter, SkipListRep};
 use rep::{decode_entry, encode_entry, encoded_entry_len};
 
+/// The memtable's index structure (RocksDB's `memtable_factory`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MemTableFactory {
+    /// A concurrent skiplist (RocksDB's `SkipListFactory`).
+    #[default]
+    SkipList,
+    /// Appended entries sorted when read (RocksDB's `VectorRepFactory`):
+    /// cheap unordered bulk loads, expensive reads of the active
+    /// memtable. No concurrent memtable writes (as in RocksDB).
+    Vector,
+    /// A hash of prefixes to skiplists (RocksDB's `HashSkipListRepFactory`,
+    /// db_bench's `prefix_hash`): point lookups search one bucket; total
+    /// order reads sort a copy. Needs a prefix extractor (without one the
+    /// skiplist is used, as RocksDB does); no concurrent memtable writes.
+    PrefixHash { bucket_count: usize },
+}
+
+impl MemTableFactory {
+    /// RocksDB's name (the OPTIONS file's `memtable_factory`).
+    pub fn name(self) -> &'static str {
+        match self {
+            MemTableFactory::SkipList => "SkipListFactory",
+            MemTableFactory::Vector => "VectorRepFactory",
+            MemTableFactory::PrefixHash { .. } => "HashSkipListRepFactory",
+        }
+    }
+
+    /// Parses RocksDB's names and db_bench's nicknames.
+    pub fn from_name(n: &str) -> Option<Self> {
+        match n {
+            "SkipListFactory" | "skip_list" | "skiplist" => Some(MemTableFactory::SkipList),
+            "VectorRepFactory" | "vector" => Some(MemTableFactory::Vector),
+            "HashSkipListRepFactory" | "prefix_hash" => Some(MemTableFactory::PrefixHash {
+                bucket_count: hash_skiplist_rep::DEFAULT_BUCKET_COUNT,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Whether members of a write group may insert into it at once.
+    pub fn supports_concurrent_insert(self) -> bool {
+        self == MemTableFactory::SkipList
+    }
+}
+
 /// Arena block size of [`MemTable::new`].
 pub const DEFAULT_ARENA_BLOCK_SIZE: usize = 64 << 10;
 
@@ -148,12 +193,7 @@ impl MemTable {
     /// An empty memtable whose arena uses blocks of `block_size` bytes
     /// (clamped to 4 KiB..=1 MiB); see [`arena_block_size_for`].
     pub fn with_arena_block_size(icmp: InternalKeyComparator, block_size: usize) -> MemTable {
-        MemTable::with_factory(
-            icmp,
-            block_size,
-            crate::options::MemTableFactory::SkipList,
-            None,
-        )
+        MemTable::with_factory(icmp, block_size, MemTableFactory::SkipList, None)
     }
 
     /// An empty memtable whose point entries are kept by `factory`'s rep
@@ -162,10 +202,9 @@ impl MemTable {
     pub fn with_factory(
         icmp: InternalKeyComparator,
         block_size: usize,
-        factory: crate::options::MemTableFactory,
+        factory: MemTableFactory,
         prefix_extractor: Option<crate::util::slice_transform::SliceTransformRef>,
     ) -> MemTable {
-        use crate::options::MemTableFactory;
         let arena = Arc::new(Arena::new(block_size));
         let table: Arc<dyn MemTableRep> = match (factory, prefix_extractor) {
             (MemTableFactory::PrefixHash { bucket_count }, Some(pe)) => {

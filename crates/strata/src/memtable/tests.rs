@@ -103,23 +103,23 @@ fn current(it: &MemTableIter) -> Option<(ModelKey, Vec<u8>)> {
 
 #[test]
 fn model_test() {
-    model_test_with(crate::options::MemTableFactory::SkipList);
+    model_test_with(MemTableFactory::SkipList);
 }
 
 #[test]
 fn vector_rep_model_test() {
-    model_test_with(crate::options::MemTableFactory::Vector);
+    model_test_with(MemTableFactory::Vector);
 }
 
 #[test]
 fn prefix_hash_rep_model_test() {
     // Few buckets: several prefixes share each.
-    model_test_with(crate::options::MemTableFactory::PrefixHash { bucket_count: 7 });
+    model_test_with(MemTableFactory::PrefixHash { bucket_count: 7 });
 }
 
 /// Entries added and read back every way against a `BTreeMap`, with the
 /// point entries in `factory`'s rep.
-fn model_test_with(factory: crate::options::MemTableFactory) {
+fn model_test_with(factory: MemTableFactory) {
     let mut rng = Rng(0x5eed);
     let pe: crate::util::slice_transform::SliceTransformRef =
         Arc::new(crate::util::slice_transform::FixedPrefix(10));
@@ -618,7 +618,7 @@ fn vector_rep_iterators_see_a_snapshot_and_later_seeks_see_more() {
     let mem = Arc::new(MemTable::with_factory(
         icmp(),
         4096,
-        crate::options::MemTableFactory::Vector,
+        MemTableFactory::Vector,
         None,
     ));
     for i in (0..100u64).rev() {

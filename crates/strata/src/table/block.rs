@@ -559,3 +559,24 @@ impl InternalIterator for BlockIter {
 
 #[cfg(test)]
 mod tests;
+
+/// The entries of a meta-index block (`block`, at `offset` in `file`):
+/// meta-block name -> handle. A handle that does not decode is
+/// corruption. Shared by the block-based and PlainTable readers.
+pub fn decode_metaindex(
+    block: &Arc<Block>,
+    file: &str,
+    offset: u64,
+) -> Result<std::collections::BTreeMap<String, super::format::BlockHandle>> {
+    let mut meta = std::collections::BTreeMap::new();
+    let mut it = block.iter(KeyOrder::Bytewise, false);
+    it.seek_to_first();
+    while it.valid() {
+        let h = super::format::BlockHandle::decode(it.value())
+            .ok_or_else(|| Error::corruption(file, offset, "bad handle in meta-index"))?;
+        meta.insert(String::from_utf8_lossy(it.key()).into_owned(), h);
+        it.next();
+    }
+    it.status()?;
+    Ok(meta)
+}

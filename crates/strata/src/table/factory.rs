@@ -44,7 +44,8 @@ impl Table {
     }
 
     /// Opens a table of a database whose MANIFEST gives it
-    /// `largest_seqno` (see `BlockBasedTable::open_in_db`).
+    /// `largest_seqno` (an ingested file's global sequence number; see
+    /// `BlockBasedTable::open_with_footer`).
     pub fn open_in_db(
         file: Arc<dyn RandomAccessFile>,
         name: &str,

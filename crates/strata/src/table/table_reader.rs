@@ -94,39 +94,18 @@ impl std::fmt::Debug for BlockBasedTable {
 }
 
 impl BlockBasedTable {
-    /// Opens the table in `file` (`file_size` bytes; `name` is used in
-    /// errors). `opts.comparator` must match the one the table was written
-    /// with (checked by name when the table records one).
-    /// A file an `SstFileWriter` made (version 2) reads with its recorded
-    /// global sequence number; [`BlockBasedTable::open_in_db`] is how a database
-    /// opens its tables.
-    pub fn open(
-        file: Arc<dyn RandomAccessFile>,
-        name: &str,
-        file_size: u64,
-        opts: &TableOptions,
-    ) -> Result<BlockBasedTable> {
-        Self::open_in_db(file, name, file_size, opts, None)
-    }
-
-    /// Opens a table of a database whose MANIFEST gives it `largest_seqno`.
-    /// An ingested external file takes that as its global sequence number
-    /// when its own property says 0 (it was ingested without writing the
-    /// number into the file), and a nonzero property that disagrees is
-    /// corruption, as RocksDB's `GetGlobalSequenceNumber` decides. `None`:
-    /// the sequence is unknown (a file outside any database).
-    pub fn open_in_db(
-        file: Arc<dyn RandomAccessFile>,
-        name: &str,
-        file_size: u64,
-        opts: &TableOptions,
-        largest_seqno: Option<u64>,
-    ) -> Result<BlockBasedTable> {
-        let footer = read_footer(&*file, name, file_size)?;
-        Self::open_with_footer(file, name, file_size, opts, largest_seqno, footer)
-    }
-
-    /// [`BlockBasedTable::open_in_db`] with the footer already read.
+    /// Opens the block-based table in `file` (`file_size` bytes; `name` is
+    /// used in errors) whose footer is `footer`; [`super::Table::open`] and
+    /// [`super::Table::open_in_db`] read the footer and call this.
+    /// `opts.comparator` must match the one the table was written with
+    /// (checked by name when the table records one). `largest_seqno` is the
+    /// MANIFEST's for the file: an ingested external file takes it as its
+    /// global sequence number when its own property says 0 (it was
+    /// ingested without writing the number into the file), and a nonzero
+    /// property that disagrees is corruption, as RocksDB's
+    /// `GetGlobalSequenceNumber` decides. `None`: the sequence is unknown
+    /// (a file outside any database; one an `SstFileWriter` made reads
+    /// with its recorded global sequence number).
     pub(crate) fn open_with_footer(
         file: Arc<dyn RandomAccessFile>,
         name: &str,
@@ -185,21 +164,8 @@ impl BlockBasedTable {
             name.clone(),
             footer.metaindex_handle,
         )?);
-        let mut meta = BTreeMap::new();
-        let mut it = metaindex.iter(KeyOrder::Bytewise, false);
-        it.seek_to_first();
-        while it.valid() {
-            let h = BlockHandle::decode(it.value()).ok_or_else(|| {
-                Error::corruption(
-                    &*name,
-                    footer.metaindex_handle.offset,
-                    "bad handle in meta-index",
-                )
-            })?;
-            meta.insert(String::from_utf8_lossy(it.key()).into_owned(), h);
-            it.next();
-        }
-        it.status()?;
+        let meta =
+            super::block::decode_metaindex(&metaindex, &name, footer.metaindex_handle.offset)?;
         if footer.format_version >= 6 {
             // format_version 6 keeps the index handle in the meta-index.
             footer.index_handle = match meta.get(INDEX_BLOCK) {

@@ -30,7 +30,7 @@ use super::{
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::format::dbformat::{InternalKeyComparator, extract_user_key};
-use crate::table::block::{Block, KeyOrder};
+use crate::table::block::{Block, decode_metaindex};
 use crate::table::format::{BlockHandle, Footer, TableKind};
 use crate::table::iterator::InternalIterator;
 use crate::table::options::TableOptions;
@@ -553,23 +553,10 @@ fn read_meta(
         Ok(Arc::new(Block::new(fetch(h)?, name.clone(), h)?))
     };
     let metaindex = block(footer.metaindex_handle)?;
-    let mut meta = BTreeMap::new();
-    let mut it = metaindex.iter(KeyOrder::Bytewise, false);
-    it.seek_to_first();
-    while it.valid() {
-        let h = BlockHandle::decode(it.value()).ok_or_else(|| {
-            Error::corruption(
-                &**name,
-                footer.metaindex_handle.offset,
-                "bad handle in meta-index",
-            )
-        })?;
-        let key = String::from_utf8_lossy(it.key()).into_owned();
-        check(h, &key)?;
-        meta.insert(key, h);
-        it.next();
+    let meta = decode_metaindex(&metaindex, name, footer.metaindex_handle.offset)?;
+    for (what, &h) in &meta {
+        check(h, what)?;
     }
-    it.status()?;
     let Some(&h) = meta
         .get(PROPERTIES_BLOCK)
         .or_else(|| meta.get(PROPERTIES_BLOCK_OLD))
