@@ -57,23 +57,18 @@ impl DbInner {
             .values()
             .filter(|c| !c.imms.is_empty() && !c.flush_running)
             .count();
-        while st.bg_flush_scheduled < self.max_flushes && st.bg_flush_scheduled < want_flush {
-            st.bg_flush_scheduled += 1;
+        while st.bg_work.may_schedule_flush(self.max_flushes, want_flush) {
+            st.bg_work.flush_scheduled();
             let me = Arc::clone(&me);
             self.env
                 .high_priority
                 .schedule(move || me.background_flush());
         }
-        if st.manual_compactions > 0 {
-            return;
-        }
-        while st.bg_compaction_scheduled < self.max_compactions {
-            let Some(c) = self.pick_compaction(st) else {
+        while st.bg_work.may_schedule_compaction(self.max_compactions) {
+            let Some((c, ucmp)) = self.pick_compaction(st) else {
                 break;
             };
-            self.register_compaction(st, &c);
-            st.compaction_queue.push_back(c);
-            st.bg_compaction_scheduled += 1;
+            st.bg_work.enqueue(c, &ucmp);
             let me = Arc::clone(&me);
             self.env
                 .low_priority
@@ -81,52 +76,12 @@ impl DbInner {
         }
     }
 
-    /// Marks `c`'s inputs and output range as taken.
-    pub(crate) fn register_compaction(&self, st: &mut DbState, c: &Compaction) {
-        for (_, f) in c.input_files() {
-            st.being_compacted.insert(f.number);
-        }
-        if let Some(ucmp) = st.cfs.get(&c.cf_id).map(|cf| cf.options.comparator.clone())
-            && let Some((lo, hi)) = c.user_key_range(&ucmp)
-        {
-            st.running_ranges.push((c.cf_id, c.output_level, lo, hi));
-        }
-    }
-
-    pub(crate) fn unregister_compaction(&self, st: &mut DbState, c: &Compaction) {
-        for (_, f) in c.input_files() {
-            st.being_compacted.remove(&f.number);
-        }
-        if let Some(ucmp) = st.cfs.get(&c.cf_id).map(|cf| cf.options.comparator.clone())
-            && let Some((lo, hi)) = c.user_key_range(&ucmp)
-            && let Some(i) = st
-                .running_ranges
-                .iter()
-                .position(|r| r.0 == c.cf_id && r.1 == c.output_level && r.2 == lo && r.3 == hi)
-        {
-            st.running_ranges.remove(i);
-        }
-    }
-
-    /// True if `c` writes a range of a level another compaction writes.
-    fn conflicts(
+    /// The next automatic compaction of any column family, with that
+    /// family's comparator.
+    fn pick_compaction(
+        &self,
         st: &DbState,
-        c: &Compaction,
-        ucmp: &crate::util::comparator::ComparatorRef,
-    ) -> bool {
-        let Some((lo, hi)) = c.user_key_range(ucmp) else {
-            return false;
-        };
-        st.running_ranges.iter().any(|(cf, level, a, b)| {
-            *cf == c.cf_id
-                && *level == c.output_level
-                && ucmp.compare(&lo, b).is_le()
-                && ucmp.compare(a, &hi).is_le()
-        })
-    }
-
-    /// The next automatic compaction of any column family.
-    fn pick_compaction(&self, st: &DbState) -> Option<Compaction> {
+    ) -> Option<(Compaction, crate::util::comparator::ComparatorRef)> {
         let now = unix_now_seconds();
         for cf in st
             .cfs
@@ -140,7 +95,7 @@ impl DbInner {
                 cf_id: cf.id,
                 version: &version,
                 opts: &cf.options,
-                being_compacted: &st.being_compacted,
+                being_compacted: st.bg_work.being_compacted(),
                 now_seconds: now,
             };
             let c = match cf.options.compaction_style {
@@ -150,10 +105,10 @@ impl DbInner {
                 CompactionStyle::None => None,
             };
             if let Some(c) = c
-                && !Self::conflicts(st, &c, &cf.options.comparator)
+                && !st.bg_work.conflicts(&c, &cf.options.comparator)
                 && !Self::straddles_memtables(cf, &c)
             {
-                return Some(c);
+                return Some((c, cf.options.comparator.clone()));
             }
         }
         None
@@ -206,15 +161,15 @@ impl DbInner {
                 st.bg_error.get_or_insert(e);
             }
         }
-        st.bg_flush_scheduled -= 1;
+        st.bg_work.flush_finished();
         self.maybe_schedule_work(&mut st);
         self.bg_cv.notify_all();
     }
 
     fn background_compaction(self: Arc<Self>) {
         let mut st = self.lock_state();
-        let Some(c) = st.compaction_queue.pop_front() else {
-            st.bg_compaction_scheduled -= 1;
+        let Some(c) = st.bg_work.next_queued() else {
+            st.bg_work.compaction_finished();
             self.bg_cv.notify_all();
             return;
         };
@@ -245,12 +200,12 @@ impl DbInner {
                 st.bg_error.get_or_insert(e);
             }
         }
-        self.unregister_compaction(&mut st, &c);
+        st.bg_work.unregister(&c);
         // The compaction held the version it was picked from: its inputs
         // become deletable only now.
         drop(c);
         self.delete_obsolete_files(&mut st);
-        st.bg_compaction_scheduled -= 1;
+        st.bg_work.compaction_finished();
         self.maybe_schedule_work(&mut st);
         self.bg_cv.notify_all();
     }

@@ -109,13 +109,13 @@ impl DbInner {
     /// database shuts down meanwhile.
     fn begin_manual(&self) -> Result<std::sync::MutexGuard<'_, super::DbState>> {
         let mut st = self.lock_state();
-        st.manual_compactions += 1;
-        while st.bg_compaction_scheduled > 0 || st.manual_running {
+        st.bg_work.manual_wait();
+        while !st.bg_work.manual_may_start() {
             if self
                 .shutting_down
                 .load(std::sync::atomic::Ordering::Acquire)
             {
-                st.manual_compactions -= 1;
+                st.bg_work.manual_abandon();
                 self.bg_cv.notify_all();
                 return Err(Error::Incomplete(
                     "manual compaction: the database is shutting down".into(),
@@ -123,14 +123,12 @@ impl DbInner {
             }
             st = self.bg_cv.wait(st).unwrap_or_else(PoisonError::into_inner);
         }
-        st.manual_running = true;
+        st.bg_work.manual_start();
         Ok(st)
     }
 
     fn end_manual(&self, mut st: std::sync::MutexGuard<'_, super::DbState>) {
-        debug_assert!(st.manual_running);
-        st.manual_running = false;
-        st.manual_compactions -= 1;
+        st.bg_work.manual_finish();
         // The compactions' versions are gone: their inputs may go too.
         self.delete_obsolete_files(&mut st);
         self.maybe_schedule_work(&mut st);
@@ -147,9 +145,12 @@ impl DbInner {
             let e = e.duplicate();
             return (st, Err(e));
         }
-        self.register_compaction(&mut st, c);
+        let Some(ucmp) = st.cfs.get(&c.cf_id).map(|cf| cf.options.comparator.clone()) else {
+            return (st, Ok(()));
+        };
+        st.bg_work.register(c, &ucmp);
         let (mut st, r) = self.run_compaction(st, c);
-        self.unregister_compaction(&mut st, c);
+        st.bg_work.unregister(c);
         if let Err(e) = &r {
             st.bg_error.get_or_insert(e.duplicate());
         }
@@ -471,7 +472,7 @@ impl DB {
                 "delete_file: {name} is not a live table file"
             )));
         };
-        if st.being_compacted.contains(&number) {
+        if st.bg_work.is_being_compacted(number) {
             return Err(Error::Busy(format!(
                 "delete_file: {name} is being compacted"
             )));
@@ -542,7 +543,7 @@ impl DB {
         for &(begin, end) in ranges {
             for level in 1..v.num_levels() {
                 for f in clean_files_within(&v, &ucmp, level, begin, end) {
-                    if st.being_compacted.contains(&f.number) || doomed.contains(&f.number) {
+                    if st.bg_work.is_being_compacted(f.number) || doomed.contains(&f.number) {
                         continue;
                     }
                     if !include_end
@@ -745,7 +746,7 @@ impl DB {
                         largest_key: extract_user_key(&f.largest).to_vec(),
                         smallest_seqno: f.smallest_seqno,
                         largest_seqno: f.largest_seqno,
-                        being_compacted: st.being_compacted.contains(&f.number),
+                        being_compacted: st.bg_work.is_being_compacted(f.number),
                         marked_for_compaction: f.marked_for_compaction,
                         num_entries: 0,
                         num_deletions: 0,

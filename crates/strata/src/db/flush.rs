@@ -431,13 +431,11 @@ impl DbInner {
             // compactions stop at their next check.
             let mut st = self.lock_state();
             self.bg_cv.notify_all();
-            while st.bg_flush_scheduled > 0 || st.bg_compaction_scheduled > 0 {
+            while !st.bg_work.is_idle() {
                 st = self.bg_cv.wait(st).unwrap_or_else(PoisonError::into_inner);
             }
-            let queued: Vec<crate::compaction::Compaction> =
-                st.compaction_queue.drain(..).collect();
-            for c in &queued {
-                self.unregister_compaction(&mut st, c);
+            for c in st.bg_work.drain_queue() {
+                st.bg_work.unregister(&c);
             }
         }
         self.info_log.log("DB closed");

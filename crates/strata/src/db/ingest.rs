@@ -556,12 +556,8 @@ impl IngestionJob {
         {
             return false;
         }
-        !st.running_ranges.iter().any(|(cf, out, a, b)| {
-            *cf == self.cf_id
-                && *out == level
-                && self.ucmp.compare(a, hi) != Ordering::Greater
-                && self.ucmp.compare(b, lo) != Ordering::Less
-        })
+        st.bg_work
+            .range_is_free(self.cf_id, level, lo, hi, &self.ucmp)
     }
 
     /// RocksDB's `AssignGlobalSeqnoForIngestedFile` for file `i`.

@@ -31,6 +31,7 @@ mod properties;
 mod publisher;
 mod read;
 mod repair;
+mod scheduler;
 mod stats;
 mod super_version;
 mod transaction_log;
@@ -172,21 +173,8 @@ pub(crate) struct DbState {
     /// Table numbers being written by flushes and compactions (not yet in
     /// any version).
     pub(crate) pending_outputs: std::collections::BTreeSet<u64>,
-    /// Background jobs queued or running, by pool.
-    pub(crate) bg_flush_scheduled: usize,
-    pub(crate) bg_compaction_scheduled: usize,
-    /// Picked compactions waiting for a compaction thread.
-    pub(crate) compaction_queue: std::collections::VecDeque<crate::compaction::Compaction>,
-    /// Input files of queued and running compactions.
-    pub(crate) being_compacted: std::collections::HashSet<u64>,
-    /// `(cf, output level, smallest, largest user key)` of queued and
-    /// running compactions: two compactions never write overlapping
-    /// ranges of one level.
-    pub(crate) running_ranges: Vec<(u32, usize, Vec<u8>, Vec<u8>)>,
-    /// Manual compactions waiting or running: automatic ones pause.
-    pub(crate) manual_compactions: usize,
-    /// A manual compaction is running (they run one at a time).
-    pub(crate) manual_running: bool,
+    /// Flushes and compactions queued or running, and what they hold.
+    pub(crate) bg_work: scheduler::BackgroundWork,
     /// `disable_file_deletions` calls not yet matched by an enable.
     pub(crate) file_deletions_disabled: usize,
     pub(crate) stats: BTreeMap<u32, stats::CfStats>,

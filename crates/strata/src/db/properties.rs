@@ -150,7 +150,7 @@ impl DbInner {
                             being_compacted: v
                                 .files(l)
                                 .iter()
-                                .filter(|f| st.being_compacted.contains(&f.number))
+                                .filter(|f| st.bg_work.is_being_compacted(f.number))
                                 .count(),
                             bytes: v.total_size(l),
                             score: sc.score_of(l),
@@ -192,8 +192,10 @@ impl DbInner {
             "rocksdb.compaction-pending" => {
                 Some(u8::from(scores.scores.first().is_some_and(|s| s.1 >= 1.0)).to_string())
             }
-            "rocksdb.num-running-compactions" => Some(st.bg_compaction_scheduled.to_string()),
-            "rocksdb.num-running-flushes" => Some(st.bg_flush_scheduled.to_string()),
+            "rocksdb.num-running-compactions" => {
+                Some(st.bg_work.compactions_scheduled().to_string())
+            }
+            "rocksdb.num-running-flushes" => Some(st.bg_work.flushes_scheduled().to_string()),
             "rocksdb.total-sst-files-size" => Some(
                 v.all_files()
                     .map(|(_, f)| f.file_size)
@@ -305,9 +307,7 @@ impl DB {
                 return Err(e.duplicate());
             }
             inner.maybe_schedule_work(&mut st);
-            let idle = st.bg_flush_scheduled == 0
-                && st.bg_compaction_scheduled == 0
-                && st.cfs.values().all(|c| c.imms.is_empty());
+            let idle = st.bg_work.is_idle() && st.cfs.values().all(|c| c.imms.is_empty());
             if idle || inner.shutting_down.load(Ordering::Acquire) {
                 return Ok(());
             }
