@@ -268,7 +268,7 @@ impl DbInner {
                 Ok(out) => out,
                 Err(e) => {
                     for n in &e.created {
-                        st.pending_outputs.remove(n);
+                        st.files.release_pending_output(*n);
                     }
                     self.delete_obsolete_files(&mut st);
                     return (st, Err(e.error));
@@ -286,7 +286,7 @@ impl DbInner {
             level_stats.keys_in = out.iter_stats.input_records;
             level_stats.keys_dropped = out.iter_stats.input_records - out.iter_stats.output_records;
             for f in &out.files {
-                st.pending_outputs.remove(&f.number);
+                st.files.release_pending_output(f.number);
             }
             if !st.cfs.contains_key(&c.cf_id) {
                 // Dropped meanwhile: the outputs are garbage.
@@ -387,7 +387,7 @@ impl DbInner {
         let new_file_number = || {
             let mut st = self.lock_state();
             let n = st.versions.new_file_number();
-            st.pending_outputs.insert(n);
+            st.files.add_pending_output(n);
             n
         };
         let ctx = JobContext {

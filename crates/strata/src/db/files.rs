@@ -582,7 +582,7 @@ impl DB {
     /// Stops deleting obsolete files (calls nest) until
     /// `enable_file_deletions`.
     pub fn disable_file_deletions(&self) -> Result<()> {
-        self.inner.lock_state().file_deletions_disabled += 1;
+        self.inner.lock_state().files.disable_deletions();
         Ok(())
     }
 
@@ -590,12 +590,7 @@ impl DB {
     /// deletes what became obsolete meanwhile once none remain.
     pub fn enable_file_deletions(&self, force: bool) -> Result<()> {
         let mut st = self.inner.lock_state();
-        st.file_deletions_disabled = if force {
-            0
-        } else {
-            st.file_deletions_disabled.saturating_sub(1)
-        };
-        if st.file_deletions_disabled == 0 {
+        if st.files.enable_deletions(force) {
             self.inner.delete_obsolete_files(&mut st);
         }
         Ok(())
@@ -777,7 +772,7 @@ impl DB {
     /// recovery and, when WALs are archived, the archived ones (RocksDB's
     /// `GetSortedWalFiles`).
     pub fn sorted_wal_files(&self) -> Result<Vec<WalFile>> {
-        let alive = self.inner.lock_state().alive_wals.clone();
+        let alive = self.inner.lock_state().files.alive_wals().to_vec();
         self.inner.list_wal_files(&alive)
     }
 }

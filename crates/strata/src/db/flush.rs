@@ -1,5 +1,5 @@
 //! Flushes: immutable memtables become level-0 tables on a background
-//! thread; manual flushes; obsolete-file deletion; closing.
+//! thread; manual flushes; closing.
 //!
 //! A flush writes one table from all immutable memtables of a column
 //! family (merged), keeping every entry some snapshot can still see,
@@ -7,11 +7,9 @@
 //! and only then drops the memtables and installs a new SuperVersion.
 //!
 //! Invariants: a table becomes part of a version only after it is synced
-//! and its directory entry is synced; WAL files are deleted only below the
-//! smallest log any column family still needs; table files only when no
-//! live version names them and no flush is writing them.
+//! and its directory entry is synced, and stays a pending output
+//! (`file_lifecycle.rs`) until then.
 
-use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 
@@ -91,7 +89,7 @@ impl DbInner {
         let name = cf.name.clone();
         let snapshots: Vec<SequenceNumber> = st.snapshots.keys().copied().collect();
         let number = st.versions.new_file_number();
-        st.pending_outputs.insert(number);
+        st.files.add_pending_output(number);
         drop(st);
         let started = std::time::Instant::now();
         let meta = self.write_level0_table(&mems, cf_id, &name, &opts, number, &snapshots);
@@ -105,7 +103,7 @@ impl DbInner {
             Ok(())
         };
         let mut st = self.lock_state();
-        st.pending_outputs.remove(&number);
+        st.files.release_pending_output(number);
         let meta = meta?;
         if let Err(e) = synced {
             st.bg_error.get_or_insert(e.duplicate());
@@ -252,122 +250,6 @@ impl DbInner {
         meta.oldest_ancester_time = now;
         meta.marked_for_compaction = crate::compaction::job::deletion_heavy(&info);
         Ok(Some(meta))
-    }
-
-    /// Before WALs below `min_wal` are deleted: a column family whose
-    /// memtables are empty needs no WAL before the current one, but its
-    /// MANIFEST log number may still name an older WAL (RocksDB advances
-    /// it in memory only). Recovery must not mistake such a deleted WAL
-    /// for one a power loss cut short (the predecessor check in
-    /// `recover_wals` stops replay there), so the advanced log numbers are
-    /// recorded first, in one atomic MANIFEST group. Returns false (delete
-    /// nothing) if that fails.
-    fn persist_advanced_log_numbers(&self, st: &mut DbState, current: u64, min_wal: u64) -> bool {
-        let edits: Vec<(u32, VersionEdit)> = st
-            .cfs
-            .values()
-            .filter(|c| !c.dropped)
-            .filter_map(|c| {
-                let recorded = st.versions.column_family(c.id)?.log_number();
-                let needed = c.min_wal_needed(current);
-                // Only when a WAL about to be deleted is one the recorded
-                // number still covers.
-                let advance = recorded < min_wal && needed > recorded;
-                advance.then(|| {
-                    let edit = VersionEdit {
-                        log_number: Some(needed),
-                        ..VersionEdit::default()
-                    };
-                    (c.id, edit)
-                })
-            })
-            .collect();
-        if edits.is_empty() {
-            return true;
-        }
-        match st.versions.log_and_apply_group(edits) {
-            Ok(()) => true,
-            Err(e) => {
-                st.bg_error.get_or_insert(e);
-                false
-            }
-        }
-    }
-
-    /// Deletes WALs and tables nothing needs any more (unless file
-    /// deletions are disabled).
-    pub(crate) fn delete_obsolete_files(&self, st: &mut DbState) {
-        // Under a background error nothing is deleted: after a failed
-        // MANIFEST write or sync the file on disk may still hold the edit
-        // (and name the job's outputs), so only recovery at the next open
-        // may decide what is obsolete (RocksDB disables file deletions on
-        // a MANIFEST write error for the same reason).
-        if st.file_deletions_disabled > 0 || self.read_only || st.bg_error.is_some() {
-            return;
-        }
-        let current = st.wal_number;
-        let min_wal = st
-            .cfs
-            .values()
-            .filter(|c| !c.dropped)
-            .map(|c| c.min_wal_needed(current))
-            .min()
-            .unwrap_or(current);
-        if !self.persist_advanced_log_numbers(st, current, min_wal) {
-            return;
-        }
-        // Two-phase commit may need older WALs (`two_phase`); the MANIFEST
-        // records the oldest one kept, where recovery starts reading.
-        let min_wal = match self.min_wal_for_2pc(st) {
-            Some(prep) => prep.min(min_wal),
-            None => min_wal,
-        };
-        if self.options.allow_2pc && min_wal > st.versions.min_log_number_to_keep() {
-            let edit = VersionEdit {
-                min_log_number_to_keep: Some(min_wal),
-                ..VersionEdit::default()
-            };
-            if let Err(e) = st.versions.log_and_apply(0, edit) {
-                st.bg_error.get_or_insert(e);
-                return;
-            }
-        }
-        let (old, keep): (Vec<u64>, Vec<u64>) = st.alive_wals.iter().partition(|&&w| w < min_wal);
-        st.alive_wals = keep;
-        super::write_thread::lock(&self.wal).forget_below(min_wal);
-        for w in old {
-            crate::crash_point!("obsolete::before_delete_wal");
-            self.retire_wal(w);
-        }
-        self.purge_archived_wals(false);
-        let mut live: BTreeSet<u64> = st.pending_outputs.iter().copied().collect();
-        st.live_versions.retain(|w| w.strong_count() > 0);
-        for v in st.live_versions.iter().filter_map(|w| w.upgrade()) {
-            for level in 0..v.num_levels() {
-                live.extend(v.files(level).iter().map(|f| f.number));
-            }
-        }
-        for (_, cf) in st.cfs.iter() {
-            if let Some(v) = st.versions.current(cf.id) {
-                for level in 0..v.num_levels() {
-                    live.extend(v.files(level).iter().map(|f| f.number));
-                }
-            }
-        }
-        let Ok(children) = self.fs.children(&self.dbname) else {
-            return;
-        };
-        for name in children {
-            if let Some(num) = name
-                .strip_suffix(".sst")
-                .and_then(|n| n.parse::<u64>().ok())
-                && !live.contains(&num)
-            {
-                self.table_cache.evict(num);
-                crate::crash_point!("obsolete::before_delete_table");
-                let _ = self.fs.delete_file(&self.dbname.join(&name));
-            }
-        }
     }
 
     /// Switches the memtable of `cf_id` and waits until it is flushed.

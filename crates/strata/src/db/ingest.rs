@@ -641,7 +641,7 @@ impl DbInner {
             (0..total)
                 .map(|_| {
                     let n = st.versions.new_file_number();
-                    st.pending_outputs.insert(n);
+                    st.files.add_pending_output(n);
                     n
                 })
                 .collect()
@@ -687,7 +687,7 @@ impl DbInner {
         {
             let mut st = self.lock_state();
             for n in &numbers {
-                st.pending_outputs.remove(n);
+                st.files.release_pending_output(*n);
             }
         }
         match &result {

@@ -18,6 +18,7 @@ mod api;
 mod background;
 mod destroy;
 mod env;
+mod file_lifecycle;
 mod files;
 mod flow_control;
 mod flush;
@@ -162,21 +163,14 @@ pub(crate) struct DbState {
     pub(crate) cfs: BTreeMap<u32, CfData>,
     /// Number of the current WAL.
     pub(crate) wal_number: u64,
-    /// WAL files that may still be needed, oldest first.
-    pub(crate) alive_wals: Vec<u64>,
     /// Live snapshots: sequence -> count.
     pub(crate) snapshots: BTreeMap<SequenceNumber, usize>,
     /// A failed write or sync: further writes are refused.
     pub(crate) bg_error: write_signals::BgError,
-    /// Versions handed out, to know which files are still in use.
-    pub(crate) live_versions: Vec<std::sync::Weak<crate::version::Version>>,
-    /// Table numbers being written by flushes and compactions (not yet in
-    /// any version).
-    pub(crate) pending_outputs: std::collections::BTreeSet<u64>,
+    /// Which tables and WALs are still needed.
+    pub(crate) files: file_lifecycle::FileLifecycle,
     /// Flushes and compactions queued or running, and what they hold.
     pub(crate) bg_work: scheduler::BackgroundWork,
-    /// `disable_file_deletions` calls not yet matched by an enable.
-    pub(crate) file_deletions_disabled: usize,
     pub(crate) stats: BTreeMap<u32, stats::CfStats>,
     pub(crate) stall_stats: stats::StallStats,
     /// The worst write-stall condition over the column families.
@@ -289,7 +283,7 @@ impl DbInner {
             let Some(version) = st.versions.current(cf.id) else {
                 continue;
             };
-            st.live_versions.push(Arc::downgrade(&version));
+            st.files.track_version(&version);
             let mut table_options = cf.options.table_options(cf.id, &cf.name);
             table_options.verify_checksums = self.options.paranoid_checks;
             table_options.allow_mmap_reads = self.options.allow_mmap_reads;
@@ -308,7 +302,7 @@ impl DbInner {
                 }),
             );
         }
-        st.live_versions.retain(|w| w.strong_count() > 0);
+        st.files.forget_dead_versions();
         self.super_versions.store(Arc::new(map));
         self.recalculate_write_stall(st);
     }

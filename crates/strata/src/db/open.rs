@@ -308,14 +308,11 @@ impl DB {
                 versions,
                 cfs,
                 wal_number: 0,
-                alive_wals: Vec::new(),
                 snapshots: BTreeMap::new(),
                 bg_error: super::write_signals::BgError::new(Arc::clone(&write_signals)),
                 write_signals: Arc::clone(&write_signals),
-                live_versions: Vec::new(),
-                pending_outputs: Default::default(),
+                files: Default::default(),
                 bg_work: Default::default(),
-                file_deletions_disabled: 0,
                 stats: BTreeMap::new(),
                 stall_stats: Default::default(),
                 write_stall: super::flow_control::StallCondition::Normal,
@@ -773,7 +770,7 @@ impl DbInner {
             }
             // The replayed WALs stay as they are: they are the live ones
             // (`sorted_wal_files`, the C API's error_if_wal_file_exists).
-            st.alive_wals = wals.to_vec();
+            st.files.set_alive_wals(wals.to_vec());
             self.install_super_versions(&mut st);
             return Ok(());
         }
@@ -811,7 +808,7 @@ impl DbInner {
         let path = self.wal_dir.join(crate::wal::log_file_name(new_wal));
         let file = self.fs.new_writable_file(&path)?;
         st.wal_number = new_wal;
-        st.alive_wals = vec![new_wal];
+        st.files.set_alive_wals(vec![new_wal]);
         self.fs.sync_dir(&self.wal_dir)?;
         {
             let mut wal = super::write_thread::lock(&self.wal);
@@ -836,7 +833,7 @@ impl DbInner {
         }
         kept.sort_unstable();
         kept.push(new_wal);
-        st.alive_wals = kept;
+        st.files.set_alive_wals(kept);
         self.purge_archived_wals(true);
         self.install_super_versions(&mut st);
         self.delete_obsolete_files(&mut st);

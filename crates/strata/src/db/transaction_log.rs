@@ -311,7 +311,7 @@ impl DB {
         }
         // WAL records still in the writer's buffer (manual_wal_flush)
         // cannot be read back.
-        let alive = inner.lock_state().alive_wals.clone();
+        let alive = inner.lock_state().files.alive_wals().to_vec();
         let mut files = inner.list_wal_files(&alive)?;
         // RocksDB's RetainProbableWalFiles: from the last file that starts
         // at or before `seq`.

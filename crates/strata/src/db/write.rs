@@ -921,7 +921,7 @@ impl DbInner {
             return Err(e);
         }
         st.wal_number = new_wal;
-        st.alive_wals.push(new_wal);
+        st.files.wal_created(new_wal);
         for id in cfs {
             if let Some(cf) = st.cfs.get_mut(id) {
                 if cf.mem.is_empty() {

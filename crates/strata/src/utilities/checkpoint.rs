@@ -187,7 +187,7 @@ pub(crate) fn live_file_set(db: &DB, flush: bool) -> Result<LiveFileSet> {
     if flush {
         db.live_files(true)?;
     }
-    let oldest_wal = inner.lock_state().alive_wals.first().copied();
+    let oldest_wal = inner.lock_state().files.oldest_alive_wal();
     let (names, manifest_size) = db.live_files(false)?;
     let sequence = db.latest_sequence_number();
     let mut set = LiveFileSet {
