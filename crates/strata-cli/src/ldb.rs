@@ -826,9 +826,8 @@ fn dump_wal(
     let number = std::path::Path::new(path)
         .file_name()
         .and_then(|n| n.to_str())
-        .and_then(|n| n.strip_suffix(".log"))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
+        .and_then(strata::filename::parse_file_name)
+        .map_or(0, |(n, _)| n);
     let mut r = LogReader::new(file, number);
     if header {
         writeln!(out, "Sequence,Count,ByteSize,Physical Offset,Key(s)")

@@ -1,4 +1,4 @@
-//! G1 (RELIABILITY.md): `strata crash_test` kills `strata stress` with
+//! G1 (docs/RELIABILITY.md): `strata crash_test` kills `strata stress` with
 //! SIGKILL at random times and verifies every restart against the expected
 //! state. `STRATA_CRASH_CYCLES` sets the cycle count (default 100);
 //! `STRATA_SEED` the seed.

@@ -17,6 +17,7 @@ pub mod compaction_filter;
 pub mod db;
 pub mod env;
 pub mod error;
+pub mod filename;
 pub mod format;
 pub mod iter;
 pub mod memtable;

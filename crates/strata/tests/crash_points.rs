@@ -1,4 +1,4 @@
-//! G3 (RELIABILITY.md): a power loss at every named crash point of the file
+//! G3 (docs/RELIABILITY.md): a power loss at every named crash point of the file
 //! lifecycle (`strata::util::crash_point::POINTS`), then recovery and the
 //! prefix check of the power-loss suite.
 //!

@@ -1,4 +1,4 @@
-//! I/O error sweep (RELIABILITY.md G4): a canonical workload (open, puts
+//! I/O error sweep (docs/RELIABILITY.md G4): a canonical workload (open, puts
 //! some of them synced, flush, compaction, iteration, close, reopen,
 //! reads) runs on the fault-injecting file system with its k-th
 //! operation failing, once and persistently, for every k. Each run must

@@ -1,4 +1,4 @@
-//! G5/G6 on a live database (RELIABILITY.md, issue 6 item 6): bit flips in
+//! G5/G6 on a live database (docs/RELIABILITY.md, issue 6 item 6): bit flips in
 //! every kind of file of a multi-file database (tables on several levels,
 //! MANIFEST, CURRENT, OPTIONS). After each flip the database opens or
 //! refuses to; if it opens, `verify_checksums` either reports a Corruption

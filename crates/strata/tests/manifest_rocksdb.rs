@@ -18,10 +18,10 @@ use std::sync::Arc;
 
 use common::rocksdb::ldb;
 use strata::env::{FileSystemRef, default_fs};
+use strata::filename::table_file_name;
 use strata::format::{ValueType, make_internal_key};
 use strata::table::{TableBuilder, TableOptions};
 use strata::util::comparator::bytewise;
-use strata::version::filename::table_file_name;
 use strata::version::{FileMetaData, VersionEdit, VersionSet};
 
 /// Runs `ldb args...` with `stdin`; returns stdout, panicking with stderr

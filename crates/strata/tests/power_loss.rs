@@ -1,4 +1,4 @@
-//! G2 (RELIABILITY.md): simulated power loss on the crashable in-memory file
+//! G2 (docs/RELIABILITY.md): simulated power loss on the crashable in-memory file
 //! system, then recovery and the prefix check by trace replay.
 //!
 //! Each seed opens a database on a fresh [`MemFileSystem`] and runs three
@@ -109,7 +109,7 @@ const CONFIGS: [Config; 8] = [
         fault_one_in: 0,
         write_mode: 0,
     },
-    // I/O errors at random before the power fails (RELIABILITY G4's long
+    // I/O errors at random before the power fails (docs/RELIABILITY.md G4's long
     // run): a failed write may or may not survive, nothing after it may be
     // acknowledged, and every write acknowledged before it obeys the
     // contract as usual.

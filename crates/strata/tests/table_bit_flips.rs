@@ -1,4 +1,4 @@
-//! Bit flips in table files (RELIABILITY.md G5): every single-bit flip of
+//! Bit flips in table files (docs/RELIABILITY.md G5): every single-bit flip of
 //! a small table file, for several table variants (compression, bloom
 //! filter, range tombstones), is either detected (opening fails, or
 //! `verify_checksums` reports a Corruption naming the file) or harmless

@@ -1,4 +1,4 @@
-//! WAL damage sweep (RELIABILITY.md G6): a database whose synced writes
+//! WAL damage sweep (docs/RELIABILITY.md G6): a database whose synced writes
 //! are only in its WAL is recovered after every sampled single-bit flip
 //! and after every sampled truncation of that WAL. Recovery (point in
 //! time, the default) may stop at the damage but never skips past it:

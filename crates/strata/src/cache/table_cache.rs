@@ -12,11 +12,6 @@ use crate::env::FileSystemRef;
 use crate::error::Result;
 use crate::table::{Table, TableOptions};
 
-/// Name of table file `number` (`000123.sst`).
-pub fn table_file_name(number: u64) -> String {
-    format!("{number:06}.sst")
-}
-
 struct Inner {
     map: HashMap<u64, (Arc<Table>, u64)>,
     tick: u64,
@@ -71,7 +66,7 @@ impl TableCache {
                 return Ok(Arc::clone(&e.0));
             }
         }
-        let path = self.dir.join(table_file_name(number));
+        let path = self.dir.join(crate::filename::table_file_name(number));
         let file = if opts.allow_mmap_reads {
             self.fs.new_mmap_file(&path)?
         } else {

@@ -944,7 +944,7 @@ fn random_case(seed: u64) -> std::result::Result<(), String> {
     let mut out_tombs: Vec<(String, String, u64)> = Vec::new();
     let mut last_key: Option<Vec<u8>> = None;
     for f in &out.files {
-        let path = dir.join(crate::cache::table_cache::table_file_name(f.number));
+        let path = dir.join(crate::filename::table_file_name(f.number));
         let file = fs
             .new_random_access_file(&path)
             .map_err(|e| e.to_string())?;

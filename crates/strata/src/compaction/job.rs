@@ -345,9 +345,7 @@ fn open_file(
     created: &mut Vec<u64>,
 ) -> Result<OutputFile> {
     let number = (ctx.new_file_number)();
-    let path = ctx
-        .dir
-        .join(crate::cache::table_cache::table_file_name(number));
+    let path = ctx.dir.join(crate::filename::table_file_name(number));
     let file = ctx.fs.new_writable_file(&path)?;
     created.push(number);
     let (file, checksum) =

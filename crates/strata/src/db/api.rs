@@ -236,7 +236,7 @@ impl DB {
                 for f in sv.version.files(level) {
                     let path = inner
                         .dbname
-                        .join(crate::cache::table_cache::table_file_name(f.number));
+                        .join(crate::filename::table_file_name(f.number));
                     let size = super::open::check_table_size(inner.fs.as_ref(), &inner.dbname, f)?;
                     let file = inner.fs.new_random_access_file(&path)?;
                     let t = std::sync::Arc::new(crate::table::Table::open(

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use crate::env::{FileSystem, default_fs};
 use crate::error::Result;
+use crate::filename::{FileType, parse_file_name};
 use crate::options::Options;
-use crate::version::filename::{FileType, parse_file_name};
 
 use super::wal_archive::ARCHIVE_DIR_NAME;
 

@@ -454,13 +454,13 @@ impl DB {
                 "delete_file on a read-only database".into(),
             ));
         }
-        let number = name
-            .trim_start_matches('/')
-            .strip_suffix(".sst")
-            .and_then(|n| n.parse::<u64>().ok())
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!("delete_file: {name} is not a table file name"))
-            })?;
+        let number = match crate::filename::parse_file_name(name) {
+            Some((n, crate::filename::FileType::Table)) => Some(n),
+            _ => None,
+        }
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!("delete_file: {name} is not a table file name"))
+        })?;
         let mut st = inner.lock_state();
         let found = st.cfs.keys().find_map(|&id| {
             let v = st.versions.current(id)?;
@@ -609,19 +609,21 @@ impl DB {
         let st = self.inner.lock_state();
         let mut names = vec!["/CURRENT".to_string()];
         names.push(format!(
-            "/MANIFEST-{:06}",
-            st.versions.manifest_file_number()
+            "/{}",
+            crate::filename::descriptor_file_name(st.versions.manifest_file_number())
         ));
-        let mut opts_files: Vec<String> = self
+        let newest_options = self
             .inner
             .fs
             .children(&self.inner.dbname)?
-            .into_iter()
-            .filter(|n| n.starts_with("OPTIONS-") && !n.ends_with(".dbtmp"))
-            .collect();
-        opts_files.sort();
-        if let Some(o) = opts_files.last() {
-            names.push(format!("/{o}"));
+            .iter()
+            .filter_map(|n| match crate::filename::parse_file_name(n) {
+                Some((number, crate::filename::FileType::Options)) => Some(number),
+                _ => None,
+            })
+            .max();
+        if let Some(o) = newest_options {
+            names.push(format!("/{}", crate::filename::options_file_name(o)));
         }
         let mut tables: Vec<u64> = Vec::new();
         for &id in st.cfs.keys() {
@@ -633,7 +635,7 @@ impl DB {
         names.extend(
             tables
                 .iter()
-                .map(|n| format!("/{}", crate::cache::table_cache::table_file_name(*n))),
+                .map(|n| format!("/{}", crate::filename::table_file_name(*n))),
         );
         Ok((names, st.versions.manifest_file_size()))
     }
@@ -687,7 +689,7 @@ impl DB {
                     out,
                     "=== file : {}/{} ===",
                     self.inner.dbname.display(),
-                    crate::cache::table_cache::table_file_name(f.number)
+                    crate::filename::table_file_name(f.number)
                 );
                 let t = self.inner.sv_table(&sv, f)?;
                 let frags = crate::compaction::fragments::Fragments::from_encoded(
@@ -734,7 +736,7 @@ impl DB {
                     out.push(LiveFileMetaData {
                         column_family_name: cf.name.clone(),
                         level,
-                        name: format!("/{}", crate::cache::table_cache::table_file_name(f.number)),
+                        name: format!("/{}", crate::filename::table_file_name(f.number)),
                         file_number: f.number,
                         size: f.file_size,
                         smallest_key: extract_user_key(&f.smallest).to_vec(),

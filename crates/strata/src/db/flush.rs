@@ -206,9 +206,7 @@ impl DbInner {
             it.status()?;
             return Ok(None);
         }
-        let path = self
-            .dbname
-            .join(crate::cache::table_cache::table_file_name(number));
+        let path = self.dbname.join(crate::filename::table_file_name(number));
         let file = self.fs.new_writable_file(&path)?;
         let (file, checksum) = crate::env::checksum_file::maybe_checksummed(
             file,

@@ -13,6 +13,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::env::{FileSystemRef, WritableFile};
+use crate::filename::{FileType, INFO_LOG_FILE_NAME, old_info_log_file_name, parse_file_name};
 
 struct LogFile {
     file: Box<dyn WritableFile>,
@@ -103,21 +104,26 @@ impl InfoLog {
     }
 
     fn roll(&self) -> Option<LogFile> {
-        let path = self.dir.join("LOG");
+        let path = self.dir.join(INFO_LOG_FILE_NAME);
         if self.fs.file_exists(&path) {
-            let old = self.dir.join(format!("LOG.old.{}", now_micros()));
+            let old = self.dir.join(old_info_log_file_name(now_micros()));
             let _ = self.fs.rename_file(&path, &old);
         }
-        let mut old: Vec<String> = self
+        // `LOG.old.<micros>` files, oldest first (`LOG` and a bare
+        // `LOG.old` parse with time 0 and are not rolled ones).
+        let mut old: Vec<(u64, String)> = self
             .fs
             .children(&self.dir)
             .unwrap_or_default()
             .into_iter()
-            .filter(|n| n.starts_with("LOG.old."))
+            .filter_map(|n| match parse_file_name(&n) {
+                Some((micros, FileType::InfoLog)) if micros > 0 => Some((micros, n)),
+                _ => None,
+            })
             .collect();
-        old.sort_by_key(|n| n["LOG.old.".len()..].parse::<u64>().unwrap_or(0));
+        old.sort_unstable();
         while old.len() > self.keep {
-            let n = old.remove(0);
+            let (_, n) = old.remove(0);
             let _ = self.fs.delete_file(&self.dir.join(n));
         }
         let file = self.fs.new_writable_file(&path).ok()?;

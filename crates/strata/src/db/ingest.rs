@@ -38,6 +38,7 @@ use super::{ColumnFamilyHandle, DB, DbInner, DbState, PoisonError};
 use crate::compaction_filter::unix_now_seconds;
 use crate::env::copy_file;
 use crate::error::{Error, Result};
+use crate::filename::table_file_name;
 use crate::format::{
     MAX_SEQUENCE_NUMBER, SequenceNumber, ValueType, make_internal_key, parse_internal_key,
 };
@@ -46,7 +47,6 @@ use crate::options::{CompactionStyle, IngestExternalFileOptions};
 use crate::table::iterator::InternalIterator;
 use crate::table::{Table, TableOptions};
 use crate::util::comparator::ComparatorRef;
-use crate::version::filename::table_file_name;
 use crate::version::version::sstable_key_compare;
 use crate::version::{FileMetaData, Version, VersionEdit};
 

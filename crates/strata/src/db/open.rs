@@ -62,7 +62,10 @@ pub(crate) fn version_set_options(
 }
 
 fn parse_wal_number(name: &str) -> Option<u64> {
-    name.strip_suffix(".log")?.parse().ok()
+    match crate::filename::parse_file_name(name)? {
+        (n, crate::filename::FileType::Wal) => Some(n),
+        _ => None,
+    }
 }
 
 impl DB {
@@ -497,7 +500,7 @@ fn check_consistency(fs: &dyn FileSystem, dbname: &Path, versions: &VersionSet) 
                 Ok(_) => continue,
                 Err(Error::Corruption { file, msg, .. }) => (file, msg),
                 Err(e) => {
-                    let name = crate::cache::table_cache::table_file_name(f.number);
+                    let name = crate::filename::table_file_name(f.number);
                     (
                         dbname.join(&name).display().to_string(),
                         format!("Can't access {name}: {e}"),
@@ -522,7 +525,7 @@ pub(super) fn check_table_size(
     dbname: &Path,
     f: &crate::version::FileMetaData,
 ) -> Result<u64> {
-    let name = crate::cache::table_cache::table_file_name(f.number);
+    let name = crate::filename::table_file_name(f.number);
     let path = dbname.join(&name);
     let size = fs.file_size(&path)?;
     if size == f.file_size {
@@ -636,7 +639,7 @@ impl DbInner {
             if stop {
                 break;
             }
-            let path = self.wal_dir.join(crate::wal::log_file_name(w));
+            let path = self.wal_dir.join(crate::filename::log_file_name(w));
             let name = path.to_string_lossy().into_owned();
             let mut reader = LogReader::new(self.fs.new_sequential_file(&path)?, w);
             let skip = |cf: u32| log_numbers.get(&cf).is_some_and(|&l| w < l);
@@ -805,7 +808,7 @@ impl DbInner {
             }
             st.memtables_changed();
         }
-        let path = self.wal_dir.join(crate::wal::log_file_name(new_wal));
+        let path = self.wal_dir.join(crate::filename::log_file_name(new_wal));
         let file = self.fs.new_writable_file(&path)?;
         st.wal_number = new_wal;
         st.files.set_alive_wals(vec![new_wal]);

@@ -13,11 +13,9 @@ use std::path::Path;
 
 use crate::env::FileSystem;
 use crate::error::Result;
+use crate::filename::{options_file_name, replace_file_atomically, temp_options_file_name};
 use crate::options::{ColumnFamilyOptions, Options, WalRecoveryMode};
 use crate::table::CompressionType;
-use crate::version::filename::{
-    options_file_name, replace_file_atomically, temp_options_file_name,
-};
 use crate::version::{FileType, parse_file_name};
 
 /// How many OPTIONS files are kept.

@@ -68,8 +68,10 @@ pub fn load_latest(db: &std::path::Path) -> Result<Option<OptionsFile>> {
         .filter_map(|e| e.ok())
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            let n: u64 = name.strip_prefix("OPTIONS-")?.parse().ok()?;
-            Some((n, name))
+            match crate::filename::parse_file_name(&name)? {
+                (n, crate::filename::FileType::Options) => Some((n, name)),
+                _ => None,
+            }
         })
         .max();
     let Some((_, name)) = newest else {

@@ -27,6 +27,7 @@ use super::ColumnFamilyDescriptor;
 use super::DEFAULT_COLUMN_FAMILY_NAME;
 use crate::env::{FileSystemRef, default_fs};
 use crate::error::{Error, Result};
+use crate::filename::table_file_name;
 use crate::format::dbformat::is_empty_range_tombstone;
 use crate::format::{InternalKeyComparator, MAX_SEQUENCE_NUMBER, WriteBatch, parse_internal_key};
 use crate::memtable::MemTable;
@@ -34,7 +35,6 @@ use crate::options::{ColumnFamilyOptions, Options};
 use crate::table::iterator::InternalIterator;
 use crate::table::properties::UNKNOWN_COLUMN_FAMILY;
 use crate::table::{Table, TableBuilder};
-use crate::version::filename::table_file_name;
 use crate::version::{FileMetaData, FileType, VersionEdit, VersionSet, parse_file_name};
 
 /// Rebuilds the MANIFEST of the database at `path` (RocksDB's
@@ -177,7 +177,7 @@ impl Repairer {
                 self.info_log
                     .log(&format!("repair: WAL #{w}: ignoring conversion error: {e}"));
             }
-            self.archive(&self.wal_dir.join(crate::wal::log_file_name(w)));
+            self.archive(&self.wal_dir.join(crate::filename::log_file_name(w)));
         }
         self.write_descriptor()
     }
@@ -332,7 +332,7 @@ impl Repairer {
     /// Replays WAL `number` into memtables and writes each non-empty one
     /// as a new table (RocksDB's `ConvertLogToTable`).
     fn convert_wal(&mut self, number: u64) -> Result<()> {
-        let path = self.wal_dir.join(crate::wal::log_file_name(number));
+        let path = self.wal_dir.join(crate::filename::log_file_name(number));
         let mut reader = crate::wal::LogReader::new(self.fs.new_sequential_file(&path)?, number);
         let mut mems: super::MemTables = Default::default();
         for (&id, name) in &self.cf_names {

@@ -18,9 +18,9 @@ use super::DbInner;
 use super::files::{WalFile, WalFileType};
 use crate::env::unix_seconds_now;
 use crate::error::{Error, Result};
+use crate::filename::log_file_name;
 use crate::format::SequenceNumber;
 use crate::version::{FileType, parse_file_name};
-use crate::wal::log_file_name;
 
 /// RocksDB's `kDefaultIntervalToDeleteObsoleteWAL`, seconds.
 const PURGE_INTERVAL_SECONDS: u64 = 600;

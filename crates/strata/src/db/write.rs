@@ -893,7 +893,7 @@ impl DbInner {
             self.last_sequence.load(Ordering::Acquire)
         );
         let new_wal = st.versions.new_file_number();
-        let path = self.wal_dir.join(crate::wal::log_file_name(new_wal));
+        let path = self.wal_dir.join(crate::filename::log_file_name(new_wal));
         let file = self.fs.new_writable_file(&path)?;
         crate::crash_point!("wal::switch_after_create");
         let mut writer = LogWriter::new(file, new_wal, false);

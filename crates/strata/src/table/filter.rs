@@ -3,7 +3,7 @@
 //! format versions) builders, and a reader for every filter kind RocksDB
 //! can leave in a file, Standard128 Ribbon included (read, not written). Bit-exact with
 //! `table/block_based/filter_policy.cc` and `util/bloom_impl.h`
-//! (FORMATS.md §6.8). This module owns the filter bytes only; which keys go
+//! (docs/FORMATS.md §6.8). This module owns the filter bytes only; which keys go
 //! in (user keys) and where the block lives are the table builder's concern.
 //!
 //! Block layout: `len` filter bytes (a multiple of 64: one 512-bit cache
@@ -662,7 +662,7 @@ mod tests {
         }
     }
 
-    /// FORMATS.md §10.3 / bloom_test.cc `FullBloomTest.Schema`, 87 keys.
+    /// docs/FORMATS.md §10.3 / bloom_test.cc `FullBloomTest.Schema`, 87 keys.
     #[test]
     fn golden_87_keys() {
         let block = build(5.0, 0..87);

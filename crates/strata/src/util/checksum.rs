@@ -162,7 +162,7 @@ mod tests {
             assert_eq!(block_checksum(*k, b"abc", 0), abc0[i], "{k:?}");
             assert_eq!(block_checksum(*k, b"abc", 1), abc1[i], "{k:?}");
         }
-        // FORMATS.md 9.1: one-entry data block.
+        // docs/FORMATS.md 9.1: one-entry data block.
         let block = [
             0x00, 0x09, 0x01, 0x61, 0x01, 0x01, 0, 0, 0, 0, 0, 0, 0x31, 0, 0, 0, 0, 0x01, 0, 0, 0,
         ];

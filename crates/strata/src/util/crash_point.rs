@@ -1,4 +1,4 @@
-//! Named crash points (RELIABILITY.md G3): `crash_point!("name")` marks a
+//! Named crash points (docs/RELIABILITY.md G3): `crash_point!("name")` marks a
 //! step of the file lifecycle, between two file-system operations whose
 //! order recovery depends on. Without the `crash-points` feature the macro
 //! is empty. With it, every point counts its hits, and a test can [`arm`]

@@ -342,7 +342,7 @@ mod tests {
         }
     }
 
-    /// FORMATS.md §10.2: preview values differ from final XXH3.
+    /// docs/FORMATS.md §10.2: preview values differ from final XXH3.
     #[test]
     fn differs_from_final_xxh3() {
         assert_eq!(xxph3_64(b"hello"), 0xA0BB_C238_C976_57B5);

@@ -200,14 +200,12 @@ pub(crate) fn live_file_set(db: &DB, flush: bool) -> Result<LiveFileSet> {
     };
     for name in &names {
         let name = name.trim_start_matches('/');
-        if name == "CURRENT" {
-            continue;
-        } else if name.starts_with("MANIFEST-") {
-            set.manifest = name.to_string();
-        } else if name.starts_with("OPTIONS-") {
-            set.options = Some(name.to_string());
-        } else {
-            set.tables.push(name.to_string());
+        match parse_file_name(name) {
+            Some((_, FileType::Descriptor)) => set.manifest = name.to_string(),
+            Some((_, FileType::Options)) => set.options = Some(name.to_string()),
+            Some((_, FileType::Table)) => set.tables.push(name.to_string()),
+            // CURRENT is written fresh.
+            _ => {}
         }
     }
     // Every WAL file still there from `oldest_wal` on; the newest may

@@ -1,5 +1,5 @@
 //! `VersionEdit`: one MANIFEST record (RocksDB `db/version_edit.{h,cc}`),
-//! with the blob-file and WAL records it may carry. See FORMATS.md §5.2 for
+//! with the blob-file and WAL records it may carry. See docs/FORMATS.md §5.2 for
 //! the tags; new files (`FileMetaData`, kNewFile4) are in `file_meta.rs`.
 //!
 //! Invariants:

@@ -1,6 +1,6 @@
 //! `FileMetaData`: one table file as an edit or a version describes it, and
 //! its MANIFEST encodings: kNewFile4 (the only form RocksDB 7.8.3 writes,
-//! FORMATS.md §5.3) and the older kNewFile, kNewFile2 and kNewFile3 (read
+//! docs/FORMATS.md §5.3) and the older kNewFile, kNewFile2 and kNewFile3 (read
 //! only).
 //!
 //! Invariants:
@@ -69,7 +69,7 @@ pub struct FileMetaData {
     /// Oldest blob file referenced (0 = none).
     pub oldest_blob_file_number: u64,
     /// RocksDB's internal unique id, when a RocksDB-written MANIFEST had one.
-    /// Read and shown, never written (FORMATS.md §5.3).
+    /// Read and shown, never written (docs/FORMATS.md §5.3).
     pub unique_id: Option<[u64; 2]>,
 }
 

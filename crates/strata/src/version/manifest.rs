@@ -17,9 +17,9 @@ use std::path::Path;
 
 use super::apply::EditParams;
 use super::edit::VersionEdit;
-use super::filename::{descriptor_file_name, set_current_file};
 use super::version_set::VersionSet;
 use crate::error::{Error, Result};
+use crate::filename::{descriptor_file_name, set_current_file};
 use crate::wal::LogWriter;
 
 impl VersionSet {

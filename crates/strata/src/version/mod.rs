@@ -3,7 +3,7 @@
 //! MANIFEST log that makes the changes durable (RocksDB's `db/version_*`,
 //! `db/version_edit_handler.cc`, `file/filename.cc`).
 //!
-//! * [`filename`]: file names in a DB directory and the CURRENT protocol.
+//! * file names and the CURRENT protocol live in [`crate::filename`] (re-exported here).
 //! * [`edit`]: `FileMetaData` and `VersionEdit` with RocksDB 7.8.3's encoding.
 //! * [`version`]: the immutable `Version` and its LSM-shape invariants.
 //! * [`builder`]: `VersionBuilder`, applying edits to a version.
@@ -20,19 +20,18 @@ pub mod builder;
 mod debug;
 pub mod edit;
 mod file_meta;
-pub mod filename;
 mod manifest;
 mod recovery;
 #[allow(clippy::module_inception)]
 pub mod version;
 pub mod version_set;
 
+pub use crate::filename::{FileType, parse_file_name, read_current_file, set_current_file};
 pub use builder::VersionBuilder;
 pub use debug::{hex, internal_key_debug_string, public_unique_id};
 pub use edit::{
     BlobFileAddition, BlobFileGarbage, FileMetaData, VersionEdit, WalAddition, WalDeletion,
 };
-pub use filename::{FileType, parse_file_name, read_current_file, set_current_file};
 pub use recovery::ManifestReader;
 pub use version::{DEFAULT_NUM_LEVELS, Version};
 pub use version_set::{

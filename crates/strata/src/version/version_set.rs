@@ -31,11 +31,11 @@ use std::sync::{Arc, Mutex, Weak};
 
 use super::apply::{CfState, EditApplier, EditParams};
 use super::edit::VersionEdit;
-use super::filename::{current_file_path, set_current_file};
 use super::manifest::write_manifest;
 use super::version::{DEFAULT_NUM_LEVELS, Version};
 use crate::env::FileSystemRef;
 use crate::error::{Error, Result};
+use crate::filename::{current_file_path, set_current_file};
 use crate::format::dbformat::{InternalKeyComparator, parse_internal_key};
 use crate::util::comparator::{ComparatorRef, bytewise};
 use crate::wal::LogWriter;

@@ -60,8 +60,3 @@ impl RecordType {
         (self as u8) >= 5 && (self as u8) <= 8
     }
 }
-
-/// Name of WAL file number `n` (`000123.log`).
-pub fn log_file_name(n: u64) -> String {
-    format!("{n:06}.log")
-}

@@ -1,4 +1,4 @@
-//! The reliability figures each suite records for the RELIABILITY.md table.
+//! The reliability figures each suite records for the docs/RELIABILITY.md table.
 //!
 //! A suite calls [`record`] with its row; `scripts/test-all.sh` prints the
 //! rows of the run as one table after the tests. Rows live under cargo's

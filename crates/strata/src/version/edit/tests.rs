@@ -1,5 +1,5 @@
 //! VersionEdit encoding: property round trips, hand-built records per
-//! FORMATS.md §5.2-§5.5, and every tag rule with RocksDB's messages.
+//! docs/FORMATS.md §5.2-§5.5, and every tag rule with RocksDB's messages.
 
 use proptest::prelude::*;
 
@@ -171,7 +171,7 @@ proptest! {
     }
 }
 
-/// FORMATS.md §5.5, built by hand.
+/// docs/FORMATS.md §5.5, built by hand.
 #[test]
 fn decode_hand_built_minimal_manifest_edit() {
     let smallest = ikey(b"a", 1);
