@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: Strata against RocksDB 7.8.3's db_bench on temporary
-# databases, BENCHMARKS.md's Core suite (fillseq, fillrandom, overwrite,
+# databases, docs/BENCHMARKS.md's Core suite (fillseq, fillrandom, overwrite,
 # then readrandom, readseq, readreverse, seekrandom, readwhilewriting),
 # same flags and seed, alternating rounds; prints the median table with
 # write amplification, size on disk and peak RSS, and writes a chart.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Coverage-guided fuzzing (RELIABILITY.md G7): builds the cargo-fuzz targets
+# Coverage-guided fuzzing (docs/RELIABILITY.md G7): builds the cargo-fuzz targets
 # under fuzz/ and runs each for STRATA_CARGO_FUZZ_SECS seconds (default 10),
 # starting from its saved corpus (read-only; new inputs go to a temporary
 # directory). Needs nightly Rust and cargo-fuzz: installs them when it can,

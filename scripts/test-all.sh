@@ -58,7 +58,7 @@ echo "== cargo-fuzz (nightly)"
 fuzz_start=$SECONDS
 ./scripts/fuzz-ci.sh
 echo "== cargo-fuzz took $((SECONDS - fuzz_start))s"
-echo "== reliability figures of this run (RELIABILITY.md G1-G9)"
+echo "== reliability figures of this run (docs/RELIABILITY.md G1-G9)"
 echo "| # | suite | figures |"
 echo "|---|---|---|"
 cat target/tmp/reliability/*.row 2>/dev/null | sort -V

@@ -18,7 +18,7 @@
 //! the keys on which the replayed state and the recovered one differ.
 //!
 //! Sizes: `STRATA_POWER_LOSS_SEEDS` seeds per option set (default 500, so
-//! 5 x 500 x 3 = 7,500 crashes); `STRATA_SEED=<seed>` replays one seed.
+//! 8 x 500 x 3 = 12,000 crashes); `STRATA_SEED=<seed>` replays one seed.
 //! The fifth option set also fails file-system operations at random before
 //! each crash: a failed write may survive or not, and no write may be
 //! acknowledged after it.
