@@ -151,6 +151,34 @@ pub struct Config {
     /// `--prefix_size` and `--keys_per_prefix` (0: keys without prefixes).
     pub prefix_size: usize,
     pub keys_per_prefix: u64,
+    /// db_bench's range-tombstone writes: after `writes_before_delete_range`
+    /// writes, every `writes_per_range_tombstone`-th write (of fills and of
+    /// the background writer) is followed by a `DeleteRange` of
+    /// `range_tombstone_width` keys from a fresh key, at most
+    /// `max_num_range_tombstones` of them; `expand_range_tombstones` writes
+    /// point deletions instead.
+    pub range_tombstones: RangeTombstoneWrites,
+}
+
+/// See [`Config::range_tombstones`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RangeTombstoneWrites {
+    pub writes_before: i64,
+    pub writes_per: i64,
+    pub width: i64,
+    pub max: i64,
+    pub expand: bool,
+}
+
+impl RangeTombstoneWrites {
+    /// Whether the `written`-th write (counted from 1) is followed by a
+    /// range deletion (db_bench's condition, word for word).
+    pub fn due(&self, written: i64) -> bool {
+        self.writes_per > 0
+            && written > self.writes_before
+            && (written - self.writes_before) / self.writes_per <= self.max
+            && (written - self.writes_before) % self.writes_per == 0
+    }
 }
 
 impl Config {
@@ -288,6 +316,8 @@ pub struct Shared<'a> {
     /// readers have).
     pub num_done: AtomicUsize,
     pub num_threads: usize,
+    /// Range deletions the writers issued (db_bench prints the count).
+    pub range_deletions: std::sync::atomic::AtomicU64,
     /// `--benchmark_write_rate_limit` / `--writes_per_second` for fills.
     pub byte_pacer: Option<Pacer>,
     pub op_pacer: Option<Pacer>,
@@ -476,6 +506,13 @@ pub fn run(f: &Flags) -> Result<(), String> {
         restore_rate_limit: f.num("restore_rate_limit", 0)?,
         prefix_size: f.num("prefix_size", 0)?,
         keys_per_prefix: f.num("keys_per_prefix", 0)?,
+        range_tombstones: RangeTombstoneWrites {
+            writes_before: f.num("writes_before_delete_range", 0)?,
+            writes_per: f.num("writes_per_range_tombstone", 0)?,
+            width: f.num("range_tombstone_width", 100)?,
+            max: f.num("max_num_range_tombstones", 0)?,
+            expand: f.bool("expand_range_tombstones")?,
+        },
     };
     if cfg.key_size == 0 {
         return Err("--key_size must be at least 1".into());
@@ -699,12 +736,17 @@ pub fn run(f: &Flags) -> Result<(), String> {
                     stats_cfg: &stats_cfg,
                     num_done: AtomicUsize::new(0),
                     num_threads: threads,
+                    range_deletions: Default::default(),
                     byte_pacer: (cfg.write_rate_bytes > 0)
                         .then(|| Pacer::new(cfg.write_rate_bytes)),
                     op_pacer: (cfg.writes_per_second > 0)
                         .then(|| Pacer::new(cfg.writes_per_second)),
                 };
                 let mut merged = run_threads(&shared, &seeds, method)?;
+                let range_deletions = shared.range_deletions.load(Ordering::Acquire);
+                if range_deletions > 0 {
+                    writeln!(out, "Number of range deletions: {range_deletions}").map_err(w)?;
+                }
                 merged.report(name, &mut out).map_err(w)?;
                 if let Some(r) = reporter {
                     r.finish()?;

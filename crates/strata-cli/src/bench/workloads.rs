@@ -60,6 +60,9 @@ fn do_write(sh: &Shared, ts: &mut ThreadState, mut order: KeyOrder, time_limited
         .saturating_mul(run.key_size + run.value_size + 16)
         .min(64 << 20);
     let mut batch = WriteBatch::with_capacity(batch_cap);
+    let tombstones = run.cfg.range_tombstones;
+    let (mut written, mut range_deletions) = (0i64, 0u64);
+    let mut end_key = Vec::with_capacity(run.key_size);
     while !budget.done(batch_size) {
         if !sequential {
             // db_bench picks a key generator per batch (always the one).
@@ -73,6 +76,14 @@ fn do_write(sh: &Shared, ts: &mut ThreadState, mut order: KeyOrder, time_limited
             let v = values.generate(run.value_size);
             batch.put(&key, v);
             batch_bytes += (v.len() + run.key_size) as u64;
+            written += 1;
+            if tombstones.due(written) {
+                range_deletions += 1;
+                // db_bench takes the range's first key from the same key
+                // generator.
+                let begin = order.next(&mut ts.rand);
+                range_delete(run, &mut batch, begin, &mut key, &mut end_key);
+            }
         }
         bytes += batch_bytes;
         if sh.pace_writes(batch_size, batch_bytes) {
@@ -87,12 +98,43 @@ fn do_write(sh: &Shared, ts: &mut ThreadState, mut order: KeyOrder, time_limited
         ts.stats
             .finished_ops(sh.stats_cfg, batch_size, OpType::Write);
     }
+    sh.range_deletions
+        .fetch_add(range_deletions, std::sync::atomic::Ordering::AcqRel);
     ts.stats.add_bytes(bytes);
     Ok(())
 }
 
+/// Adds db_bench's range deletion of `range_tombstone_width` keys from key
+/// number `begin` to `batch` (or that many point deletions with
+/// `--expand_range_tombstones`).
+fn range_delete(
+    run: &super::RunConfig,
+    batch: &mut WriteBatch,
+    begin: u64,
+    key: &mut Vec<u8>,
+    end_key: &mut Vec<u8>,
+) {
+    let width = run.cfg.range_tombstones.width.max(0) as u64;
+    if run.cfg.range_tombstones.expand {
+        for offset in 0..width {
+            run.make_key(begin + offset, key);
+            batch.delete(key);
+        }
+        return;
+    }
+    run.make_key(begin, key);
+    run.make_key(begin + width, end_key);
+    batch.delete_range(key, end_key);
+}
+
 pub fn fill_seq(sh: &Shared, ts: &mut ThreadState) -> R {
     do_write(sh, ts, KeyOrder::Sequential { next: 0 }, false)
+}
+
+/// The key range of a fill's key generator: db_bench's `num_per_key_gen`,
+/// `num_` plus room for the range deletions' first keys.
+fn key_gen_range(run: &super::RunConfig) -> u64 {
+    run.num + run.cfg.range_tombstones.max.max(0) as u64
 }
 
 pub fn fill_random(sh: &Shared, ts: &mut ThreadState) -> R {
@@ -100,14 +142,14 @@ pub fn fill_random(sh: &Shared, ts: &mut ThreadState) -> R {
         sh,
         ts,
         KeyOrder::Random {
-            num: sh.run.num.max(1),
+            num: key_gen_range(&sh.run).max(1),
         },
         true,
     )
 }
 
 pub fn fill_unique_random(sh: &Shared, ts: &mut ThreadState) -> R {
-    let order = KeyOrder::unique(sh.run.num, ts.rand.next());
+    let order = KeyOrder::unique(key_gen_range(&sh.run), ts.rand.next());
     do_write(sh, ts, order, false)
 }
 
@@ -243,6 +285,9 @@ fn bg_writer(sh: &Shared, ts: &mut ThreadState, merge: bool) -> R {
     let mut values = ValueGenerator::new(sh.run.cfg.compression_ratio, sh.run.value_size);
     let mut key = Vec::with_capacity(sh.run.key_size);
     let mut bytes = 0u64;
+    let tombstones = sh.run.cfg.range_tombstones;
+    let (mut written, mut range_deletions) = (0i64, 0u64);
+    let mut end_key = Vec::with_capacity(sh.run.key_size);
     loop {
         ts.rand.next(); // SelectDB
         if sh.num_done.load(std::sync::atomic::Ordering::Acquire) + 1 >= sh.num_threads {
@@ -260,7 +305,18 @@ fn bg_writer(sh: &Shared, ts: &mut ThreadState, merge: bool) -> R {
         bytes += n;
         ts.stats.finished_ops(sh.stats_cfg, 1, OpType::Write);
         sh.pace_writes(1, n);
+        written += 1;
+        if tombstones.due(written) {
+            range_deletions += 1;
+            let begin = ts.rand.next() % sh.run.cfg.num;
+            let mut batch = WriteBatch::new();
+            range_delete(&sh.run, &mut batch, begin, &mut key, &mut end_key);
+            sh.db.write(wo, batch).map_err(|e| err("deleterange", e))?;
+            ts.stats.finished_ops(sh.stats_cfg, 1, OpType::Write);
+        }
     }
+    sh.range_deletions
+        .fetch_add(range_deletions, std::sync::atomic::Ordering::AcqRel);
     ts.stats.add_bytes(bytes);
     Ok(())
 }

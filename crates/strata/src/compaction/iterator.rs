@@ -33,10 +33,10 @@
 //! every key to the same value as with the inputs.
 
 use super::BeyondOutputLevel;
-use super::fragments::Fragments;
 use crate::compaction_filter::{CompactionFilterRef, Decision};
 use crate::error::{Error, Result};
 use crate::format::dbformat::pack_sequence_and_type;
+use crate::format::range_tombstones::TombstoneCursor;
 use crate::format::{SequenceNumber, ValueType, parse_internal_key};
 use crate::merge_operator::MergeOperatorRef;
 use crate::table::iterator::InternalIterator;
@@ -124,7 +124,7 @@ pub struct CompactionIterator<'a> {
     end: Option<Vec<u8>>,
     rules: CompactionRules,
     /// All input tombstones (for coverage; dropped ones still cover).
-    tombstones: Fragments,
+    tombstones: TombstoneCursor,
     beyond: BeyondOutputLevel,
     pub stats: CompactionIterStats,
     /// The user key of the current group.
@@ -156,7 +156,7 @@ impl<'a> CompactionIterator<'a> {
         input: Box<dyn InternalIterator + Send + 'a>,
         end: Option<Vec<u8>>,
         rules: CompactionRules,
-        tombstones: Fragments,
+        tombstones: TombstoneCursor,
         beyond: BeyondOutputLevel,
     ) -> Self {
         CompactionIterator {

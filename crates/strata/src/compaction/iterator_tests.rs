@@ -9,7 +9,6 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 
-use super::fragments::Fragments;
 use super::iterator::{CompactionIterator, CompactionRules};
 use super::job::{self, JobContext};
 use super::{BeyondOutputLevel, Compaction, CompactionReason, LevelInputs};
@@ -18,6 +17,7 @@ use crate::env::FileSystemRef;
 use crate::env::mem::MemFileSystem;
 use crate::error::Result;
 use crate::format::dbformat::{InternalKeyComparator, ValueType, make_internal_key};
+use crate::format::range_tombstones::{FragmentedRangeTombstoneList, TombstoneCursor};
 use crate::format::{MAX_SEQUENCE_NUMBER, SequenceNumber, parse_internal_key};
 use crate::merge_operator::{MergeOperator, MergeOperatorRef, StringAppendOperator};
 use crate::table::iterator::InternalIterator;
@@ -231,7 +231,10 @@ impl Run<'_> {
                 zero_bottom_seqnos: self.zero,
                 ..rules(self.snapshots.clone(), self.merge, self.filter.clone())
             },
-            Fragments::new(bytewise(), &tombs),
+            TombstoneCursor::new(std::sync::Arc::new(FragmentedRangeTombstoneList::new(
+                bytewise(),
+                &tombs,
+            ))),
             BeyondOutputLevel::new(&c, bytewise()),
         );
         let mut out: Vec<Point> = Vec::new();
@@ -918,6 +921,10 @@ fn random_case(seed: u64) -> std::result::Result<(), String> {
             )
         })
         .collect();
+    let input_tombstones = Arc::new(FragmentedRangeTombstoneList::from_encoded(
+        bytewise(),
+        &input_tombstones,
+    ));
     let ctx = JobContext {
         identity: ("", ""),
         checksum_factory: None,
@@ -1132,7 +1139,7 @@ fn output_to_level_0_is_never_split() {
             ..TableOptions::default()
         },
         rules: rules(Vec::new(), false, None),
-        input_tombstones: Vec::new(),
+        input_tombstones: Arc::new(FragmentedRangeTombstoneList::empty(bytewise())),
         new_file_number: &new_file_number,
         make_input: &make_input,
         max_subcompactions: 4,

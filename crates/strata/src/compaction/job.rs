@@ -16,14 +16,15 @@
 
 use std::cmp::Ordering;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
-use super::fragments::Fragments;
 use super::iterator::{CompactionIterStats, CompactionIterator, CompactionRules};
 use super::{BeyondOutputLevel, Compaction};
 use crate::env::FileSystemRef;
 use crate::error::Result;
 use crate::format::dbformat::VALUE_TYPE_FOR_SEEK;
+use crate::format::range_tombstones::{FragmentedRangeTombstoneList, TombstoneCursor};
 use crate::format::{MAX_SEQUENCE_NUMBER, extract_user_key, make_internal_key};
 use crate::table::iterator::InternalIterator;
 use crate::table::{TableBuilder, TableInfo, TableOptions};
@@ -41,8 +42,8 @@ pub struct JobContext<'a> {
     pub dir: &'a Path,
     pub table_options: TableOptions,
     pub rules: CompactionRules,
-    /// Range tombstones of every input, as stored.
-    pub input_tombstones: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Range tombstones of every input, merged.
+    pub input_tombstones: Arc<FragmentedRangeTombstoneList>,
     /// Allocates an output file number (and protects it from deletion).
     pub new_file_number: &'a (dyn Fn() -> u64 + Sync),
     pub make_input: &'a InputFactory<'a>,
@@ -94,25 +95,24 @@ pub fn deletion_heavy(info: &TableInfo) -> bool {
 pub fn run(c: &Compaction, ctx: &JobContext<'_>) -> std::result::Result<JobOutput, JobError> {
     let start = Instant::now();
     let ucmp = ctx.rules.ucmp.clone();
-    let all = Fragments::from_encoded(ucmp.clone(), &ctx.input_tombstones);
+    let all = &ctx.input_tombstones;
     let beyond = BeyondOutputLevel::new(c, ucmp.clone());
     let bottommost = beyond.is_empty();
-    // Which tombstones the outputs keep.
-    let mut kept = Fragments::from_encoded(ucmp.clone(), &ctx.input_tombstones);
-    for f in &mut kept.list {
-        let mut seqs = Vec::new();
+    // Which tombstones the outputs keep: the newest of each snapshot
+    // stripe, none of the oldest stripe at the bottom.
+    let kept = all.select(|seqs| {
+        let mut out = Vec::new();
         let mut last_stripe = None;
-        for &s in &f.seqs {
+        for &s in seqs {
             let stripe = ctx.rules.stripe(s);
             if last_stripe == Some(stripe) || (bottommost && stripe == 0) {
                 continue;
             }
             last_stripe = Some(stripe);
-            seqs.push(s);
+            out.push(s);
         }
-        f.seqs = seqs;
-    }
-    kept.list.retain(|f| !f.seqs.is_empty());
+        out
+    });
     let bounds = subcompaction_bounds(c, ctx, &ucmp);
     let ranges: Vec<KeyRange> = {
         let mut r = Vec::new();
@@ -126,13 +126,13 @@ pub fn run(c: &Compaction, ctx: &JobContext<'_>) -> std::result::Result<JobOutpu
     };
     let results: Vec<std::result::Result<(Vec<FileMetaData>, CompactionIterStats), JobError>> =
         if ranges.len() == 1 {
-            vec![run_sub(c, ctx, &all, &kept, None, None)]
+            vec![run_sub(c, ctx, all, &kept, None, None)]
         } else {
             std::thread::scope(|s| {
                 let handles: Vec<_> = ranges
                     .iter()
                     .map(|(lo, hi)| {
-                        let (all, kept) = (&all, &kept);
+                        let kept = &kept;
                         s.spawn(move || run_sub(c, ctx, all, kept, lo.as_deref(), hi.as_deref()))
                     })
                     .collect();
@@ -238,8 +238,8 @@ struct OutputFile {
 fn run_sub(
     c: &Compaction,
     ctx: &JobContext<'_>,
-    all: &Fragments,
-    kept: &Fragments,
+    all: &Arc<FragmentedRangeTombstoneList>,
+    kept: &FragmentedRangeTombstoneList,
     lo: Option<&[u8]>,
     hi: Option<&[u8]>,
 ) -> std::result::Result<(Vec<FileMetaData>, CompactionIterStats), JobError> {
@@ -256,7 +256,7 @@ fn run_sub(
             )),
             None => input.seek_to_first(),
         }
-        let tomb = all.duplicate();
+        let tomb = TombstoneCursor::new(Arc::clone(all));
         let mut it = CompactionIterator::new(
             input,
             hi.map(<[u8]>::to_vec),
@@ -363,7 +363,7 @@ fn open_file(
 fn finish_file(
     c: &Compaction,
     ctx: &JobContext<'_>,
-    kept: &Fragments,
+    kept: &FragmentedRangeTombstoneList,
     mut f: OutputFile,
     hi: Option<&[u8]>,
 ) -> Result<FileMetaData> {

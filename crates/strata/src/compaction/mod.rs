@@ -11,7 +11,6 @@
 //!   pending-compaction-bytes estimate.
 //! * [`leveled`], [`universal`], [`fifo`]: the pickers.
 //! * [`iterator`]: the keep/drop rules applied to a sorted input stream.
-//! * [`fragments`]: range tombstones cut into non-overlapping fragments.
 //! * [`job`]: runs a compaction and returns the version edit's contents.
 //!
 //! Invariants: a compaction's inputs on every level >= 1 are a contiguous
@@ -21,7 +20,6 @@
 //! is not an input, so installing it keeps every level >= 1 disjoint.
 
 pub mod fifo;
-pub mod fragments;
 pub mod iterator;
 pub mod job;
 pub mod leveled;

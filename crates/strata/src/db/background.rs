@@ -22,6 +22,7 @@ use crate::compaction::leveled::PickerInput;
 use crate::compaction::{Compaction, CompactionReason, fifo, leveled, score, universal};
 use crate::compaction_filter::unix_now_seconds;
 use crate::error::Result;
+use crate::format::range_tombstones::FragmentedRangeTombstoneList;
 use crate::iter::{FileOpener, LevelIterator, MergingIterator};
 use crate::options::CompactionStyle;
 use crate::table::iterator::InternalIterator;
@@ -354,14 +355,23 @@ impl DbInner {
         };
         let icmp = crate::format::InternalKeyComparator::new(opts.comparator.clone());
         let read_options = Arc::new(table_options.clone());
-        let mut tombstones = Vec::new();
+        let mut parts = Vec::new();
         for (_, f) in c.input_files() {
             let t = self
                 .table_cache
                 .get(f.number, f.file_size, f.largest_seqno, &read_options)
                 .map_err(fail)?;
-            tombstones.extend_from_slice(t.range_tombstones());
+            if let Some(l) = t.fragmented_range_tombstones() {
+                parts.push(Arc::clone(l));
+            }
         }
+        let tombstones = {
+            let refs: Vec<&FragmentedRangeTombstoneList> = parts.iter().map(|p| &**p).collect();
+            Arc::new(FragmentedRangeTombstoneList::merge(
+                opts.comparator.clone(),
+                &refs,
+            ))
+        };
         let cache = &self.table_cache;
         let make_input = || -> Result<Box<dyn InternalIterator + Send + '_>> {
             let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();

@@ -692,11 +692,10 @@ impl DB {
                     crate::filename::table_file_name(f.number)
                 );
                 let t = self.inner.sv_table(&sv, f)?;
-                let frags = crate::compaction::fragments::Fragments::from_encoded(
-                    sv.options.comparator.clone(),
-                    t.range_tombstones(),
-                );
-                for fr in &frags.list {
+                let Some(frags) = t.fragmented_range_tombstones() else {
+                    continue;
+                };
+                for fr in frags.fragments() {
                     for seq in &fr.seqs {
                         if left == 0 {
                             break 'levels;

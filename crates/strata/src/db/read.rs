@@ -11,11 +11,13 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use super::get_context::GetContext;
+use super::super_version::FrozenRangeDels;
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::format::dbformat::{VALUE_TYPE_FOR_SEEK, make_internal_key};
+use crate::format::range_tombstones::{FragmentedRangeTombstoneList, RangeDelAggregator};
 use crate::format::{SequenceNumber, parse_internal_key};
-use crate::iter::{DBIter, DBIterOptions, MergingIterator, RangeDelAggregator};
+use crate::iter::{DBIter, DBIterOptions, MergingIterator};
 use crate::options::ReadOptions;
 use crate::table::iterator::InternalIterator;
 use crate::table::{PrefixSeekIter, Table};
@@ -190,52 +192,68 @@ impl DbInner {
         ro.snapshot.unwrap_or_else(|| self.visible_sequence())
     }
 
-    /// Range tombstones visible at `seq` from every source of `sv`. Those
-    /// of immutable memtables and tables are gathered once per
-    /// SuperVersion; only the active memtable is read each time.
-    fn range_dels(&self, sv: &SuperVersion, seq: SequenceNumber) -> Result<RangeDelAggregator> {
-        let mut agg = RangeDelAggregator::new(sv.options.comparator.clone(), seq);
-        if sv.mem.num_range_deletes() > 0 {
-            agg.add_encoded(&sv.mem.range_tombstones());
+    /// The range tombstones of `sv`'s immutable memtables and tables,
+    /// merged into one fragmented list once per SuperVersion (they cannot
+    /// change for it) from the lists each memtable and table reader
+    /// caches.
+    fn frozen_range_dels<'a>(&self, sv: &'a SuperVersion) -> Result<&'a FrozenRangeDels> {
+        if let Some(f) = sv.frozen_range_dels.get() {
+            return Ok(f);
         }
-        let frozen = match sv.frozen_range_dels.get() {
-            Some(f) => f,
-            None => {
-                let mut all = Vec::new();
-                for m in &sv.imms {
-                    if m.num_range_deletes() > 0 {
-                        all.extend(m.range_tombstones());
-                    }
+        let mut parts: Vec<FrozenRangeDels> = Vec::new();
+        parts.extend(
+            sv.imms
+                .iter()
+                .filter_map(|m| m.fragmented_range_tombstones()),
+        );
+        for level in 0..sv.version.num_levels() {
+            for f in sv.version.files(level) {
+                if let Some(l) = self.sv_table(sv, f)?.fragmented_range_tombstones() {
+                    parts.push(Arc::clone(l));
                 }
-                for level in 0..sv.version.num_levels() {
-                    for f in sv.version.files(level) {
-                        all.extend_from_slice(self.sv_table(sv, f)?.range_tombstones());
-                    }
-                }
-                // Another reader may have set it first: same contents.
-                sv.frozen_range_dels.get_or_init(|| Arc::new(all))
             }
-        };
-        if !frozen.is_empty() {
-            agg.add_encoded(frozen);
         }
+        let merged = if parts.len() == 1 {
+            parts.swap_remove(0)
+        } else {
+            let refs: Vec<&FragmentedRangeTombstoneList> = parts.iter().map(|p| &**p).collect();
+            Arc::new(FragmentedRangeTombstoneList::merge(
+                sv.options.comparator.clone(),
+                &refs,
+            ))
+        };
+        // Another reader may have set it first: same contents.
+        Ok(sv.frozen_range_dels.get_or_init(|| merged))
+    }
+
+    /// Range tombstones visible at `seq` from every source of `sv`: the
+    /// active memtable's list and the frozen one, shared, not copied.
+    fn range_dels(&self, sv: &SuperVersion, seq: SequenceNumber) -> Result<RangeDelAggregator> {
+        let mut agg = RangeDelAggregator::new(seq);
+        if let Some(l) = sv.mem.fragmented_range_tombstones() {
+            agg.add(l);
+        }
+        agg.add(Arc::clone(self.frozen_range_dels(sv)?));
         Ok(agg)
     }
 
     /// The newest range tombstone visible at `seq` that covers `key` (0:
-    /// none), without building an aggregator when `sv` has no tombstones.
+    /// none): two binary searches at most, nothing allocated.
     fn max_covering_tombstone_seq(
         &self,
         sv: &SuperVersion,
         seq: SequenceNumber,
         key: &[u8],
     ) -> Result<SequenceNumber> {
-        if sv.mem.num_range_deletes() == 0
-            && sv.frozen_range_dels.get().is_some_and(|f| f.is_empty())
-        {
-            return Ok(0);
+        let frozen = self.frozen_range_dels(sv)?.max_covering_seq(key, seq);
+        if sv.mem.num_range_deletes() == 0 {
+            return Ok(frozen);
         }
-        Ok(self.range_dels(sv, seq)?.max_covering_seq(key))
+        let mem = sv
+            .mem
+            .fragmented_range_tombstones()
+            .map_or(0, |l| l.max_covering_seq(key, seq));
+        Ok(frozen.max(mem))
     }
 
     pub(crate) fn get(&self, ro: &ReadOptions, cf: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {

@@ -15,8 +15,9 @@ use crate::options::ColumnFamilyOptions;
 use crate::table::TableOptions;
 use crate::version::Version;
 
-/// Encoded range tombstones: `(internal start key, end user key)`.
-pub type RangeTombstones = Vec<(Vec<u8>, Vec<u8>)>;
+/// The range tombstones of a SuperVersion's frozen sources, merged.
+pub(crate) type FrozenRangeDels =
+    Arc<crate::format::range_tombstones::FragmentedRangeTombstoneList>;
 
 /// One consistent view of a column family.
 pub struct SuperVersion {
@@ -28,8 +29,8 @@ pub struct SuperVersion {
     /// What table readers of this column family are opened with.
     pub table_options: Arc<TableOptions>,
     /// Range tombstones of the immutable memtables and every table file,
-    /// gathered on first use (they cannot change for this SuperVersion).
-    pub(crate) frozen_range_dels: OnceLock<Arc<RangeTombstones>>,
+    /// merged on first use (they cannot change for this SuperVersion).
+    pub(crate) frozen_range_dels: OnceLock<FrozenRangeDels>,
     /// Readers of the level-0 tables (in `version.files(0)` order), opened
     /// on first use: point lookups probe every one and so skip the table
     /// cache's lock.

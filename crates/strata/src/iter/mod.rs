@@ -4,12 +4,11 @@
 pub mod db_iter;
 pub mod level_iter;
 pub mod merging;
-pub mod range_del;
 
+pub use crate::format::range_tombstones::RangeDelAggregator;
 pub use db_iter::{DBIter, DBIterOptions};
 pub use level_iter::{FileOpener, LevelIterator};
 pub use merging::MergingIterator;
-pub use range_del::RangeDelAggregator;
 
 #[cfg(test)]
 mod tests;

@@ -167,8 +167,13 @@ proptest! {
                 .iter()
                 .map(|s| Box::new(VecIter::new(s.clone(), icmp.clone())) as Box<dyn InternalIterator + Send>)
                 .collect();
-            let mut agg = RangeDelAggregator::new(bytewise(), snapshot);
-            agg.add_encoded(&tombstones);
+            let mut agg = RangeDelAggregator::new(snapshot);
+            agg.add(Arc::new(
+                crate::format::range_tombstones::FragmentedRangeTombstoneList::from_encoded(
+                    bytewise(),
+                    &tombstones,
+                ),
+            ));
             DBIter::new(
                 Box::new(MergingIterator::new(icmp.clone(), children)),
                 bytewise(),

@@ -46,6 +46,7 @@ use crate::format::dbformat::{
     InternalKeyComparator, MAX_SEQUENCE_NUMBER, SequenceNumber, TRAILER_LEN, VALUE_TYPE_FOR_SEEK,
     ValueType, pack_sequence_and_type, parse_internal_key,
 };
+use crate::format::range_tombstones::FragmentedRangeTombstoneList;
 use crate::table::iterator::InternalIterator;
 use arena::Arena;
 pub use rep::{MemTableRep, MemTableRepIter, SkipListRep};
@@ -156,6 +157,16 @@ pub struct MemTable {
     /// RocksDB's memtable bloom: point entries' whole keys and/or
     /// prefixes, asked before a point lookup walks the rep.
     bloom: Option<MemTableBloomConfig>,
+    /// The range tombstones fragmented, with the count of range deletions
+    /// they were built from: rebuilt by the first read after a range
+    /// deletion is added (never again once the memtable is immutable).
+    fragmented_range_dels: arc_swap::ArcSwapOption<FragmentedCache>,
+}
+
+/// See [`MemTable::fragmented_range_tombstones`].
+struct FragmentedCache {
+    count: u64,
+    list: Arc<FragmentedRangeTombstoneList>,
 }
 
 /// The memtable bloom and what goes into it.
@@ -231,6 +242,7 @@ impl MemTable {
             num_entries: AtomicU64::new(0),
             num_deletes: AtomicU64::new(0),
             num_range_deletes: AtomicU64::new(0),
+            fragmented_range_dels: Default::default(),
             first_seqno: AtomicU64::new(u64::MAX),
             largest_seqno: AtomicU64::new(0),
             min_prep_wal: AtomicU64::new(u64::MAX),
@@ -408,7 +420,9 @@ impl MemTable {
                 self.num_deletes.fetch_add(1, Ordering::Relaxed);
             }
             ValueType::RangeDeletion => {
-                self.num_range_deletes.fetch_add(1, Ordering::Relaxed);
+                // Release: a reader that sees the count sees the entry
+                // (`fragmented_range_tombstones` builds from both).
+                self.num_range_deletes.fetch_add(1, Ordering::Release);
             }
             _ => {}
         }
@@ -501,6 +515,36 @@ impl MemTable {
         }
     }
 
+    /// The range tombstones, fragmented (`None`: there are none). Shared
+    /// between readers and rebuilt only after a range deletion was added
+    /// (RocksDB's `MemTable::NewRangeTombstoneIterator` with its cached
+    /// fragmented list).
+    pub fn fragmented_range_tombstones(&self) -> Option<Arc<FragmentedRangeTombstoneList>> {
+        // The count first: every tombstone it counts is in the rep, so a
+        // list built afterwards holds at least `count` of them; labelling
+        // it with `count` can only make a later reader rebuild, never
+        // miss one.
+        let count = self.num_range_deletes.load(Ordering::Acquire);
+        if count == 0 {
+            return None;
+        }
+        if let Some(c) = &*self.fragmented_range_dels.load()
+            && c.count == count
+        {
+            return Some(Arc::clone(&c.list));
+        }
+        let list = Arc::new(FragmentedRangeTombstoneList::from_encoded(
+            self.icmp.user_comparator().clone(),
+            &self.range_tombstones(),
+        ));
+        self.fragmented_range_dels
+            .store(Some(Arc::new(FragmentedCache {
+                count,
+                list: Arc::clone(&list),
+            })));
+        Some(list)
+    }
+
     /// The range tombstones as `(internal begin key, end user key)`, sorted
     /// by internal key.
     pub fn range_tombstones(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -549,7 +593,7 @@ impl MemTable {
 
     /// `RangeDeletion` entries.
     pub fn num_range_deletes(&self) -> u64 {
-        self.num_range_deletes.load(Ordering::Relaxed)
+        self.num_range_deletes.load(Ordering::Acquire)
     }
 
     pub fn is_empty(&self) -> bool {

@@ -140,6 +140,20 @@ impl Table {
         }
     }
 
+    /// The range tombstones fragmented, built once per reader; `None` when
+    /// the table has none.
+    pub fn fragmented_range_tombstones(
+        &self,
+    ) -> Option<&std::sync::Arc<crate::format::range_tombstones::FragmentedRangeTombstoneList>>
+    {
+        match self {
+            Table::BlockBased(t) if !t.range_tombstones().is_empty() => {
+                Some(t.fragmented_range_tombstones())
+            }
+            _ => None,
+        }
+    }
+
     /// The global sequence number of an ingested external file, if any.
     pub fn global_seqno(&self) -> Option<u64> {
         match self {

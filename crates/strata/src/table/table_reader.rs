@@ -32,6 +32,7 @@ use super::properties::{
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::format::dbformat::{InternalKeyComparator, extract_user_key, pack_sequence_and_type};
+use crate::format::range_tombstones::FragmentedRangeTombstoneList;
 use crate::format::{ValueType, parse_internal_key};
 
 static NEXT_CACHE_ID: AtomicU64 = AtomicU64::new(1);
@@ -74,6 +75,9 @@ pub struct BlockBasedTable {
     whole_key_filtering: bool,
     prefix_filter: Option<crate::util::slice_transform::SliceTransformRef>,
     range_tombstones: Vec<(Vec<u8>, Vec<u8>)>,
+    /// `range_tombstones` fragmented, built on first use and shared by
+    /// every read and compaction of this table.
+    fragmented_range_dels: std::sync::OnceLock<Arc<FragmentedRangeTombstoneList>>,
     /// Sequence number every key reads with (an ingested external file);
     /// `None`: keys carry their own.
     global_seqno: Option<u64>,
@@ -324,6 +328,7 @@ impl BlockBasedTable {
             whole_key_filtering,
             prefix_filter,
             range_tombstones,
+            fragmented_range_dels: std::sync::OnceLock::new(),
             global_seqno,
             global_seqno_offset,
         })
@@ -374,6 +379,16 @@ impl BlockBasedTable {
     /// Range tombstones as (internal begin key, exclusive end user key).
     pub fn range_tombstones(&self) -> &[(Vec<u8>, Vec<u8>)] {
         &self.range_tombstones
+    }
+
+    /// The range tombstones fragmented (built once per reader).
+    pub fn fragmented_range_tombstones(&self) -> &Arc<FragmentedRangeTombstoneList> {
+        self.fragmented_range_dels.get_or_init(|| {
+            Arc::new(FragmentedRangeTombstoneList::from_encoded(
+                self.icmp.user_comparator().clone(),
+                &self.range_tombstones,
+            ))
+        })
     }
 
     /// The global sequence number of an ingested external file, if any.

@@ -1,0 +1,468 @@
+//! Range tombstone coverage: the one model of range deletions that reads
+//! and compactions share (RocksDB's `FragmentedRangeTombstoneList`, its
+//! `FragmentedRangeTombstoneIterator` and the read side of its
+//! `RangeDelAggregator`).
+//!
+//! A tombstone `[begin, end) @ seq` deletes every entry of a user key in
+//! the range whose sequence number is below `seq`, for readers whose
+//! snapshot includes `seq`. A [`FragmentedRangeTombstoneList`] cuts a set
+//! of tombstones into fragments: disjoint user-key ranges, each with the
+//! sequence numbers of every tombstone covering all of it. It is built
+//! once and never changes, so it is shared through an `Arc`: every table
+//! reader and every immutable memtable caches its own, a SuperVersion
+//! caches the merge of its frozen sources, and a compaction merges its
+//! inputs' lists. Which key a list covers is a binary search.
+//!
+//! Invariants (debug-checked at construction): fragments are sorted by
+//! start, `start < end`, consecutive fragments do not overlap, and each
+//! fragment's `seqs` are non-empty, descending and without duplicates. A
+//! list deletes exactly what the tombstones it was built from delete.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use super::{SequenceNumber, parse_internal_key};
+use crate::util::comparator::ComparatorRef;
+
+/// One fragment `[start, end)` and its covering sequence numbers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fragment {
+    pub start: Vec<u8>,
+    pub end: Vec<u8>,
+    /// Descending, without duplicates, never empty.
+    pub seqs: Vec<SequenceNumber>,
+}
+
+/// Tombstones cut into disjoint fragments; immutable once built.
+pub struct FragmentedRangeTombstoneList {
+    ucmp: ComparatorRef,
+    fragments: Vec<Fragment>,
+    /// Tombstones (fragment × sequence number pairs) held.
+    num_tombstones: usize,
+}
+
+impl std::fmt::Debug for FragmentedRangeTombstoneList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FragmentedRangeTombstoneList")
+            .field("fragments", &self.fragments)
+            .finish()
+    }
+}
+
+impl FragmentedRangeTombstoneList {
+    /// The list of no tombstones.
+    pub fn empty(ucmp: ComparatorRef) -> Self {
+        FragmentedRangeTombstoneList {
+            ucmp,
+            fragments: Vec::new(),
+            num_tombstones: 0,
+        }
+    }
+
+    /// Fragments of tombstones given as `(internal begin key, end user
+    /// key)`, as tables and memtables store them. Malformed and empty
+    /// tombstones are skipped.
+    pub fn from_encoded(ucmp: ComparatorRef, encoded: &[(Vec<u8>, Vec<u8>)]) -> Self {
+        let list: Vec<(&[u8], &[u8], SequenceNumber)> = encoded
+            .iter()
+            .filter_map(|(k, end)| {
+                let p = parse_internal_key(k)?;
+                Some((p.user_key, end.as_slice(), p.sequence))
+            })
+            .collect();
+        Self::new(ucmp, &list)
+    }
+
+    /// The union of several lists (each fragment's tombstones are
+    /// tombstones of the union).
+    pub fn merge(ucmp: ComparatorRef, lists: &[&Self]) -> Self {
+        let list: Vec<(&[u8], &[u8], SequenceNumber)> =
+            lists.iter().flat_map(|l| l.tombstones()).collect();
+        Self::new(ucmp, &list)
+    }
+
+    /// Fragments of `(begin, end, seq)` tombstones; empty ones are skipped.
+    pub fn new<B: AsRef<[u8]>, E: AsRef<[u8]>>(
+        ucmp: ComparatorRef,
+        tombstones: &[(B, E, SequenceNumber)],
+    ) -> Self {
+        let live = |b: &B, e: &E| ucmp.compare(b.as_ref(), e.as_ref()) == Ordering::Less;
+        let mut bounds: Vec<&[u8]> = Vec::with_capacity(tombstones.len() * 2);
+        for (b, e, _) in tombstones {
+            if live(b, e) {
+                bounds.push(b.as_ref());
+                bounds.push(e.as_ref());
+            }
+        }
+        bounds.sort_by(|a, b| ucmp.compare(a, b));
+        bounds.dedup_by(|a, b| ucmp.compare(a, b) == Ordering::Equal);
+        // The tombstones starting at each bound, then a sweep that keeps
+        // the set of open ones: each fragment gets the open set.
+        let n = bounds.len();
+        let mut starts: Vec<Vec<(usize, SequenceNumber)>> = vec![Vec::new(); n];
+        for (b, e, s) in tombstones {
+            if !live(b, e) {
+                continue;
+            }
+            let i = bounds.partition_point(|x| ucmp.compare(x, b.as_ref()) == Ordering::Less);
+            let j = bounds.partition_point(|x| ucmp.compare(x, e.as_ref()) == Ordering::Less);
+            debug_assert!(i < j && j < n);
+            starts[i].push((j, *s));
+        }
+        // Open tombstones as (end bound index, seq).
+        let mut open: Vec<(usize, SequenceNumber)> = Vec::new();
+        let mut fragments = Vec::new();
+        let mut num_tombstones = 0;
+        for (i, begun) in starts.into_iter().enumerate().take(n.saturating_sub(1)) {
+            open.retain(|&(j, _)| j > i);
+            open.extend(begun);
+            if open.is_empty() {
+                continue;
+            }
+            let mut seqs: Vec<SequenceNumber> = open.iter().map(|&(_, s)| s).collect();
+            seqs.sort_unstable_by(|a, b| b.cmp(a));
+            seqs.dedup();
+            num_tombstones += seqs.len();
+            fragments.push(Fragment {
+                start: bounds[i].to_vec(),
+                end: bounds[i + 1].to_vec(),
+                seqs,
+            });
+        }
+        let list = FragmentedRangeTombstoneList {
+            ucmp,
+            fragments,
+            num_tombstones,
+        };
+        debug_assert!(list.check_invariants());
+        list
+    }
+
+    fn check_invariants(&self) -> bool {
+        let ucmp = &self.ucmp;
+        self.fragments.iter().all(|f| {
+            ucmp.compare(&f.start, &f.end) == Ordering::Less
+                && !f.seqs.is_empty()
+                && f.seqs.windows(2).all(|w| w[0] > w[1])
+        }) && self
+            .fragments
+            .windows(2)
+            .all(|w| ucmp.compare(&w[0].end, &w[1].start) != Ordering::Greater)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fragments.is_empty()
+    }
+
+    /// Fragment × sequence number pairs held.
+    pub fn num_tombstones(&self) -> usize {
+        self.num_tombstones
+    }
+
+    pub fn fragments(&self) -> &[Fragment] {
+        &self.fragments
+    }
+
+    /// The user-key comparator the fragments are ordered by.
+    pub fn comparator(&self) -> &ComparatorRef {
+        &self.ucmp
+    }
+
+    /// Every fragment as `(start, end, seq)` tombstones, start ascending,
+    /// then seq descending.
+    pub fn tombstones(&self) -> impl Iterator<Item = (&[u8], &[u8], SequenceNumber)> + '_ {
+        self.fragments.iter().flat_map(|f| {
+            f.seqs
+                .iter()
+                .map(move |&s| (f.start.as_slice(), f.end.as_slice(), s))
+        })
+    }
+
+    /// The fragment holding `user_key`, if any.
+    fn fragment_of(&self, user_key: &[u8]) -> Option<&Fragment> {
+        let ucmp = &self.ucmp;
+        let i = self
+            .fragments
+            .partition_point(|f| ucmp.compare(&f.end, user_key) != Ordering::Greater);
+        self.fragments
+            .get(i)
+            .filter(|f| ucmp.compare(&f.start, user_key) != Ordering::Greater)
+    }
+
+    /// The highest sequence number at or below `snapshot` of a tombstone
+    /// covering `user_key` (0 if none).
+    pub fn max_covering_seq(&self, user_key: &[u8], snapshot: SequenceNumber) -> SequenceNumber {
+        let Some(f) = self.fragment_of(user_key) else {
+            return 0;
+        };
+        let i = f.seqs.partition_point(|&s| s > snapshot);
+        f.seqs.get(i).copied().unwrap_or(0)
+    }
+
+    /// A list with each fragment's sequence numbers replaced by what
+    /// `choose` keeps of them (in the same descending order); fragments
+    /// left with none are dropped.
+    pub fn select(&self, mut choose: impl FnMut(&[SequenceNumber]) -> Vec<SequenceNumber>) -> Self {
+        let mut num_tombstones = 0;
+        let fragments: Vec<Fragment> = self
+            .fragments
+            .iter()
+            .filter_map(|f| {
+                let seqs = choose(&f.seqs);
+                debug_assert!(seqs.windows(2).all(|w| w[0] > w[1]));
+                num_tombstones += seqs.len();
+                (!seqs.is_empty()).then(|| Fragment {
+                    start: f.start.clone(),
+                    end: f.end.clone(),
+                    seqs,
+                })
+            })
+            .collect();
+        FragmentedRangeTombstoneList {
+            ucmp: self.ucmp.clone(),
+            fragments,
+            num_tombstones,
+        }
+    }
+
+    /// The fragments clipped to `[lo, hi)` (`None` = unbounded), as
+    /// `(begin, end, seq)` in the order a table builder takes them (begin
+    /// ascending, then seq descending).
+    pub fn clipped(
+        &self,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> Vec<(Vec<u8>, Vec<u8>, SequenceNumber)> {
+        let ucmp = &self.ucmp;
+        let mut out = Vec::new();
+        for f in &self.fragments {
+            let start = match lo {
+                Some(l) if ucmp.compare(&f.start, l) == Ordering::Less => l,
+                _ => f.start.as_slice(),
+            };
+            let end = match hi {
+                Some(h) if ucmp.compare(&f.end, h) == Ordering::Greater => h,
+                _ => f.end.as_slice(),
+            };
+            if ucmp.compare(start, end) != Ordering::Less {
+                continue;
+            }
+            for &s in &f.seqs {
+                out.push((start.to_vec(), end.to_vec(), s));
+            }
+        }
+        out
+    }
+}
+
+/// A forward cursor over a shared list, for callers that ask about keys in
+/// ascending order (a compaction's input): each question costs amortized
+/// O(1) instead of a binary search.
+#[derive(Debug, Clone)]
+pub struct TombstoneCursor {
+    list: Arc<FragmentedRangeTombstoneList>,
+    pos: usize,
+}
+
+impl TombstoneCursor {
+    pub fn new(list: Arc<FragmentedRangeTombstoneList>) -> Self {
+        TombstoneCursor { list, pos: 0 }
+    }
+
+    /// The sequence numbers covering `user_key`, descending (empty if
+    /// none). REQUIRES: successive calls ask ascending keys; `reset`
+    /// starts over.
+    pub fn covering(&mut self, user_key: &[u8]) -> &[SequenceNumber] {
+        let list = &*self.list;
+        let ucmp = &list.ucmp;
+        while self.pos < list.fragments.len()
+            && ucmp.compare(&list.fragments[self.pos].end, user_key) != Ordering::Greater
+        {
+            self.pos += 1;
+        }
+        match list.fragments.get(self.pos) {
+            Some(f) if ucmp.compare(&f.start, user_key) != Ordering::Greater => &f.seqs,
+            _ => &[],
+        }
+    }
+
+    pub fn reset(&mut self) {
+        self.pos = 0;
+    }
+}
+
+/// The tombstones one reader honours: a few shared lists (the active
+/// memtable's, and the merged one of the immutable memtables and tables)
+/// seen at one snapshot.
+#[derive(Clone)]
+pub struct RangeDelAggregator {
+    snapshot: SequenceNumber,
+    lists: Vec<Arc<FragmentedRangeTombstoneList>>,
+}
+
+impl std::fmt::Debug for RangeDelAggregator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RangeDelAggregator")
+            .field("snapshot", &self.snapshot)
+            .field("lists", &self.lists.len())
+            .finish()
+    }
+}
+
+impl RangeDelAggregator {
+    pub fn new(snapshot: SequenceNumber) -> Self {
+        RangeDelAggregator {
+            snapshot,
+            lists: Vec::new(),
+        }
+    }
+
+    /// Adds a list (empty ones are not kept).
+    pub fn add(&mut self, list: Arc<FragmentedRangeTombstoneList>) {
+        if !list.is_empty() {
+            self.lists.push(list);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lists.is_empty()
+    }
+
+    /// The highest sequence number of a visible tombstone covering
+    /// `user_key` (0 if none).
+    pub fn max_covering_seq(&self, user_key: &[u8]) -> SequenceNumber {
+        self.lists
+            .iter()
+            .map(|l| l.max_covering_seq(user_key, self.snapshot))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// True if an entry of `user_key` at `seq` is deleted by a tombstone.
+    #[inline]
+    pub fn covers(&self, user_key: &[u8], seq: SequenceNumber) -> bool {
+        !self.lists.is_empty() && self.max_covering_seq(user_key) > seq
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::comparator::bytewise;
+
+    fn t(b: &str, e: &str, s: u64) -> (Vec<u8>, Vec<u8>, u64) {
+        (b.as_bytes().to_vec(), e.as_bytes().to_vec(), s)
+    }
+
+    fn shape(l: &FragmentedRangeTombstoneList) -> Vec<(String, String, Vec<u64>)> {
+        l.fragments()
+            .iter()
+            .map(|x| {
+                (
+                    String::from_utf8(x.start.clone()).unwrap(),
+                    String::from_utf8(x.end.clone()).unwrap(),
+                    x.seqs.clone(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fragments_cover_exactly_the_tombstones() {
+        let l = Arc::new(FragmentedRangeTombstoneList::new(
+            bytewise(),
+            &[t("b", "f", 10), t("d", "h", 20), t("x", "x", 5)],
+        ));
+        assert_eq!(
+            shape(&l),
+            vec![
+                ("b".into(), "d".into(), vec![10]),
+                ("d".into(), "f".into(), vec![20, 10]),
+                ("f".into(), "h".into(), vec![20]),
+            ]
+        );
+        assert_eq!(l.num_tombstones(), 4);
+        let mut c = TombstoneCursor::new(Arc::clone(&l));
+        assert_eq!(c.covering(b"a"), &[] as &[u64]);
+        assert_eq!(c.covering(b"c"), &[10]);
+        assert_eq!(c.covering(b"d"), &[20, 10]);
+        assert_eq!(c.covering(b"g"), &[20]);
+        assert_eq!(c.covering(b"h"), &[] as &[u64]);
+        c.reset();
+        assert_eq!(c.covering(b"c"), &[10]);
+        assert_eq!(l.max_covering_seq(b"e", 100), 20);
+        assert_eq!(l.max_covering_seq(b"e", 15), 10);
+        assert_eq!(l.max_covering_seq(b"e", 9), 0);
+        assert_eq!(l.max_covering_seq(b"h", 100), 0);
+        assert_eq!(l.max_covering_seq(b"a", 100), 0);
+        let c = l.clipped(Some(b"c"), Some(b"e"));
+        assert_eq!(c, vec![t("c", "d", 10), t("d", "e", 20), t("d", "e", 10)]);
+        let newer = l.select(|s| s.iter().copied().filter(|&s| s > 15).collect());
+        assert_eq!(newer.fragments().len(), 2);
+        assert_eq!(newer.max_covering_seq(b"c", 100), 0);
+        assert_eq!(newer.num_tombstones(), 2);
+    }
+
+    #[test]
+    fn merged_lists_delete_what_their_parts_delete() {
+        let a = FragmentedRangeTombstoneList::new(bytewise(), &[t("a", "m", 5), t("c", "e", 9)]);
+        let b = FragmentedRangeTombstoneList::new(bytewise(), &[t("d", "z", 7), t("c", "e", 9)]);
+        let m = FragmentedRangeTombstoneList::merge(bytewise(), &[&a, &b]);
+        for k in ["a", "b", "c", "d", "e", "l", "m", "y", "z"] {
+            for snap in [0, 5, 6, 7, 8, 9, 100] {
+                let want = a
+                    .max_covering_seq(k.as_bytes(), snap)
+                    .max(b.max_covering_seq(k.as_bytes(), snap));
+                assert_eq!(m.max_covering_seq(k.as_bytes(), snap), want, "{k} @ {snap}");
+            }
+        }
+        let mut agg = RangeDelAggregator::new(8);
+        agg.add(Arc::new(a));
+        agg.add(Arc::new(b));
+        agg.add(Arc::new(FragmentedRangeTombstoneList::empty(bytewise())));
+        assert_eq!(agg.lists.len(), 2, "empty lists are not kept");
+        assert!(agg.covers(b"d", 6));
+        assert!(!agg.covers(b"d", 7));
+        assert!(!agg.covers(b"c", 6), "seq 9 is above the snapshot");
+        assert!(agg.covers(b"c", 4));
+    }
+
+    /// Against a brute-force model: random tombstones, every key and
+    /// snapshot.
+    #[test]
+    fn coverage_matches_a_linear_scan() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for _ in 0..200 {
+            let n = next(12) as usize;
+            let ts: Vec<(Vec<u8>, Vec<u8>, u64)> = (0..n)
+                .map(|_| {
+                    let b = next(20) as u8;
+                    let e = b + next(8) as u8;
+                    (vec![b], vec![e], 1 + next(30))
+                })
+                .collect();
+            let l = FragmentedRangeTombstoneList::new(bytewise(), &ts);
+            for k in 0..30u8 {
+                for snap in 0..32 {
+                    let want = ts
+                        .iter()
+                        .filter(|(b, e, s)| b[0] <= k && k < e[0] && *s <= snap)
+                        .map(|t| t.2)
+                        .max()
+                        .unwrap_or(0);
+                    assert_eq!(
+                        l.max_covering_seq(&[k], snap),
+                        want,
+                        "{ts:?} key {k} snap {snap}"
+                    );
+                }
+            }
+        }
+    }
+}
