@@ -552,7 +552,7 @@ impl DbInner {
         let children = self.internal_children(&sv, &icmp, false)?;
         // Entries a range tombstone covers are skipped, as RocksDB 7.x's
         // merging iterator skips them.
-        let agg = self.range_dels(&sv, crate::format::MAX_SEQUENCE_NUMBER)?;
+        let mut agg = self.range_dels(&sv, crate::format::MAX_SEQUENCE_NUMBER)?;
         let mut it = MergingIterator::new(icmp, children);
         match begin {
             Some(b) => it.seek(&crate::format::make_internal_key(

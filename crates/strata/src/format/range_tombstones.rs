@@ -184,9 +184,56 @@ impl FragmentedRangeTombstoneList {
         let i = self
             .fragments
             .partition_point(|f| ucmp.compare(&f.end, user_key) != Ordering::Greater);
+        self.fragment_at(i, user_key)
+    }
+
+    /// Fragment `i` if it holds `user_key` (`i` is the first fragment
+    /// ending after the key).
+    fn fragment_at(&self, i: usize, user_key: &[u8]) -> Option<&Fragment> {
         self.fragments
             .get(i)
-            .filter(|f| ucmp.compare(&f.start, user_key) != Ordering::Greater)
+            .filter(|f| self.ucmp.compare(&f.start, user_key) != Ordering::Greater)
+    }
+
+    /// Whether `i` is the first fragment ending after `user_key` (the
+    /// partition point of the binary search).
+    fn is_position_of(&self, i: usize, user_key: &[u8]) -> bool {
+        let ucmp = &self.ucmp;
+        let n = self.fragments.len();
+        i <= n
+            && (i == 0 || ucmp.compare(&self.fragments[i - 1].end, user_key) != Ordering::Greater)
+            && (i == n || ucmp.compare(&self.fragments[i].end, user_key) == Ordering::Greater)
+    }
+
+    /// As [`max_covering_seq`](Self::max_covering_seq), starting from the
+    /// position `hint` left by the previous key: an iterator's keys are
+    /// near each other, so the position is usually the same or a neighbour
+    /// (two comparisons instead of a binary search).
+    pub fn max_covering_seq_near(
+        &self,
+        user_key: &[u8],
+        snapshot: SequenceNumber,
+        hint: &mut usize,
+    ) -> SequenceNumber {
+        let h = *hint;
+        let i = if self.is_position_of(h, user_key) {
+            h
+        } else if self.is_position_of(h + 1, user_key) {
+            h + 1
+        } else if h > 0 && self.is_position_of(h - 1, user_key) {
+            h - 1
+        } else {
+            let ucmp = &self.ucmp;
+            self.fragments
+                .partition_point(|f| ucmp.compare(&f.end, user_key) != Ordering::Greater)
+        };
+        debug_assert!(self.is_position_of(i, user_key));
+        *hint = i;
+        let Some(f) = self.fragment_at(i, user_key) else {
+            return 0;
+        };
+        let j = f.seqs.partition_point(|&s| s > snapshot);
+        f.seqs.get(j).copied().unwrap_or(0)
     }
 
     /// The highest sequence number at or below `snapshot` of a tombstone
@@ -298,6 +345,9 @@ impl TombstoneCursor {
 pub struct RangeDelAggregator {
     snapshot: SequenceNumber,
     lists: Vec<Arc<FragmentedRangeTombstoneList>>,
+    /// Per list, the position the last `covers` found (iterators ask
+    /// about neighbouring keys).
+    hints: Vec<usize>,
 }
 
 impl std::fmt::Debug for RangeDelAggregator {
@@ -314,6 +364,7 @@ impl RangeDelAggregator {
         RangeDelAggregator {
             snapshot,
             lists: Vec::new(),
+            hints: Vec::new(),
         }
     }
 
@@ -321,6 +372,7 @@ impl RangeDelAggregator {
     pub fn add(&mut self, list: Arc<FragmentedRangeTombstoneList>) {
         if !list.is_empty() {
             self.lists.push(list);
+            self.hints.push(0);
         }
     }
 
@@ -339,9 +391,14 @@ impl RangeDelAggregator {
     }
 
     /// True if an entry of `user_key` at `seq` is deleted by a tombstone.
+    /// Cheapest when successive calls ask about neighbouring keys.
     #[inline]
-    pub fn covers(&self, user_key: &[u8], seq: SequenceNumber) -> bool {
-        !self.lists.is_empty() && self.max_covering_seq(user_key) > seq
+    pub fn covers(&mut self, user_key: &[u8], seq: SequenceNumber) -> bool {
+        let snapshot = self.snapshot;
+        self.lists
+            .iter()
+            .zip(self.hints.iter_mut())
+            .any(|(l, h)| l.max_covering_seq_near(user_key, snapshot, h) > seq)
     }
 }
 
@@ -448,6 +505,19 @@ mod tests {
                 })
                 .collect();
             let l = FragmentedRangeTombstoneList::new(bytewise(), &ts);
+            // Hinted lookups, forward, backward and jumping, agree too.
+            let mut hint = 0;
+            let keys: Vec<u8> = (0..30)
+                .chain((0..30).rev())
+                .chain((0..30).map(|_| next(30) as u8))
+                .collect();
+            for &k in &keys {
+                let snap = next(32);
+                assert_eq!(
+                    l.max_covering_seq_near(&[k], snap, &mut hint),
+                    l.max_covering_seq(&[k], snap)
+                );
+            }
             for k in 0..30u8 {
                 for snap in 0..32 {
                     let want = ts
