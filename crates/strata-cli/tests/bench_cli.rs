@@ -153,9 +153,11 @@ fn bench_writes_report_file_and_statistics() {
         "--benchmarks=fillrandom".into(),
     ]);
     let line = report_lines(&out)[0];
-    // --duration: runs for the time, not the count.
+    // --duration: runs for the time, not the count (how many operations
+    // fit in it depends on the machine).
     let ops: u64 = field_after(line, "operations;").parse().unwrap();
-    assert!(ops > 2000, "{out}");
+    let secs: f64 = field_after(line, "seconds").parse().unwrap();
+    assert!(secs >= 2.0, "{out}");
     let report = std::fs::read_to_string(&csv).unwrap();
     let mut rows = report.lines();
     assert_eq!(rows.next(), Some("secs_elapsed,interval_qps"));
@@ -165,8 +167,11 @@ fn bench_writes_report_file_and_statistics() {
             (a.parse().unwrap(), b.parse().unwrap())
         })
         .collect();
+    // One row per elapsed interval; which second the first lands in
+    // depends on scheduling.
     assert!(!rows.is_empty(), "{report}");
-    assert_eq!(rows[0].0, 1, "{report}");
+    assert!(rows[0].0 >= 1, "{report}");
+    assert!(rows.windows(2).all(|w| w[0].0 < w[1].0), "{report}");
     assert!(rows.iter().map(|r| r.1).sum::<u64>() <= ops);
     assert!(out.contains("STATISTICS:\n"), "{out}");
     assert!(

@@ -20,10 +20,10 @@ fn random_entries(seed: u64, n: usize) -> BTreeMap<Vec<u8>, Vec<u8>> {
     while m.len() < n {
         let mut k = format!("key{:08}", rng.next() % 1_000_000).into_bytes();
         if rng.next() % 4 == 0 {
-            k.extend(rng.bytes(6)); // binary tails
+            k.extend(common::random_bytes(&mut rng, 6)); // binary tails
         }
         let v = if rng.next() % 3 == 0 {
-            rng.bytes(300)
+            common::random_bytes(&mut rng, 300)
         } else {
             // Compressible values, like db_bench's.
             vec![b'a' + (rng.next() % 26) as u8; (rng.next() % 200) as usize]

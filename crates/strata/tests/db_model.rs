@@ -20,20 +20,15 @@ use strata::table::CompressionType;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-struct Rng(u64);
+use strata::util::rng::Rng;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // splitmix64
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
+/// The model test's key and value draws.
+trait ModelDraws {
+    fn key(&mut self) -> Vec<u8>;
+    fn value(&mut self) -> Vec<u8>;
+}
+
+impl ModelDraws for Rng {
     fn key(&mut self) -> Vec<u8> {
         format!("k{:03}", self.below(120)).into_bytes()
     }

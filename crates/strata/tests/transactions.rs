@@ -140,17 +140,11 @@ fn overwrite_key_keeps_only_the_latest_entry_per_key() {
 }
 
 /// A small deterministic generator.
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-    fn key(&mut self) -> Vec<u8> {
-        format!("k{:02}", self.below(40)).into_bytes()
-    }
+use strata::util::rng::Rng;
+
+/// A key of the transaction tests' 40-key space.
+fn rand_key(r: &mut Rng) -> Vec<u8> {
+    format!("k{:02}", r.below(40)).into_bytes()
 }
 
 fn apply_merge(m: &mut Model, k: &[u8], v: &[u8]) {
@@ -169,7 +163,7 @@ fn transaction_iterators_match_a_model_in_both_directions_with_bounds() {
         let db = OptimisticTransactionDB::open(opts(&fs), "/db").unwrap();
         let mut model = Model::new();
         for _ in 0..rng.below(60) {
-            let k = rng.key();
+            let k = rand_key(&mut rng);
             match rng.below(4) {
                 0 => {
                     db.db().delete(&wo(), &k).unwrap();
@@ -191,7 +185,7 @@ fn transaction_iterators_match_a_model_in_both_directions_with_bounds() {
         }
         let mut txn = db.begin_transaction(wo(), OptimisticTransactionOptions::default());
         for _ in 0..rng.below(40) {
-            let k = rng.key();
+            let k = rand_key(&mut rng);
             match rng.below(5) {
                 0 => {
                     txn.delete(&k).unwrap();
@@ -221,7 +215,7 @@ fn transaction_iterators_match_a_model_in_both_directions_with_bounds() {
             );
         }
         // Full scans both ways.
-        let (lo, hi) = (rng.key(), rng.key());
+        let (lo, hi) = (rand_key(&mut rng), rand_key(&mut rng));
         let (lo, hi) = if lo <= hi { (lo, hi) } else { (hi, lo) };
         for bounded in [false, true] {
             let r = ReadOptions {
@@ -253,7 +247,7 @@ fn transaction_iterators_match_a_model_in_both_directions_with_bounds() {
             assert_eq!(back, want, "{ctx} backward bounded={bounded}");
             // Seeks, then a step each way (direction changes).
             for _ in 0..10 {
-                let t = rng.key();
+                let t = rand_key(&mut rng);
                 it.seek(&t);
                 let at = want.iter().position(|(k, _)| *k >= t);
                 assert_eq!(

@@ -50,28 +50,8 @@ pub struct Config {
     pub use_plain_table: bool,
 }
 
-/// SplitMix64: the stress tools' seeded generator.
-pub(crate) struct Rng(pub(crate) u64);
-
-impl Rng {
-    pub(crate) fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`0` when `n` is 0).
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    /// True with probability `1/n` (never when `n` is 0).
-    pub(crate) fn one_in(&mut self, n: u64) -> bool {
-        n > 0 && self.below(n) == 0
-    }
-}
+/// The stress tools' seeded generator.
+pub(crate) use strata::util::rng::Rng;
 
 /// The prefix of every verification failure (the crash test greps for it).
 pub const VERIFICATION_FAILED: &str = "VERIFICATION FAILED";

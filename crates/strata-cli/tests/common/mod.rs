@@ -84,18 +84,10 @@ pub fn hex(b: &[u8]) -> String {
 }
 
 /// A deterministic pseudo-random generator for test data.
-pub struct Rng(pub u64);
+pub use strata::util::rng::Rng;
 
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    pub fn bytes(&mut self, max_len: usize) -> Vec<u8> {
-        let n = (self.next() % (max_len as u64 + 1)) as usize;
-        (0..n).map(|_| self.next() as u8).collect()
-    }
+/// Up to `max_len` random bytes.
+pub fn random_bytes(r: &mut Rng, max_len: usize) -> Vec<u8> {
+    let n = (r.next() % (max_len as u64 + 1)) as usize;
+    (0..n).map(|_| r.next() as u8).collect()
 }

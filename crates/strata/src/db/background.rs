@@ -61,9 +61,10 @@ impl DbInner {
         while st.bg_work.may_schedule_flush(self.max_flushes, want_flush) {
             st.bg_work.flush_scheduled();
             let me = Arc::clone(&me);
-            self.env
-                .high_priority
-                .schedule(move || me.background_flush());
+            self.bg_jobs.spawn(
+                |job| self.env.high_priority.schedule(job),
+                move || me.background_flush(),
+            );
         }
         while st.bg_work.may_schedule_compaction(self.max_compactions) {
             let Some((c, ucmp)) = self.pick_compaction(st) else {
@@ -71,9 +72,10 @@ impl DbInner {
             };
             st.bg_work.enqueue(c, &ucmp);
             let me = Arc::clone(&me);
-            self.env
-                .low_priority
-                .schedule(move || me.background_compaction());
+            self.bg_jobs.spawn(
+                |job| self.env.low_priority.schedule(job),
+                move || me.background_compaction(),
+            );
         }
     }
 

@@ -85,15 +85,6 @@ impl ThreadPool {
         q.push_back(Box::new(job));
         self.shared.cv.notify_one();
     }
-
-    /// Jobs queued and not yet started.
-    pub fn queue_len(&self) -> usize {
-        self.shared
-            .queue
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
-    }
 }
 
 fn worker(shared: &PoolShared) {

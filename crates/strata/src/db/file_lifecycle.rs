@@ -178,7 +178,7 @@ impl DbInner {
             }
         }
         let old = st.files.take_wals_below(min_wal);
-        super::write_thread::lock(&self.wal).forget_below(min_wal);
+        crate::util::sync::lock(&self.wal).forget_below(min_wal);
         for w in old {
             crate::crash_point!("obsolete::before_delete_wal");
             self.retire_wal(w);

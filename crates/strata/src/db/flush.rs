@@ -318,9 +318,12 @@ impl DbInner {
                 st.bg_work.unregister(&c);
             }
         }
+        // The jobs' closures, and the references to this database they
+        // hold, are gone once this returns.
+        self.bg_jobs.wait_idle();
         self.info_log.log("DB closed");
         self.info_log.close();
-        if let Some(w) = super::write_thread::lock(&self.wal).current.as_mut() {
+        if let Some(w) = crate::util::sync::lock(&self.wal).current.as_mut() {
             if let Err(e) = w.flush() {
                 result = result.and(Err(e));
             }

@@ -248,6 +248,8 @@ pub(crate) struct DbInner {
     pub(crate) lock: Mutex<Option<Box<dyn FileLock>>>,
     /// Thread pools (and the default block cache).
     pub(crate) env: Arc<Env>,
+    /// Background job closures still running (close waits for them).
+    pub(crate) bg_jobs: Arc<scheduler::JobsInFlight>,
     /// Background flushes and compactions this DB runs at once.
     pub(crate) max_flushes: usize,
     pub(crate) max_compactions: usize,

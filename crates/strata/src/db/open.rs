@@ -361,6 +361,7 @@ impl DB {
                 )
             },
             env,
+            bg_jobs: Default::default(),
             max_flushes,
             max_compactions,
             started: std::time::Instant::now(),
@@ -814,7 +815,7 @@ impl DbInner {
         st.files.set_alive_wals(vec![new_wal]);
         self.fs.sync_dir(&self.wal_dir)?;
         {
-            let mut wal = super::write_thread::lock(&self.wal);
+            let mut wal = crate::util::sync::lock(&self.wal);
             wal.current = Some(LogWriter::new(file, new_wal, false));
             wal.dir_synced = true;
         }

@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::write::Group;
-use super::write_thread::lock;
 use crate::format::SequenceNumber;
+use crate::util::sync::lock;
 
 struct Slot {
     group: Arc<Group>,

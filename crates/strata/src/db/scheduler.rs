@@ -19,6 +19,7 @@
 //! of `DbState`), so the counts and sets change together.
 
 use std::collections::{HashSet, VecDeque};
+use std::sync::{Arc, Condvar, Mutex};
 
 use crate::compaction::Compaction;
 use crate::util::comparator::ComparatorRef;
@@ -252,6 +253,49 @@ impl BackgroundWork {
     /// No flush and no compaction job is queued or running.
     pub(crate) fn is_idle(&self) -> bool {
         self.flushes_scheduled == 0 && self.compactions_scheduled == 0
+    }
+}
+
+/// Background job closures not yet finished, counted apart from the state
+/// mutex: a job holds an `Arc` of the database until its closure returns,
+/// after it has told `BackgroundWork` it is done. Close waits for this
+/// count too, so that once a database is closed no pool thread holds it:
+/// otherwise the last reference to a shared `Env` could be dropped on one
+/// of the Env's own threads, which would then join itself.
+#[derive(Debug, Default)]
+pub(crate) struct JobsInFlight {
+    n: Mutex<usize>,
+    cv: Condvar,
+}
+
+impl JobsInFlight {
+    /// Runs `job` on a pool thread through `schedule`, counted until the
+    /// closure, and everything it captured, is gone.
+    pub(crate) fn spawn<J: FnOnce() + Send + 'static>(
+        self: &Arc<Self>,
+        schedule: impl FnOnce(Box<dyn FnOnce() + Send>),
+        job: J,
+    ) {
+        *crate::util::sync::lock(&self.n) += 1;
+        let me = Arc::clone(self);
+        schedule(Box::new(move || {
+            job();
+            // `job` (and the database it captured) was consumed above.
+            let mut n = crate::util::sync::lock(&me.n);
+            *n -= 1;
+            me.cv.notify_all();
+        }));
+    }
+
+    /// Waits until no job closure is alive.
+    pub(crate) fn wait_idle(&self) {
+        let mut n = crate::util::sync::lock(&self.n);
+        while *n > 0 {
+            n = self
+                .cv
+                .wait(n)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
     }
 }
 

@@ -22,12 +22,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use super::DbInner;
-use super::write_thread::{WriteSpecial, lock};
+use super::write_thread::WriteSpecial;
 use crate::error::{Error, Result};
 use crate::format::write_batch::{BatchRecord, HEADER_LEN};
 use crate::format::{ValueType, WriteBatch};
 use crate::options::WriteOptions;
 use crate::util::coding::put_length_prefixed_slice;
+use crate::util::sync::lock;
 
 /// A prepared section recovery found with no commit or rollback after it.
 #[derive(Clone, Debug)]

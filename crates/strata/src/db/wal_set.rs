@@ -25,11 +25,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::write_thread::lock;
 use crate::env::FileSystemRef;
 use crate::error::Result;
 use crate::format::write_batch::BatchRecord;
 use crate::format::{SequenceNumber, WriteBatch};
+use crate::util::sync::lock;
 use crate::wal::LogWriter;
 
 /// Marks the blob of a predecessor record.

@@ -40,7 +40,7 @@ use super::flow_control::StallCondition;
 use super::wal_set::{ClosedWal, predecessor_record};
 use super::write_signals::WriteSignals;
 use super::write_thread::{
-    STATE_COMPLETED, STATE_LEADER, STATE_MEMTABLE_WRITER, WriteCallback, WriteSpecial, Writer, lock,
+    STATE_COMPLETED, STATE_LEADER, STATE_MEMTABLE_WRITER, WriteCallback, WriteSpecial, Writer,
 };
 use super::{DbInner, DbState, MemTables};
 use crate::error::{Error, Result};
@@ -50,6 +50,7 @@ use crate::memtable::MemTable;
 use crate::options::WriteOptions;
 use crate::util::comparator::ComparatorRef;
 use crate::util::statistics::{HistogramKind, StopWatch, Ticker, record};
+use crate::util::sync::lock;
 use crate::wal::LogWriter;
 
 /// How groups move through the write path (from `Options`).

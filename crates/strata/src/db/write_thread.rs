@@ -19,13 +19,14 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use crate::error::Result;
 use crate::format::WriteBatch;
 use crate::options::WriteOptions;
+use crate::util::sync::lock;
 
 pub(crate) const STATE_INIT: u8 = 1;
 pub(crate) const STATE_LEADER: u8 = 2;
@@ -40,10 +41,6 @@ pub(crate) const MAX_GROUP_BYTES: usize = 1 << 20;
 const SPIN_ROUNDS: u32 = 200;
 /// Time a waiter yields its core before it parks.
 const YIELD_LIMIT: Duration = Duration::from_micros(100);
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// What a writer brings and what it gets back.
 /// Runs in the WAL stage just before a writer's batch gets its sequence

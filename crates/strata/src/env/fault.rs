@@ -20,10 +20,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::{
-    FileLock, FileSystem, FileSystemRef, RandomAccessFile, SequentialFile, SplitMix64, WritableFile,
-};
+use super::{FileLock, FileSystem, FileSystemRef, RandomAccessFile, SequentialFile, WritableFile};
 use crate::error::{Error, Result};
+use crate::util::rng::Rng;
 
 /// The kinds of counted operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -92,7 +91,7 @@ struct Fault {
 struct RandomFaults {
     kinds: Vec<OpKind>,
     one_in: u64,
-    rng: SplitMix64,
+    rng: Rng,
 }
 
 fn kind_matches(kinds: &[OpKind], kind: OpKind) -> bool {
@@ -138,7 +137,7 @@ fn check(shared: &Shared, kind: OpKind, paths: &[&Path]) -> Result<()> {
         f.mode == FailMode::Persistent
     });
     if let Some(r) = st.random.as_mut() {
-        if kind_matches(&r.kinds, kind) && r.rng.next_u64() % r.one_in.max(1) == 0 {
+        if kind_matches(&r.kinds, kind) && r.rng.next() % r.one_in.max(1) == 0 {
             fire = true;
         }
     }
@@ -215,7 +214,7 @@ impl FaultInjectionFileSystem {
         lock(&self.shared).random = Some(RandomFaults {
             kinds: kinds.to_vec(),
             one_in,
-            rng: SplitMix64::new(seed),
+            rng: Rng(seed),
         });
     }
 

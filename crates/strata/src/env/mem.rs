@@ -31,12 +31,10 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::{FileLock, FileSystem, RandomAccessFile, SequentialFile, SplitMix64, WritableFile};
+use super::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
 use crate::error::{Error, Result};
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+use crate::util::rng::Rng;
+use crate::util::sync::lock;
 
 #[derive(Debug)]
 struct FileData {
@@ -339,7 +337,7 @@ impl MemFileSystem {
     /// keeps a random-length prefix of its unsynced tail (maybe none, maybe
     /// all). Releases all locks and invalidates all open handles.
     pub fn crash(&self, seed: u64) {
-        self.crash_with(Some(&mut SplitMix64::new(seed)));
+        self.crash_with(Some(&mut Rng(seed)));
     }
 
     /// Power loss that keeps exactly the synced state: no pending directory
@@ -348,7 +346,7 @@ impl MemFileSystem {
         self.crash_with(None);
     }
 
-    fn crash_with(&self, mut rng: Option<&mut SplitMix64>) {
+    fn crash_with(&self, mut rng: Option<&mut Rng>) {
         let mut st = self.state();
         // The power fails now: handles check the generation while holding
         // their file's lock, and the copies below take each file's lock, so
@@ -359,7 +357,7 @@ impl MemFileSystem {
         let pending = std::mem::take(&mut st.pending);
         for op in &pending {
             if let Some(r) = rng.as_deref_mut() {
-                if r.next_u64() & 1 == 1 {
+                if r.next() & 1 == 1 {
                     op.apply_durable(&mut st.dirs);
                 }
             }
@@ -375,7 +373,7 @@ impl MemFileSystem {
                     let tail = (old.data.len() - synced) as u64;
                     let extra = match rng.as_deref_mut() {
                         None => 0,
-                        Some(r) => match r.next_u64() % 4 {
+                        Some(r) => match r.next() % 4 {
                             0 => 0,
                             1 => tail,
                             _ => r.up_to(tail),

@@ -166,33 +166,6 @@ pub fn default_fs() -> FileSystemRef {
     Arc::new(posix::PosixFileSystem::new())
 }
 
-/// A tiny seeded random number generator (SplitMix64) for the simulated
-/// crashes and random fault injection: deterministic for a given seed.
-#[derive(Debug, Clone)]
-pub(crate) struct SplitMix64(u64);
-
-impl SplitMix64 {
-    pub(crate) fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
-    }
-
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..=max` (close enough for testing).
-    pub(crate) fn up_to(&mut self, max: u64) -> u64 {
-        match max.checked_add(1) {
-            Some(n) => self.next_u64() % n,
-            None => self.next_u64(),
-        }
-    }
-}
-
 /// REQUIRES: the caller checked `offset + len` against the file size, so
 /// `len` never comes unchecked from disk.
 ///

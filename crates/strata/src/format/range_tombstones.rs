@@ -488,13 +488,8 @@ mod tests {
     /// snapshot.
     #[test]
     fn coverage_matches_a_linear_scan() {
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut next = move |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut rng = crate::util::rng::Rng(7);
+        let mut next = move |m: u64| rng.below(m);
         for _ in 0..200 {
             let n = next(12) as usize;
             let ts: Vec<(Vec<u8>, Vec<u8>, u64)> = (0..n)

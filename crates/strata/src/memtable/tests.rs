@@ -18,19 +18,7 @@ fn icmp() -> InternalKeyComparator {
 }
 
 /// xorshift64*, deterministic per seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use crate::util::rng::Rng;
 
 /// Model key: internal-key order for the bytewise comparator.
 type ModelKey = (Vec<u8>, Reverse<u64>);

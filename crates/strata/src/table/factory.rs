@@ -186,14 +186,6 @@ impl Table {
         }
     }
 
-    /// False only if the filter proves no key with `prefix` exists.
-    pub fn prefix_may_match(&self, prefix: &[u8]) -> bool {
-        match self {
-            Table::BlockBased(t) => t.prefix_may_match(prefix),
-            Table::Plain(t) => t.prefix_may_match(prefix),
-        }
-    }
-
     /// False only if the filter proves no key shares `user_key`'s prefix.
     pub fn prefix_of_key_may_match(&self, user_key: &[u8]) -> bool {
         match self {

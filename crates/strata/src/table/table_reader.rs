@@ -559,14 +559,6 @@ impl BlockBasedTable {
         may
     }
 
-    /// False only if the filter proves no key with `prefix` exists.
-    pub fn prefix_may_match(&self, prefix: &[u8]) -> bool {
-        match (&self.filter, &self.prefix_filter) {
-            (Some(TableFilter::Full(f)), Some(_)) => f.key_may_match(prefix),
-            _ => true,
-        }
-    }
-
     /// False only if the filter proves no key shares `user_key`'s prefix
     /// (under the prefix extractor this table's filter was built with).
     pub fn prefix_of_key_may_match(&self, user_key: &[u8]) -> bool {

@@ -57,7 +57,9 @@ macro_rules! crash_point {
 #[cfg(feature = "crash-points")]
 mod imp {
     use std::collections::BTreeMap;
-    use std::sync::{Mutex, MutexGuard};
+    use std::sync::Mutex;
+
+    use crate::util::sync::lock;
 
     type Hook = Box<dyn FnOnce() + Send>;
 
@@ -70,10 +72,6 @@ mod imp {
 
     static ARMED: Mutex<Option<Armed>> = Mutex::new(None);
     static HITS: Mutex<BTreeMap<&'static str, u64>> = Mutex::new(BTreeMap::new());
-
-    fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-        m.lock().unwrap_or_else(|e| e.into_inner())
-    }
 
     /// Runs `hook` at the `nth` (1-based) next hit of point `name`.
     /// Replaces whatever was armed.

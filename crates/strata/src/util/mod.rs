@@ -10,6 +10,8 @@ pub mod hash;
 pub mod histogram;
 pub mod id_map;
 pub mod prefetch;
+pub mod rng;
 pub mod slice_transform;
 pub mod statistics;
+pub mod sync;
 pub mod xxph3;

@@ -383,12 +383,6 @@ impl VersionSet {
         self.bg_error.as_ref()
     }
 
-    /// The smallest log number of any column family: WALs below it hold
-    /// nothing unflushed.
-    pub fn min_log_number_with_unflushed_data(&self) -> u64 {
-        self.cfs.values().map(|c| c.log_number).min().unwrap_or(0)
-    }
-
     /// `(id, name)` of every live column family, by id.
     pub fn column_families(&self) -> Vec<(u32, String)> {
         self.cfs.values().map(|c| (c.id, c.name.clone())).collect()

@@ -370,14 +370,6 @@ impl PlainTable {
         }
     }
 
-    /// False only if no key has `prefix` (prefix mode).
-    pub fn prefix_may_match(&self, prefix: &[u8]) -> bool {
-        match (&self.bloom, self.bloom_on_prefix) {
-            (Some(b), true) => b.may_contain_hash(slice_hash(prefix)),
-            _ => true,
-        }
-    }
-
     fn corruption(&self, offset: usize, msg: &str) -> Error {
         Error::corruption(&*self.name, offset as u64, msg)
     }

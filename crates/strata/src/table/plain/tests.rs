@@ -17,15 +17,7 @@ use crate::util::slice_transform::{FixedPrefix, SliceTransformRef};
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// A small deterministic generator (no dependency on test order).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+use crate::util::rng::Rng;
 
 /// Sorted internal keys (prefix "pNN", several keys per prefix, some at
 /// sequence 0) and values.

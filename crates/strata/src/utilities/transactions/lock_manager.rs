@@ -15,10 +15,11 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::error::{DEADLOCK_MSG, Error, Result};
+use crate::util::sync::lock;
 
 pub type TransactionId = u64;
 
@@ -80,10 +81,6 @@ pub(crate) struct LockManager {
     num_locks: AtomicI64,
     waiting: Mutex<HashMap<TransactionId, Waiting>>,
     deadlocks: Mutex<(VecDeque<DeadlockPath>, usize)>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl LockManager {
