@@ -8,7 +8,7 @@ use std::ffi::{c_char, c_int, c_uchar};
 use std::path::Path;
 use std::sync::Arc;
 
-use strata::db::Env;
+use strata::Env;
 use strata::utilities::backup::{BackupEngine, BackupEngineOptions, BackupInfo, RestoreOptions};
 use strata::utilities::checkpoint::Checkpoint;
 

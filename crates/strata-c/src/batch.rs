@@ -6,8 +6,8 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
+use strata::BatchRecord;
 use strata::WriteBatch;
-use strata::format::write_batch::BatchRecord;
 
 use crate::db::{cf_of, rocksdb_column_family_handle_t};
 use crate::ffi::{bytes, drop_raw, guard, guard_quiet, into_raw, put_out};

@@ -6,7 +6,7 @@
 
 use std::ffi::{c_char, c_int, c_uchar, c_void};
 
-use strata::util::comparator::bytewise;
+use strata::bytewise;
 use strata::utilities::transactions::WriteBatchWithIndex;
 
 use crate::batch::{DeletedCb, PutCb};

@@ -11,10 +11,10 @@ use std::cmp::Ordering;
 use std::ffi::{CStr, c_char, c_int, c_uchar, c_void};
 use std::sync::Arc;
 
+use strata::Comparator;
 use strata::compaction_filter::{CompactionFilter, Decision};
 use strata::merge_operator::MergeOperator;
-use strata::util::comparator::Comparator;
-use strata::util::slice_transform::{FixedPrefix, SliceTransform};
+use strata::{FixedPrefix, SliceTransform};
 
 use crate::ffi::{c_free, drop_raw, guard_quiet, into_raw};
 

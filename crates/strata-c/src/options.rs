@@ -8,13 +8,13 @@
 use std::ffi::{c_char, c_int, c_uchar};
 use std::sync::Arc;
 
-use strata::cache::BlockCache;
+use strata::BlockCache;
+use strata::CompressionType;
+use strata::Statistics;
 use strata::options::{
     CompactionStyle, FifoCompactionOptions, Options, ReadOptions, UniversalCompactionOptions,
     WalRecoveryMode, WriteOptions,
 };
-use strata::table::compression::CompressionType;
-use strata::util::statistics::Statistics;
 
 use crate::callbacks::{
     rocksdb_compactionfilter_t, rocksdb_comparator_t, rocksdb_mergeoperator_t,
@@ -39,10 +39,10 @@ pub struct rocksdb_block_based_table_options_t {
     bloom_bits_per_key: Option<f64>,
     block_cache: Option<Arc<BlockCache>>,
     no_block_cache: bool,
-    checksum: strata::util::checksum::ChecksumType,
+    checksum: strata::ChecksumType,
     format_version: u32,
     whole_key_filtering: bool,
-    index_type: strata::table::options::IndexType,
+    index_type: strata::IndexType,
     partition_filters: bool,
     metadata_block_size: usize,
     index_block_restart_interval: usize,
@@ -896,11 +896,11 @@ pub unsafe extern "C" fn rocksdb_options_set_block_based_table_factory(
             cf.index_block_restart_interval = t.index_block_restart_interval;
             cf.block_cache = if t.no_block_cache {
                 // The smallest cache Strata has: blocks are not kept.
-                Some(BlockCache::new(0) as Arc<dyn strata::table::options::BlockCacheApi>)
+                Some(BlockCache::new(0) as Arc<dyn strata::BlockCacheApi>)
             } else {
                 t.block_cache
                     .clone()
-                    .map(|c| c as Arc<dyn strata::table::options::BlockCacheApi>)
+                    .map(|c| c as Arc<dyn strata::BlockCacheApi>)
             };
         }
     })
@@ -1119,7 +1119,7 @@ setter!(
     rocksdb_block_based_table_options_t,
     rocksdb_block_based_options_set_checksum,
     c_char,
-    |t, v| if let Some(c) = strata::util::checksum::ChecksumType::from_u8(v as u8) {
+    |t, v| if let Some(c) = strata::ChecksumType::from_u8(v as u8) {
         t.checksum = c
     }
 );
@@ -1143,9 +1143,9 @@ setter!(
     rocksdb_block_based_options_set_index_type,
     c_int,
     |t, v| t.index_type = if v == 2 {
-        strata::table::options::IndexType::TwoLevelIndexSearch
+        strata::IndexType::TwoLevelIndexSearch
     } else {
-        strata::table::options::IndexType::BinarySearch
+        strata::IndexType::BinarySearch
     }
 );
 setter!(

@@ -5,7 +5,7 @@
 use std::ffi::{c_char, c_uchar};
 
 use strata::IngestExternalFileOptions;
-use strata::table::sst_file_writer::SstFileWriter;
+use strata::SstFileWriter;
 
 use crate::callbacks::rocksdb_comparator_t;
 use crate::db::{cf_of, db_of, rocksdb_column_family_handle_t, rocksdb_t};
@@ -35,7 +35,7 @@ enum WriterState {
 }
 
 pub struct rocksdb_sstfilewriter_t {
-    table: strata::table::options::TableOptions,
+    table: strata::TableOptions,
     state: WriterState,
 }
 

@@ -12,7 +12,7 @@
 use std::path::Path;
 
 use strata::ColumnFamilyOptions;
-use strata::table::CompressionType;
+use strata::CompressionType;
 
 pub use strata::db::options_parser::{OptionsFile, sanitize, style_from_code};
 

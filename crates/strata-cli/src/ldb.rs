@@ -11,11 +11,11 @@
 use std::io::{BufRead, Write};
 use std::sync::Arc;
 
+use strata::WriteBatch;
 use strata::db::{BottommostLevelCompaction, CompactRangeOptions};
-use strata::format::WriteBatch;
-use strata::format::write_batch::BatchRecord;
 use strata::merge_operator::StringAppendOperator;
-use strata::wal::LogReader;
+use strata::tools::format::write_batch::BatchRecord;
+use strata::tools::wal::LogReader;
 use strata::{
     ColumnFamilyDescriptor, ColumnFamilyHandle, ColumnFamilyOptions, DB, Options, ReadOptions,
     WriteOptions,
@@ -483,8 +483,8 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
                 .find(|d| d.name == h.name)
                 .map(|d| d.options.table_options(h.id, &h.name))
                 .ok_or_else(|| format!("Failed: Column family not found: {}", h.name))?;
-            let fs = strata::env::default_fs();
-            let mut w = strata::table::SstFileWriter::create_for_column_family(
+            let fs = strata::fs::default_fs();
+            let mut w = strata::SstFileWriter::create_for_column_family(
                 &*fs,
                 std::path::Path::new(path),
                 topts,
@@ -641,11 +641,11 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
                 }
                 count += 1;
                 if !count_only {
-                    let key = strata::format::make_internal_key(
+                    let key = strata::tools::format::make_internal_key(
                         &v.user_key,
                         v.sequence,
-                        strata::format::ValueType::from_u8(v.value_type)
-                            .unwrap_or(strata::format::ValueType::Value),
+                        strata::tools::format::ValueType::from_u8(v.value_type)
+                            .unwrap_or(strata::tools::format::ValueType::Value),
                     );
                     let value = if c.value_hex {
                         to_hex(&v.value)
@@ -655,7 +655,7 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
                     writeln!(
                         out,
                         "{} => {value}",
-                        strata::version::internal_key_debug_string(&key, c.key_hex)
+                        strata::tools::version::internal_key_debug_string(&key, c.key_hex)
                     )
                     .map_err(|e| e.to_string())?;
                 }
@@ -819,14 +819,14 @@ fn dump_wal(
     header: bool,
     print_value: bool,
 ) -> Result<(), String> {
-    let fs = strata::env::default_fs();
+    let fs = strata::fs::default_fs();
     let file = fs
         .new_sequential_file(std::path::Path::new(path))
         .map_err(err)?;
     let number = std::path::Path::new(path)
         .file_name()
         .and_then(|n| n.to_str())
-        .and_then(strata::filename::parse_file_name)
+        .and_then(strata::tools::filename::parse_file_name)
         .map_or(0, |(n, _)| n);
     let mut r = LogReader::new(file, number);
     if header {

@@ -5,13 +5,13 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use strata::env::{FileSystem, default_fs};
-use strata::format::parse_internal_key;
-use strata::table::block::KeyOrder;
-use strata::table::format::BlockHandle;
-use strata::table::iterator::InternalIterator;
-use strata::table::properties::{TableProperties, UNKNOWN_COLUMN_FAMILY};
-use strata::table::{Table, TableOptions};
+use strata::fs::{FileSystem, default_fs};
+use strata::tools::format::iterator::InternalIterator;
+use strata::tools::format::parse_internal_key;
+use strata::tools::table::block::KeyOrder;
+use strata::tools::table::format::BlockHandle;
+use strata::tools::table::properties::{TableProperties, UNKNOWN_COLUMN_FAMILY};
+use strata::tools::table::{Table, TableOptions};
 
 use crate::flags::{Flags, from_hex, to_hex};
 
@@ -108,8 +108,8 @@ fn dump_one(fs: &dyn FileSystem, path: &Path, s: &Settings) -> Result<(), String
     println!(
         "Sst file format: {}",
         match table.kind() {
-            strata::table::format::TableKind::BlockBased => "block-based",
-            strata::table::format::TableKind::Plain => "plain table",
+            strata::tools::table::format::TableKind::BlockBased => "block-based",
+            strata::tools::table::format::TableKind::Plain => "plain table",
         }
     );
     match s.command.as_str() {
@@ -150,10 +150,10 @@ fn dump_one(fs: &dyn FileSystem, path: &Path, s: &Settings) -> Result<(), String
 fn scan(table: &Arc<Table>, s: &Settings, print: bool) -> Result<(), String> {
     let mut it = table.iter();
     match &s.from {
-        Some(k) => it.seek(&strata::format::make_internal_key(
+        Some(k) => it.seek(&strata::tools::format::make_internal_key(
             k,
-            strata::format::MAX_SEQUENCE_NUMBER,
-            strata::format::ValueType::WideColumnEntity,
+            strata::tools::format::MAX_SEQUENCE_NUMBER,
+            strata::tools::format::ValueType::WideColumnEntity,
         )),
         None => it.seek_to_first(),
     }
@@ -238,7 +238,7 @@ fn raw_dump(table: &Arc<Table>) -> strata::Result<String> {
     let _ = writeln!(
         out,
         "  table_magic_number: {}",
-        strata::table::format::BLOCK_BASED_TABLE_MAGIC
+        strata::tools::table::format::BLOCK_BASED_TABLE_MAGIC
     );
     let _ = writeln!(out, "  format version: {}\n  ", footer.format_version);
     let _ = writeln!(
@@ -294,7 +294,7 @@ fn raw_dump(table: &Arc<Table>) -> strata::Result<String> {
         while it.valid() {
             hex_ascii(
                 &mut out,
-                strata::format::extract_user_key(it.key()),
+                strata::tools::format::extract_user_key(it.key()),
                 it.value(),
             );
             it.next();
@@ -319,7 +319,7 @@ fn raw_dump(table: &Arc<Table>) -> strata::Result<String> {
             "\nRange deletions:\n--------------------------------------"
         );
         for (k, v) in table.range_tombstones() {
-            hex_ascii(&mut out, strata::format::extract_user_key(k), v);
+            hex_ascii(&mut out, strata::tools::format::extract_user_key(k), v);
         }
     }
     Ok(out)

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::io::BufRead;
 
-use strata::table::{CompressionType, SstFileWriter, TableOptions};
-use strata::util::checksum::ChecksumType;
+use strata::tools::table::{CompressionType, SstFileWriter, TableOptions};
+use strata::tools::util::checksum::ChecksumType;
 
 use crate::flags::{Flags, from_hex};
 
@@ -27,7 +27,7 @@ pub fn run(f: &Flags) -> Result<(), String> {
     opts.format_version = f.num("format_version", 5u32)?;
     let partition_all = f.bool("partition_index_and_filters")?;
     if partition_all || f.bool("partition_index")? {
-        opts.index_type = strata::table::options::IndexType::TwoLevelIndexSearch;
+        opts.index_type = strata::IndexType::TwoLevelIndexSearch;
     }
     opts.partition_filters = partition_all;
     opts.metadata_block_size = f.num("metadata_block_size", 4096usize)?;

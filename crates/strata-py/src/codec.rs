@@ -231,7 +231,7 @@ fn decode_int(py: Python<'_>, b: &[u8]) -> PyResult<PyObject> {
 #[derive(Debug)]
 pub struct RocksdictComparator;
 
-impl strata::util::comparator::Comparator for RocksdictComparator {
+impl strata::Comparator for RocksdictComparator {
     fn name(&self) -> &str {
         "rocksdict"
     }
@@ -274,7 +274,7 @@ fn minimal(mut v: &[u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strata::util::comparator::Comparator;
+    use strata::Comparator;
 
     #[test]
     fn ints_compare_numerically_and_other_keys_bytewise() {

@@ -7,15 +7,13 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use strata::cache::BlockCache;
+use strata::BlockCache;
+use strata::BlockCacheApi;
+use strata::CompressionType;
 use strata::options::{
     CompactionStyle, IngestExternalFileOptions as Ingest, ReadOptions as Ro, WriteOptions as Wo,
 };
-use strata::table::compression::CompressionType;
-use strata::table::options::BlockCacheApi;
-use strata::util::slice_transform::{
-    CappedPrefix, FixedPrefix, SliceTransform as St, SliceTransformRef,
-};
+use strata::{CappedPrefix, FixedPrefix, SliceTransform as St, SliceTransformRef};
 
 /// rocksdict's defaults: missing databases are created; outside raw mode
 /// keys are ordered by rocksdict's comparator (ints numerically).
@@ -473,11 +471,11 @@ pub struct BlockBasedOptions {
     bloom_bits_per_key: Option<f64>,
     format_version: u32,
     whole_key_filtering: bool,
-    index_type: strata::table::options::IndexType,
+    index_type: strata::IndexType,
     partition_filters: bool,
     metadata_block_size: usize,
     index_block_restart_interval: usize,
-    checksum: strata::util::checksum::ChecksumType,
+    checksum: strata::ChecksumType,
     cache: Option<Arc<BlockCache>>,
 }
 
@@ -564,50 +562,50 @@ impl Cache {
 /// binary-search index it is built on.
 #[pyclass(module = "strata")]
 #[derive(Clone)]
-pub struct BlockBasedIndexType(strata::table::options::IndexType);
+pub struct BlockBasedIndexType(strata::IndexType);
 
 #[pymethods]
 impl BlockBasedIndexType {
     #[staticmethod]
     fn binary_search() -> Self {
-        BlockBasedIndexType(strata::table::options::IndexType::BinarySearch)
+        BlockBasedIndexType(strata::IndexType::BinarySearch)
     }
     #[staticmethod]
     fn hash_search() -> Self {
-        BlockBasedIndexType(strata::table::options::IndexType::BinarySearch)
+        BlockBasedIndexType(strata::IndexType::BinarySearch)
     }
     #[staticmethod]
     fn two_level_index_search() -> Self {
-        BlockBasedIndexType(strata::table::options::IndexType::TwoLevelIndexSearch)
+        BlockBasedIndexType(strata::IndexType::TwoLevelIndexSearch)
     }
 }
 
 /// rocksdict's `ChecksumType`.
 #[pyclass(module = "strata")]
 #[derive(Clone)]
-pub struct ChecksumType(strata::util::checksum::ChecksumType);
+pub struct ChecksumType(strata::ChecksumType);
 
 #[pymethods]
 impl ChecksumType {
     #[staticmethod]
     fn no_checksum() -> Self {
-        ChecksumType(strata::util::checksum::ChecksumType::NoChecksum)
+        ChecksumType(strata::ChecksumType::NoChecksum)
     }
     #[staticmethod]
     fn crc32c() -> Self {
-        ChecksumType(strata::util::checksum::ChecksumType::Crc32c)
+        ChecksumType(strata::ChecksumType::Crc32c)
     }
     #[staticmethod]
     fn xxhash() -> Self {
-        ChecksumType(strata::util::checksum::ChecksumType::XxHash)
+        ChecksumType(strata::ChecksumType::XxHash)
     }
     #[staticmethod]
     fn xxhash64() -> Self {
-        ChecksumType(strata::util::checksum::ChecksumType::XxHash64)
+        ChecksumType(strata::ChecksumType::XxHash64)
     }
     #[staticmethod]
     fn xxh3() -> Self {
-        ChecksumType(strata::util::checksum::ChecksumType::Xxh3)
+        ChecksumType(strata::ChecksumType::Xxh3)
     }
 }
 

@@ -972,8 +972,8 @@ impl WriteBatch {
 /// Writes a table file for `Rdict.ingest_external_file` (keys in order).
 #[pyclass(module = "strata", unsendable)]
 pub struct SstFileWriter {
-    table: strata::table::options::TableOptions,
-    writer: Option<strata::table::sst_file_writer::SstFileWriter>,
+    table: strata::TableOptions,
+    writer: Option<strata::SstFileWriter>,
     codec: Codec,
     size: u64,
 }
@@ -998,10 +998,7 @@ impl SstFileWriter {
         self.codec.dumps = dumps;
     }
     fn open(&mut self, path: &str) -> PyResult<()> {
-        self.writer = Some(
-            strata::table::sst_file_writer::SstFileWriter::create(path, self.table.clone())
-                .map_err(err)?,
-        );
+        self.writer = Some(strata::SstFileWriter::create(path, self.table.clone()).map_err(err)?);
         Ok(())
     }
     fn __setitem__(&mut self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -1026,7 +1023,7 @@ impl SstFileWriter {
 }
 
 impl SstFileWriter {
-    fn open_writer(&mut self) -> PyResult<&mut strata::table::sst_file_writer::SstFileWriter> {
+    fn open_writer(&mut self) -> PyResult<&mut strata::SstFileWriter> {
         self.writer
             .as_mut()
             .ok_or_else(|| PyException::new_err("Invalid argument: File is not opened"))

@@ -7,15 +7,15 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use strata::env::default_fs;
-use strata::format::{MAX_SEQUENCE_NUMBER, ValueType, make_internal_key};
-use strata::table::block::{Block, KeyOrder};
-use strata::table::block_builder::BlockBuilder;
-use strata::table::filter::{FilterBuilder, FilterReader};
-use strata::table::iterator::InternalIterator;
-use strata::table::{Table, TableBuilder, TableOptions};
-use strata::util::comparator::bytewise;
-use strata::wal::LogWriter;
+use strata::fs::default_fs;
+use strata::tools::format::iterator::InternalIterator;
+use strata::tools::format::{MAX_SEQUENCE_NUMBER, ValueType, make_internal_key};
+use strata::tools::table::block::{Block, KeyOrder};
+use strata::tools::table::block_builder::BlockBuilder;
+use strata::tools::table::filter::{FilterBuilder, FilterReader};
+use strata::tools::table::{Table, TableBuilder, TableOptions};
+use strata::tools::util::comparator::bytewise;
+use strata::tools::wal::LogWriter;
 
 fn key(i: u64) -> Vec<u8> {
     // db_bench's key: 8-byte big-endian number padded to 16 bytes.
@@ -34,7 +34,7 @@ fn bench_block_seek(c: &mut Criterion) {
         );
     }
     let block = Arc::new(Block::from_vec(b.finish().to_vec()).unwrap());
-    let order = KeyOrder::Internal(strata::format::InternalKeyComparator::new(bytewise()));
+    let order = KeyOrder::Internal(strata::tools::format::InternalKeyComparator::new(bytewise()));
     let mut it = block.iter(order, false);
     let targets: Vec<Vec<u8>> = (0..n * 2)
         .map(|i| make_internal_key(&key(i), MAX_SEQUENCE_NUMBER, ValueType::WideColumnEntity))
@@ -95,7 +95,7 @@ fn bench_table_get(c: &mut Criterion) {
         })
     });
     let mut cached_opts = opts.clone();
-    cached_opts.block_cache = Some(strata::cache::BlockCache::new(64 << 20));
+    cached_opts.block_cache = Some(strata::BlockCache::new(64 << 20));
     let file = fs.new_random_access_file(&path).unwrap();
     let cached = Arc::new(Table::open(file, "bench.sst", info.file_size, &cached_opts).unwrap());
     c.bench_function("table_get_hit_block_cache", |b| {

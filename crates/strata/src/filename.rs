@@ -14,8 +14,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::env::FileSystem;
 use crate::error::{Error, Result};
+use crate::fs::FileSystem;
 
 /// The kinds of files found in a DB directory (RocksDB's `FileType`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -237,8 +237,8 @@ pub fn read_current_file(fs: &dyn FileSystem, dbname: &Path) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::env::fault::{FailMode, FaultInjectionFileSystem, OpKind};
-    use crate::env::mem::MemFileSystem;
+    use crate::fs::fault::{FailMode, FaultInjectionFileSystem, OpKind};
+    use crate::fs::mem::MemFileSystem;
     use std::sync::Arc;
 
     #[test]

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::compaction_filter::CompactionFilterRef;
-use crate::env::FileSystemRef;
 use crate::format::SequenceNumber;
+use crate::fs::FileSystemRef;
 use crate::merge_operator::MergeOperatorRef;
 use crate::table::options::BlockCacheApi;
 use crate::table::{CompressionType, TableOptions};
@@ -596,7 +596,7 @@ pub struct Options {
     pub delayed_write_rate: u64,
     /// Thread pools and block cache shared with other DBs; `None` makes
     /// ones for this DB.
-    pub env: Option<Arc<crate::db::Env>>,
+    pub env: Option<Arc<crate::env::Env>>,
     /// The LOG file rolls past this size (0 = never by size).
     pub max_log_file_size: u64,
     /// The LOG file rolls after this many seconds (0 = never by age).

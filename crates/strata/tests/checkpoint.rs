@@ -14,8 +14,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use strata::env::FileSystem;
-use strata::env::mem::MemFileSystem;
+use strata::fs::FileSystem;
+use strata::fs::mem::MemFileSystem;
 use strata::options::{ColumnFamilyOptions, Options, ReadOptions, WriteOptions};
 use strata::utilities::checkpoint::Checkpoint;
 use strata::{ColumnFamilyDescriptor, DB, Error};
@@ -287,7 +287,7 @@ fn a_failed_checkpoint_leaves_no_checkpoint_and_a_working_database() {
     // either the checkpoint is complete and opens with every key, or its
     // directory does not exist; the database keeps working either way,
     // and a retry succeeds.
-    use strata::env::fault::{FailMode, FaultInjectionFileSystem};
+    use strata::fs::fault::{FailMode, FaultInjectionFileSystem};
     let setup = || {
         let mem = MemFileSystem::new();
         let fs = Arc::new(FaultInjectionFileSystem::new(Arc::new(mem.clone())));

@@ -1,5 +1,5 @@
 //! G3 (docs/RELIABILITY.md): a power loss at every named crash point of the file
-//! lifecycle (`strata::util::crash_point::POINTS`), then recovery and the
+//! lifecycle (`strata::tools::util::crash_point::POINTS`), then recovery and the
 //! prefix check of the power-loss suite.
 //!
 //! For each point and seed, a database on the crashable in-memory file
@@ -20,11 +20,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::history::{KEYS, Op, Rng, key, matching_prefixes, random_batch, scan, to_write_batch};
 use strata::DB;
-use strata::env::mem::MemFileSystem;
+use strata::fs::mem::MemFileSystem;
 use strata::merge_operator::StringAppendOperator;
 use strata::options::{IngestExternalFileOptions, Options, WriteOptions};
-use strata::table::{SstFileWriter, TableOptions};
-use strata::util::crash_point;
+use strata::tools::table::{SstFileWriter, TableOptions};
+use strata::tools::util::crash_point;
 use strata::utilities::backup::{BackupEngine, BackupEngineOptions, RestoreOptions};
 use strata::utilities::checkpoint::Checkpoint;
 
@@ -68,7 +68,7 @@ fn external_file_ops(rng: &mut Rng, index: usize) -> Vec<Op> {
 
 /// Writes `ops` (as [`external_file_ops`] makes them) to an external file.
 fn write_external_file(fs: &MemFileSystem, path: &str, ops: &[Op]) -> strata::Result<()> {
-    use strata::env::FileSystem;
+    use strata::fs::FileSystem;
     fs.create_dir_all(std::path::Path::new("/ext"))?;
     let mut w = SstFileWriter::create_in(fs, std::path::Path::new(path), TableOptions::default())?;
     for op in ops {
@@ -232,7 +232,7 @@ fn run(point: &'static str, seed: u64) -> Result<bool, String> {
     // STRATA_CRASH_DIAG=1: failures carry the files, MANIFEST and LOG the
     // crash left.
     let diag = if std::env::var("STRATA_CRASH_DIAG").is_ok() {
-        use strata::env::FileSystem;
+        use strata::fs::FileSystem;
         let mut d = format!("\nfiles after the crash: {:?}\n", fs.file_names());
         d.push_str(
             &strata::tools::manifest_dump_with(&fs, std::path::Path::new("/db"), None)
@@ -268,7 +268,7 @@ fn run(point: &'static str, seed: u64) -> Result<bool, String> {
     // a prefix with every batch acknowledged before the checkpoint began
     // (one the crash interrupted may not exist at all).
     for (dir, before) in &checkpoints {
-        use strata::env::FileSystem;
+        use strata::fs::FileSystem;
         if !fs.file_exists(std::path::Path::new(dir)) {
             continue;
         }
@@ -314,7 +314,7 @@ fn run(point: &'static str, seed: u64) -> Result<bool, String> {
     // A restore the crash interrupted leaves no database (no CURRENT);
     // one that has CURRENT holds the backup's state.
     for (dir, b, completed) in &restores {
-        use strata::env::FileSystem;
+        use strata::fs::FileSystem;
         let current = std::path::Path::new(dir).join("CURRENT");
         if !fs.file_exists(&current) {
             if *completed {
@@ -334,7 +334,7 @@ fn run(point: &'static str, seed: u64) -> Result<bool, String> {
 /// A backup engine on `fs` (backups in `/bk`, restores on `fs` too).
 fn backup_engine(fs: &MemFileSystem) -> strata::Result<BackupEngine> {
     let mut o = BackupEngineOptions::new("/bk");
-    let handle: strata::env::FileSystemRef = Arc::new(fs.process());
+    let handle: strata::fs::FileSystemRef = Arc::new(fs.process());
     o.backup_fs = Some(Arc::clone(&handle));
     BackupEngine::open_with_db_fs(o, handle, false)
 }

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use strata::compaction_filter::{CompactionFilter, Decision, TtlCompactionFilter};
 use strata::db::{BottommostLevelCompaction, CompactRangeOptions};
-use strata::env::FileSystem;
-use strata::env::mem::MemFileSystem;
+use strata::fs::FileSystem;
+use strata::fs::mem::MemFileSystem;
 use strata::options::{CompactionStyle, Options, ReadOptions, WriteOptions};
 use strata::{DB, Env};
 
@@ -24,7 +24,7 @@ fn opts(fs: &MemFileSystem) -> Options {
     o.cf.target_file_size_base = 16 << 10;
     o.cf.max_bytes_for_level_base = 64 << 10;
     o.cf.level0_file_num_compaction_trigger = 2;
-    o.cf.compression = strata::table::CompressionType::None;
+    o.cf.compression = strata::CompressionType::None;
     o
 }
 
@@ -721,8 +721,8 @@ fn an_empty_range_deletion_is_not_flushed() {
 
 #[test]
 fn compression_per_level_picks_each_tables_codec_as_rocksdb() {
-    use strata::table::Table;
-    use strata::table::compression::CompressionType;
+    use strata::CompressionType;
+    use strata::tools::table::Table;
     let fs = MemFileSystem::new();
     let mut o = opts(&fs);
     o.cf.disable_auto_compactions = true;

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use strata::env::fault::{FailMode, FaultInjectionFileSystem};
-use strata::env::mem::MemFileSystem;
+use strata::fs::fault::{FailMode, FaultInjectionFileSystem};
+use strata::fs::mem::MemFileSystem;
 use strata::{DB, Options, ReadOptions, WriteOptions};
 
 fn options(fs: &Arc<FaultInjectionFileSystem>) -> Options {
@@ -62,8 +62,7 @@ const INGESTED: std::ops::Range<usize> = WRITES + 10..WRITES + 30;
 
 /// Writes the external file with keys `INGESTED` to `path` on `fs`.
 fn write_external_file(fs: &FaultInjectionFileSystem, path: &Path) -> strata::Result<()> {
-    let mut w =
-        strata::table::SstFileWriter::create_in(fs, path, strata::table::TableOptions::default())?;
+    let mut w = strata::SstFileWriter::create_in(fs, path, strata::TableOptions::default())?;
     for i in INGESTED {
         w.put(&key(i), &value(i))?;
     }

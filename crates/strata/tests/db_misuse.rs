@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use strata::util::comparator::Comparator;
-use strata::util::slice_transform::FixedPrefix;
+use strata::FixedPrefix;
+use strata::tools::util::comparator::Comparator;
 use strata::{
     ColumnFamilyDescriptor, ColumnFamilyOptions, DB, Error, Options, ReadOptions, WriteBatch,
     WriteOptions,

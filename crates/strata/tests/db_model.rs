@@ -9,18 +9,18 @@ mod common;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use strata::CompressionType;
+use strata::WriteBatch;
 use strata::db::DB;
 use strata::db::{BottommostLevelCompaction, CompactRangeOptions};
-use strata::env::FileSystem;
-use strata::env::mem::MemFileSystem;
-use strata::format::WriteBatch;
+use strata::fs::FileSystem;
+use strata::fs::mem::MemFileSystem;
 use strata::merge_operator::StringAppendOperator;
 use strata::options::{CompactionStyle, Options, ReadOptions, WriteOptions};
-use strata::table::CompressionType;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-use strata::util::rng::Rng;
+use strata::tools::util::rng::Rng;
 
 /// The model test's key and value draws.
 trait ModelDraws {
@@ -214,7 +214,7 @@ fn options(fs: &MemFileSystem, set: &OptionSet) -> Options {
     // serve (3-byte prefixes, 5 buckets: several prefixes share each).
     if set.write_mode == 1 {
         o.cf.memtable_factory = if set.table_layout == 4 {
-            o.cf.prefix_extractor = Some(Arc::new(strata::util::slice_transform::FixedPrefix(3)));
+            o.cf.prefix_extractor = Some(Arc::new(strata::FixedPrefix(3)));
             strata::MemTableFactory::PrefixHash { bucket_count: 5 }
         } else {
             strata::MemTableFactory::Vector
@@ -232,7 +232,7 @@ fn options(fs: &MemFileSystem, set: &OptionSet) -> Options {
     if set.table_layout == 3 {
         // Memtable blooms over the prefixes.
         o.cf.memtable_prefix_bloom_size_ratio = 0.1;
-        o.cf.prefix_extractor = Some(Arc::new(strata::util::slice_transform::FixedPrefix(3)));
+        o.cf.prefix_extractor = Some(Arc::new(strata::FixedPrefix(3)));
         o.cf.table_factory = strata::TableFactory::Plain(strata::PlainTableOptions {
             user_key_len: 4,
             encoding_type: strata::EncodingType::Prefix,
@@ -241,7 +241,7 @@ fn options(fs: &MemFileSystem, set: &OptionSet) -> Options {
             ..Default::default()
         });
     } else if matches!(set.table_layout, 1 | 2) {
-        o.cf.index_type = strata::table::options::IndexType::TwoLevelIndexSearch;
+        o.cf.index_type = strata::IndexType::TwoLevelIndexSearch;
         o.cf.metadata_block_size = 128;
         o.cf.partition_filters = set.table_layout == 1;
         o.cf.format_version = if set.table_layout == 2 { 6 } else { 5 };
@@ -406,12 +406,9 @@ fn run_seed(seed: u64, set: &OptionSet) {
                 keys.dedup();
                 let path = std::path::PathBuf::from(format!("/ext/{step}.sst"));
                 fs.create_dir_all(std::path::Path::new("/ext")).unwrap();
-                let mut w = strata::table::SstFileWriter::create_in(
-                    &fs,
-                    &path,
-                    strata::table::TableOptions::default(),
-                )
-                .unwrap();
+                let mut w =
+                    strata::SstFileWriter::create_in(&fs, &path, strata::TableOptions::default())
+                        .unwrap();
                 let range = (rng.below(4) == 0 && set.table_layout != 3).then(|| {
                     let (a, b) = (rng.key(), rng.key());
                     if a <= b { (a, b) } else { (b, a) }
@@ -637,9 +634,9 @@ fn run_seed(seed: u64, set: &OptionSet) {
                     "/db/{:06}.sst",
                     f.file_number
                 )));
-                bytes
-                    .unwrap_or_default()
-                    .ends_with(&strata::table::format::LEGACY_PLAIN_TABLE_MAGIC.to_le_bytes())
+                bytes.unwrap_or_default().ends_with(
+                    &strata::tools::table::format::LEGACY_PLAIN_TABLE_MAGIC.to_le_bytes(),
+                )
             })
             .count();
         assert!(

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use strata::env::FileSystem;
-use strata::env::mem::MemFileSystem;
+use strata::fs::FileSystem;
+use strata::fs::mem::MemFileSystem;
 use strata::{DB, Error, Options, ReadOptions, WalRecoveryMode, WriteOptions};
 
 const N: usize = 30;

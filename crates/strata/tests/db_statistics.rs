@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use strata::env::mem::MemFileSystem;
+use strata::fs::mem::MemFileSystem;
 use strata::{
     DB, HistogramKind, Options, ReadOptions, Statistics, Ticker, WriteBatch, WriteOptions,
 };

@@ -12,9 +12,9 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
-use strata::env::default_fs;
+use strata::fs::default_fs;
 use strata::options::WalRecoveryMode;
-use strata::wal::LogWriter;
+use strata::tools::wal::LogWriter;
 use strata::{DB, Error, Options, ReadOptions, WriteBatch, WriteOptions};
 
 const WRITERS: usize = 4;
@@ -512,11 +512,12 @@ fn log_data_alone_reaches_the_wal_without_a_sequence_number() {
     let mut blobs = Vec::new();
     for wal in wal_files(dir.path()) {
         let file = default_fs().new_sequential_file(&wal).unwrap();
-        let mut r = strata::wal::LogReader::new(file, 0);
+        let mut r = strata::tools::wal::LogReader::new(file, 0);
         while let Ok(Some(rec)) = r.read_record() {
             let b = WriteBatch::from_bytes(rec).unwrap();
             for rec in b.iter() {
-                if let strata::format::write_batch::BatchRecord::LogData(blob) = rec.unwrap() {
+                if let strata::tools::format::write_batch::BatchRecord::LogData(blob) = rec.unwrap()
+                {
                     blobs.push((b.sequence(), blob.to_vec()));
                 }
             }

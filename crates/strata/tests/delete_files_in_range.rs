@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use strata::table::{SstFileWriter, TableOptions};
+use strata::tools::table::{SstFileWriter, TableOptions};
 use strata::{DB, IngestExternalFileOptions, Options, ReadOptions, WriteOptions};
 
 fn opts() -> Options {

@@ -11,8 +11,8 @@ mod common;
 
 use std::sync::Arc;
 
-use strata::table::{SstFileWriter, TableOptions};
-use strata::util::file_checksum::FileChecksumGenCrc32cFactory;
+use strata::tools::table::{SstFileWriter, TableOptions};
+use strata::tools::util::file_checksum::FileChecksumGenCrc32cFactory;
 use strata::{DB, IngestExternalFileOptions, Options, WriteOptions};
 
 fn opts(with: bool) -> Options {
@@ -56,7 +56,7 @@ fn every_table_records_its_crc32c_and_ldb_prints_it() {
             let bytes = std::fs::read(db_path.join(format!("{:06}.sst", i.file_number))).unwrap();
             assert_eq!(
                 i.checksum,
-                strata::util::checksum::crc32c(&bytes).to_be_bytes(),
+                strata::tools::util::checksum::crc32c(&bytes).to_be_bytes(),
                 "table #{}",
                 i.file_number
             );

@@ -19,7 +19,7 @@ use strata::db::IngestExternalFileArg;
 use strata::options::{
     ColumnFamilyOptions, IngestExternalFileOptions, Options, ReadOptions, WriteOptions,
 };
-use strata::table::{SstFileWriter, Table, TableOptions};
+use strata::tools::table::{SstFileWriter, Table, TableOptions};
 use strata::{ColumnFamilyDescriptor, DB, Error};
 
 fn opts() -> Options {
@@ -193,7 +193,7 @@ fn the_sequence_number_survives_reopen_written_into_the_file_or_not() {
             .unwrap();
         // The number is in the file's property only when written there.
         let path = db_path.join(ingested.name.trim_start_matches('/'));
-        let file = strata::env::default_fs()
+        let file = strata::fs::default_fs()
             .new_random_access_file(&path)
             .unwrap();
         let size = std::fs::metadata(&path).unwrap().len();
@@ -665,13 +665,13 @@ fn an_empty_range_deletion_in_an_external_file_does_not_invert_its_bounds() {
 /// Writes `path` as RocksDB 7.8.3's SstFileWriter does, keeping empty
 /// range deletions (ours drops them).
 fn write_sst_like_rocksdb(path: &Path, puts: &[&str], ranges: &[(&str, &str)]) {
-    let file = strata::env::default_fs().new_writable_file(path).unwrap();
+    let file = strata::fs::default_fs().new_writable_file(path).unwrap();
     let topts = TableOptions {
-        column_family_id: strata::table::properties::UNKNOWN_COLUMN_FAMILY,
+        column_family_id: strata::tools::table::properties::UNKNOWN_COLUMN_FAMILY,
         column_family_name: String::new(),
         ..TableOptions::default()
     };
-    let mut b = strata::table::TableBuilder::new(topts, file).unwrap();
+    let mut b = strata::tools::table::TableBuilder::new(topts, file).unwrap();
     b.add_user_property(
         "rocksdb.external_sst_file.version",
         2u32.to_le_bytes().to_vec(),
@@ -681,10 +681,10 @@ fn write_sst_like_rocksdb(path: &Path, puts: &[&str], ranges: &[(&str, &str)]) {
         0u64.to_le_bytes().to_vec(),
     );
     for k in puts {
-        let ikey = strata::format::dbformat::make_internal_key(
+        let ikey = strata::tools::format::dbformat::make_internal_key(
             k.as_bytes(),
             0,
-            strata::format::dbformat::ValueType::Value,
+            strata::tools::format::dbformat::ValueType::Value,
         );
         b.add(&ikey, b"v").unwrap();
     }

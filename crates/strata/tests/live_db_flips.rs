@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use strata::env::FileSystem;
-use strata::env::mem::MemFileSystem;
+use strata::fs::FileSystem;
+use strata::fs::mem::MemFileSystem;
 use strata::options::{Options, ReadOptions, WriteOptions};
 use strata::{DB, Error};
 
@@ -35,7 +35,7 @@ fn options(fs: &MemFileSystem) -> Options {
     o.cf.level0_file_num_compaction_trigger = 2;
     o.cf.block_size = 1024;
     o.cf.bloom_bits_per_key = Some(10.0);
-    o.cf.compression = strata::table::CompressionType::Snappy;
+    o.cf.compression = strata::CompressionType::Snappy;
     o
 }
 

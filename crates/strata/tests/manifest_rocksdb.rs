@@ -17,12 +17,12 @@ use std::process::Stdio;
 use std::sync::Arc;
 
 use common::rocksdb::ldb;
-use strata::env::{FileSystemRef, default_fs};
-use strata::filename::table_file_name;
-use strata::format::{ValueType, make_internal_key};
-use strata::table::{TableBuilder, TableOptions};
-use strata::util::comparator::bytewise;
-use strata::version::{FileMetaData, VersionEdit, VersionSet};
+use strata::fs::{FileSystemRef, default_fs};
+use strata::tools::filename::table_file_name;
+use strata::tools::format::{ValueType, make_internal_key};
+use strata::tools::table::{TableBuilder, TableOptions};
+use strata::tools::util::comparator::bytewise;
+use strata::tools::version::{FileMetaData, VersionEdit, VersionSet};
 
 /// Runs `ldb args...` with `stdin`; returns stdout, panicking with stderr
 /// on failure.
@@ -254,7 +254,7 @@ fn we_recover_a_rocksdb_manifest() {
     drop(vs);
 
     // Our read-write recovery writes a MANIFEST RocksDB then opens.
-    let fs2: FileSystemRef = Arc::new(strata::env::posix::PosixFileSystem::new());
+    let fs2: FileSystemRef = Arc::new(strata::fs::posix::PosixFileSystem::new());
     let vs = VersionSet::recover(fs2, &dir, bytewise(), false).unwrap();
     assert!(vs.manifest_file_number() >= want.next_file_number);
     drop(vs);

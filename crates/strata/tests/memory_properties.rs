@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
+use strata::BlockCache;
 use strata::DB;
-use strata::cache::BlockCache;
-use strata::env::mem::MemFileSystem;
+use strata::IndexType;
+use strata::fs::mem::MemFileSystem;
 use strata::options::{Options, ReadOptions, WriteOptions};
-use strata::table::options::IndexType;
 
 fn prop(db: &DB, name: &str) -> u64 {
     db.property(name)

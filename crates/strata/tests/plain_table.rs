@@ -7,7 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use strata::util::slice_transform::FixedPrefix;
+use strata::FixedPrefix;
 use strata::{
     DB, EncodingType, Options, PlainTableOptions, ReadOptions, TableFactory, WriteOptions,
 };
@@ -100,7 +100,7 @@ fn plain_table_column_family_serves_every_read() {
         assert!(
             magics
                 .iter()
-                .all(|&m| m == strata::table::format::LEGACY_PLAIN_TABLE_MAGIC),
+                .all(|&m| m == strata::tools::table::format::LEGACY_PLAIN_TABLE_MAGIC),
             "every table is a PlainTable: {magics:x?}"
         );
         let check = |db: &DB| {
@@ -271,7 +271,7 @@ fn rocksdb_ldb_reads_strata_plain_tables() {
         assert!(
             table_magics(dir.path())
                 .iter()
-                .all(|&m| m == strata::table::format::LEGACY_PLAIN_TABLE_MAGIC)
+                .all(|&m| m == strata::tools::table::format::LEGACY_PLAIN_TABLE_MAGIC)
         );
         let Some(got) = ldb_scan(dir.path()) else {
             return;
@@ -320,7 +320,8 @@ fn strata_reads_rocksdb_plain_tables() {
             return;
         }
         assert!(
-            table_magics(dir.path()).contains(&strata::table::format::LEGACY_PLAIN_TABLE_MAGIC),
+            table_magics(dir.path())
+                .contains(&strata::tools::table::format::LEGACY_PLAIN_TABLE_MAGIC),
             "db_bench wrote PlainTable files"
         );
         let want = ldb_scan(dir.path()).unwrap();
@@ -374,12 +375,13 @@ fn rocksdb_plain_table_properties_read() {
         .map(|e| e.unwrap().path())
         .find(|p| p.extension().is_some_and(|x| x == "sst"))
         .unwrap();
-    let fs = strata::env::posix::PosixFileSystem;
+    let fs = strata::fs::posix::PosixFileSystem;
     let props = {
-        use strata::env::FileSystem;
+        use strata::fs::FileSystem;
         let f = fs.new_random_access_file(&sst).unwrap();
         let n = f.size().unwrap();
-        strata::table::table_reader::read_table_properties(&*f, &sst.to_string_lossy(), n).unwrap()
+        strata::tools::table::table_reader::read_table_properties(&*f, &sst.to_string_lossy(), n)
+            .unwrap()
     };
     assert_eq!(props.num_entries, 2000);
     assert_eq!(props.fixed_key_len, 16);

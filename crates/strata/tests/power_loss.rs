@@ -29,13 +29,13 @@ use common::history::{Op, Rng, matching_prefixes, random_batch, scan, to_write_b
 
 use std::sync::Arc;
 
+use strata::CompressionType;
 use strata::DB;
-use strata::env::FileSystemRef;
-use strata::env::fault::{FaultInjectionFileSystem, OpKind};
-use strata::env::mem::MemFileSystem;
+use strata::fs::FileSystemRef;
+use strata::fs::fault::{FaultInjectionFileSystem, OpKind};
+use strata::fs::mem::MemFileSystem;
 use strata::merge_operator::StringAppendOperator;
 use strata::options::{CompactionStyle, Options, WriteOptions};
-use strata::table::CompressionType;
 
 const EPOCHS: usize = 3;
 

@@ -12,10 +12,10 @@ mod common;
 use std::sync::Arc;
 
 use strata::Error;
-use strata::env::buffer::{BufferFile, BytesFile};
-use strata::format::{ValueType, make_internal_key};
-use strata::table::iterator::InternalIterator;
-use strata::table::{CompressionType, Table, TableBuilder, TableOptions};
+use strata::fs::buffer::{BufferFile, BytesFile};
+use strata::tools::format::iterator::InternalIterator;
+use strata::tools::format::{ValueType, make_internal_key};
+use strata::tools::table::{CompressionType, Table, TableBuilder, TableOptions};
 
 fn build(opts: &TableOptions, tombstones: bool) -> Vec<u8> {
     let f = BufferFile::new();

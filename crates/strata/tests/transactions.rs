@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use strata::env::mem::MemFileSystem;
+use strata::fs::mem::MemFileSystem;
 use strata::merge_operator::StringAppendOperator;
 use strata::options::{Options, ReadOptions, WriteOptions};
 use strata::utilities::transactions::{
@@ -121,7 +121,7 @@ fn write_batch_with_index_answers_lookups() {
 
 #[test]
 fn overwrite_key_keeps_only_the_latest_entry_per_key() {
-    let mut b = WriteBatchWithIndex::new(strata::util::comparator::bytewise(), true);
+    let mut b = WriteBatchWithIndex::new(strata::tools::util::comparator::bytewise(), true);
     b.put(b"k", b"1");
     b.put(b"k", b"2");
     b.merge(b"k", b"3");
@@ -140,7 +140,7 @@ fn overwrite_key_keeps_only_the_latest_entry_per_key() {
 }
 
 /// A small deterministic generator.
-use strata::util::rng::Rng;
+use strata::tools::util::rng::Rng;
 
 /// A key of the transaction tests' 40-key space.
 fn rand_key(r: &mut Rng) -> Vec<u8> {
@@ -950,7 +950,7 @@ fn churn(db: &TransactionDB, tag: &str) {
 }
 
 fn wal_count(fs: &MemFileSystem) -> usize {
-    use strata::env::FileSystem;
+    use strata::fs::FileSystem;
     fs.children(std::path::Path::new("/db"))
         .unwrap()
         .iter()

@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use strata::env::FileSystem;
-use strata::env::mem::MemFileSystem;
+use strata::fs::FileSystem;
+use strata::fs::mem::MemFileSystem;
 use strata::{DB, Options, ReadOptions, WriteOptions};
 
 const N: usize = 60;

@@ -13,10 +13,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use strata::Error;
+use strata::WriteBatch;
 use strata::db::{DB, WalFileType};
-use strata::env::FileSystem;
-use strata::env::mem::MemFileSystem;
-use strata::format::WriteBatch;
+use strata::fs::FileSystem;
+use strata::fs::mem::MemFileSystem;
 use strata::options::{Options, ReadOptions, WriteOptions};
 
 fn mem_opts(fs: &MemFileSystem, ttl: u64) -> Options {

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use strata::DB;
-use strata::env::mem::MemFileSystem;
-use strata::memtable::WriteBufferManager;
+use strata::WriteBufferManager;
+use strata::fs::mem::MemFileSystem;
 use strata::options::{Options, ReadOptions, WriteOptions};
 
 fn options(fs: &MemFileSystem) -> Options {

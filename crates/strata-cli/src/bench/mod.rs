@@ -40,9 +40,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
+use strata::CompressionType;
 use strata::db::StallStats;
 use strata::merge_operator::{MergeOperatorRef, StringAppendOperator, UInt64AddOperator};
-use strata::table::CompressionType;
 use strata::{CompactionStyle, DB, Options, Statistics, WriteOptions};
 
 use crate::db_options::{sanitize, style_from_code};
@@ -383,9 +383,7 @@ fn apply_table_format_flags(f: &Flags, cfg: &Config, o: &mut Options) -> Result<
         return Err("prefix size is larger than key size".into());
     }
     if cfg.prefix_size > 0 {
-        o.cf.prefix_extractor = Some(Arc::new(strata::util::slice_transform::FixedPrefix(
-            cfg.prefix_size,
-        )));
+        o.cf.prefix_extractor = Some(Arc::new(strata::FixedPrefix(cfg.prefix_size)));
     }
     let rep = f
         .get("memtablerep")
@@ -469,8 +467,8 @@ pub fn run(f: &Flags) -> Result<(), String> {
         manual_wal_flush: f.bool("manual_wal_flush")?,
         // db_bench's --file_checksum: FileChecksumGenCrc32cFactory.
         file_checksum_gen_factory: f.bool("file_checksum")?.then(|| {
-            Arc::new(strata::util::file_checksum::FileChecksumGenCrc32cFactory)
-                as strata::util::file_checksum::FileChecksumGenFactoryRef
+            Arc::new(strata::tools::util::file_checksum::FileChecksumGenCrc32cFactory)
+                as strata::tools::util::file_checksum::FileChecksumGenFactoryRef
         }),
         // db_bench's WAL archive flags.
         wal_ttl_seconds: f.num("wal_ttl_seconds", 0)?,
@@ -546,22 +544,22 @@ pub fn run(f: &Flags) -> Result<(), String> {
     opts.cf.index_block_restart_interval = f.num("index_block_restart_interval", 1)?;
     let partition_all = f.bool("partition_index_and_filters")?;
     if partition_all || f.bool("partition_index")? {
-        opts.cf.index_type = strata::table::options::IndexType::TwoLevelIndexSearch;
+        opts.cf.index_type = strata::IndexType::TwoLevelIndexSearch;
     }
     opts.cf.partition_filters = partition_all;
     opts.cf.metadata_block_size = f.num("metadata_block_size", 4096)?;
     // db_bench's default is 2 (separators and successor).
     let mode: i64 = f.num("index_shortening_mode", 2)?;
-    opts.cf.index_shortening = strata::table::options::IndexShorteningMode::from_code(mode)
+    opts.cf.index_shortening = strata::tools::table::options::IndexShorteningMode::from_code(mode)
         .ok_or_else(|| format!("unknown --index_shortening_mode={mode}"))?;
     opts.cf.block_restart_interval = f.num("block_restart_interval", 16)?;
     // db_bench's default checksum is 4 (kXXH3).
     let checksum: u8 = f.num("checksum_type", 4)?;
-    opts.cf.checksum = strata::util::checksum::ChecksumType::from_u8(checksum)
+    opts.cf.checksum = strata::tools::util::checksum::ChecksumType::from_u8(checksum)
         .ok_or_else(|| format!("unknown --checksum_type={checksum}"))?;
     let cache_size: i64 = f.num("cache_size", 8 << 20)?;
     if cache_size > 0 {
-        opts.cf.block_cache = Some(strata::cache::BlockCache::new(cache_size as u64));
+        opts.cf.block_cache = Some(strata::BlockCache::new(cache_size as u64));
     }
     if let Some(dir) = f.get("wal_dir").filter(|d| !d.is_empty()) {
         opts.wal_dir = Some(dir.into());

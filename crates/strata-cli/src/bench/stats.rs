@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use strata::util::histogram::Histogram;
+use strata::tools::util::histogram::Histogram;
 
 /// The kinds of operation timed separately (`OperationType`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use strata::table::CompressionType;
+use strata::CompressionType;
 use strata::{DB, Options};
 
 use crate::bench::workloads::PutOperator;
@@ -51,7 +51,7 @@ pub struct Config {
 }
 
 /// The stress tools' seeded generator.
-pub(crate) use strata::util::rng::Rng;
+pub(crate) use strata::tools::util::rng::Rng;
 
 /// The prefix of every verification failure (the crash test greps for it).
 pub const VERIFICATION_FAILED: &str = "VERIFICATION FAILED";
@@ -121,7 +121,7 @@ fn options(f: &Flags) -> Result<Options, String> {
             o.cf.memtable_factory = strata::MemTableFactory::PrefixHash {
                 bucket_count: f.num("hash_bucket_count", 4096)?,
             };
-            o.cf.prefix_extractor = Some(Arc::new(strata::util::slice_transform::FixedPrefix(8)));
+            o.cf.prefix_extractor = Some(Arc::new(strata::FixedPrefix(8)));
         }
         other => {
             return Err(format!(
@@ -132,7 +132,7 @@ fn options(f: &Flags) -> Result<Options, String> {
     if f.bool("use_plain_table")? {
         // Keys are 16 bytes (`expected::key_bytes`); their first 8 are a
         // prefix (hash index and bloom over prefixes).
-        o.cf.prefix_extractor = Some(Arc::new(strata::util::slice_transform::FixedPrefix(8)));
+        o.cf.prefix_extractor = Some(Arc::new(strata::FixedPrefix(8)));
         o.cf.table_factory = strata::TableFactory::Plain(strata::PlainTableOptions {
             user_key_len: 16,
             ..Default::default()

@@ -84,7 +84,7 @@ pub fn hex(b: &[u8]) -> String {
 }
 
 /// A deterministic pseudo-random generator for test data.
-pub use strata::util::rng::Rng;
+pub use strata::tools::util::rng::Rng;
 
 /// Up to `max_len` random bytes.
 pub fn random_bytes(r: &mut Rng, max_len: usize) -> Vec<u8> {

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::env::FileSystemRef;
 use crate::error::Result;
+use crate::fs::FileSystemRef;
 use crate::table::{Table, TableOptions};
 
 struct Inner {

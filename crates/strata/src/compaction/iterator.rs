@@ -36,10 +36,10 @@ use super::BeyondOutputLevel;
 use crate::compaction_filter::{CompactionFilterRef, Decision};
 use crate::error::{Error, Result};
 use crate::format::dbformat::pack_sequence_and_type;
+use crate::format::iterator::InternalIterator;
 use crate::format::range_tombstones::TombstoneCursor;
 use crate::format::{SequenceNumber, ValueType, parse_internal_key};
 use crate::merge_operator::MergeOperatorRef;
-use crate::table::iterator::InternalIterator;
 use crate::util::comparator::ComparatorRef;
 
 /// Counters of what the iterator did.
@@ -177,6 +177,7 @@ impl<'a> CompactionIterator<'a> {
     }
 
     /// The next surviving `(internal key, value)`, or `None` at the end.
+    #[cfg(test)]
     pub fn next_entry(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         Ok(self.next_ref()?.map(|(k, v)| (k.to_vec(), v.to_vec())))
     }
@@ -201,6 +202,7 @@ impl<'a> CompactionIterator<'a> {
     }
 
     /// The user key of the entry handed out last.
+    #[cfg(test)]
     pub fn current_user_key(&self) -> &[u8] {
         &self.current_user_key
     }

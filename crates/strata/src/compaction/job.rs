@@ -21,12 +21,12 @@ use std::time::Instant;
 
 use super::iterator::{CompactionIterStats, CompactionIterator, CompactionRules};
 use super::{BeyondOutputLevel, Compaction};
-use crate::env::FileSystemRef;
 use crate::error::Result;
 use crate::format::dbformat::VALUE_TYPE_FOR_SEEK;
+use crate::format::iterator::InternalIterator;
 use crate::format::range_tombstones::{FragmentedRangeTombstoneList, TombstoneCursor};
 use crate::format::{MAX_SEQUENCE_NUMBER, extract_user_key, make_internal_key};
-use crate::table::iterator::InternalIterator;
+use crate::fs::FileSystemRef;
 use crate::table::{TableBuilder, TableInfo, TableOptions};
 use crate::version::FileMetaData;
 
@@ -229,7 +229,7 @@ fn subcompaction_bounds(
 struct OutputFile {
     builder: TableBuilder,
     number: u64,
-    checksum: Option<crate::env::checksum_file::ChecksumHandle>,
+    checksum: Option<crate::fs::checksum_file::ChecksumHandle>,
     /// Lower clip bound of the file's tombstones.
     lo: Option<Vec<u8>>,
 }
@@ -349,7 +349,7 @@ fn open_file(
     let file = ctx.fs.new_writable_file(&path)?;
     created.push(number);
     let (file, checksum) =
-        crate::env::checksum_file::maybe_checksummed(file, ctx.checksum_factory.as_ref());
+        crate::fs::checksum_file::maybe_checksummed(file, ctx.checksum_factory.as_ref());
     let mut builder = TableBuilder::new(ctx.table_options.clone(), file)?;
     builder.set_identity(ctx.identity.0, ctx.identity.1, number);
     Ok(OutputFile {

@@ -53,6 +53,7 @@ impl LevelScores {
             .map_or(0.0, |(_, s)| *s)
     }
 
+    #[cfg(test)]
     pub fn max_bytes_for_level(&self, level: usize) -> u64 {
         self.level_max_bytes.get(level).copied().unwrap_or(u64::MAX)
     }

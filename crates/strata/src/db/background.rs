@@ -22,10 +22,10 @@ use crate::compaction::leveled::PickerInput;
 use crate::compaction::{Compaction, CompactionReason, fifo, leveled, score, universal};
 use crate::compaction_filter::unix_now_seconds;
 use crate::error::Result;
+use crate::format::iterator::InternalIterator;
 use crate::format::range_tombstones::FragmentedRangeTombstoneList;
 use crate::iter::{FileOpener, LevelIterator, MergingIterator};
 use crate::options::CompactionStyle;
-use crate::table::iterator::InternalIterator;
 use crate::version::VersionEdit;
 
 /// Which iterator [`DbInner::table_opener`] makes over each table.
@@ -230,6 +230,7 @@ impl DbInner {
         for (level, f) in c.input_files() {
             edit.delete_file(level as u32, f.number);
         }
+        let mut subcompactions = 0;
         let mut level_stats = LevelStats {
             count: 1,
             files_read: c.num_input_files() as u64,
@@ -281,6 +282,7 @@ impl DbInner {
                 edit.add_file(c.output_level as u32, f.clone());
             }
             level_stats.micros = out.micros;
+            subcompactions = out.subcompactions;
             level_stats.bytes_read_start =
                 out.bytes_read - c.input_bytes_at(c.output_level).min(out.bytes_read);
             level_stats.bytes_read_output = c.input_bytes_at(c.output_level);
@@ -326,8 +328,9 @@ impl DbInner {
             })
             .unwrap_or_default();
         self.info_log.log(&format!(
-            "[{cf_name}] {kind} ({}) L{} -> L{}: {} files, {} bytes in; {} files, {} bytes out; {} keys in, {} dropped; {:.3} s; files[{shape}]",
+            "[{cf_name}] {kind} ({}, score {:.2}, {subcompactions} subcompactions) L{} -> L{}: {} files, {} bytes in; {} files, {} bytes out; {} keys in, {} dropped; {:.3} s; files[{shape}]",
             c.reason.name(),
+            c.score,
             c.start_level(),
             c.output_level,
             c.num_input_files(),

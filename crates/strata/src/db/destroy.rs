@@ -6,9 +6,9 @@
 
 use std::path::Path;
 
-use crate::env::{FileSystem, default_fs};
 use crate::error::Result;
 use crate::filename::{FileType, parse_file_name};
+use crate::fs::{FileSystem, default_fs};
 use crate::options::Options;
 
 use super::wal_archive::ARCHIVE_DIR_NAME;
@@ -74,7 +74,7 @@ fn delete_archive(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
 mod tests {
     use super::*;
     use crate::db::DB;
-    use crate::env::mem::MemFileSystem;
+    use crate::fs::mem::MemFileSystem;
     use crate::options::{ReadOptions, WriteOptions};
     use std::path::PathBuf;
     use std::sync::Arc;

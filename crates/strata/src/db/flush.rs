@@ -16,12 +16,12 @@ use std::sync::{Arc, PoisonError};
 use super::{DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::format::dbformat::is_empty_range_tombstone;
+use crate::format::iterator::InternalIterator;
 use crate::format::{SequenceNumber, ValueType, parse_internal_key};
 use crate::iter::MergingIterator;
 use crate::memtable::MemTable;
 use crate::options::ColumnFamilyOptions;
 use crate::table::TableBuilder;
-use crate::table::iterator::InternalIterator;
 use crate::version::{FileMetaData, VersionEdit};
 
 /// Decides which versions of a key a flush keeps: an entry is dropped when
@@ -208,7 +208,7 @@ impl DbInner {
         }
         let path = self.dbname.join(crate::filename::table_file_name(number));
         let file = self.fs.new_writable_file(&path)?;
-        let (file, checksum) = crate::env::checksum_file::maybe_checksummed(
+        let (file, checksum) = crate::fs::checksum_file::maybe_checksummed(
             file,
             self.options.file_checksum_gen_factory.as_ref(),
         );

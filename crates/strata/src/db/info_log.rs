@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use crate::env::{FileSystemRef, WritableFile};
 use crate::filename::{FileType, INFO_LOG_FILE_NAME, old_info_log_file_name, parse_file_name};
+use crate::fs::{FileSystemRef, WritableFile};
 
 struct LogFile {
     file: Box<dyn WritableFile>,
@@ -188,7 +188,7 @@ mod tests {
 
     #[test]
     fn rolls_by_size_and_keeps_a_bounded_number() {
-        let fs: FileSystemRef = std::sync::Arc::new(crate::env::mem::MemFileSystem::new());
+        let fs: FileSystemRef = std::sync::Arc::new(crate::fs::mem::MemFileSystem::new());
         let dir = Path::new("/db");
         fs.create_dir_all(dir).unwrap();
         let log = InfoLog::open(fs.clone(), dir, 200, 0, 2);

@@ -36,15 +36,15 @@ use std::sync::atomic::Ordering as AtomicOrdering;
 
 use super::{ColumnFamilyHandle, DB, DbInner, DbState, PoisonError};
 use crate::compaction_filter::unix_now_seconds;
-use crate::env::copy_file;
 use crate::error::{Error, Result};
 use crate::filename::table_file_name;
+use crate::format::iterator::InternalIterator;
 use crate::format::{
     MAX_SEQUENCE_NUMBER, SequenceNumber, ValueType, make_internal_key, parse_internal_key,
 };
+use crate::fs::copy_file;
 use crate::memtable::MemTable;
 use crate::options::{CompactionStyle, IngestExternalFileOptions};
-use crate::table::iterator::InternalIterator;
 use crate::table::{Table, TableOptions};
 use crate::util::comparator::ComparatorRef;
 use crate::version::version::sstable_key_compare;
@@ -422,7 +422,7 @@ impl IngestionJob {
             if let (Some(factory), Some(path)) =
                 (&db.options.file_checksum_gen_factory, &f.internal_path)
                 && let Some((sum, name)) =
-                    crate::env::checksum_file::file_checksum(&*db.fs, path, factory)?
+                    crate::fs::checksum_file::file_checksum(&*db.fs, path, factory)?
             {
                 meta.file_checksum = sum;
                 meta.file_checksum_func_name = name;

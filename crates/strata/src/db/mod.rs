@@ -17,7 +17,6 @@
 mod api;
 mod background;
 mod destroy;
-mod env;
 mod file_lifecycle;
 mod files;
 mod flow_control;
@@ -51,15 +50,15 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use arc_swap::ArcSwap;
 
 use crate::cache::TableCache;
-use crate::env::{FileLock, FileSystemRef};
 use crate::error::{Error, Result};
 use crate::format::{InternalKeyComparator, SequenceNumber};
+use crate::fs::{FileLock, FileSystemRef};
 use crate::memtable::MemTable;
 use crate::options::{ColumnFamilyOptions, Options};
 use crate::version::VersionSet;
 
+use crate::env::Env;
 pub use destroy::destroy_db;
-pub use env::{Env, ThreadPool};
 pub use files::{
     BottommostLevelCompaction, CompactRangeOptions, FileChecksumInfo, KeyRange, LiveFileMetaData,
     WalFile, WalFileType,

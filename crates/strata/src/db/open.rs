@@ -18,10 +18,10 @@ use super::two_phase::{self, RecoveredPrepared, WalRecord};
 use super::write::insert_batch;
 use super::{CfData, ColumnFamilyHandle, DB, DEFAULT_COLUMN_FAMILY_NAME, DbInner, DbState};
 use crate::cache::TableCache;
-use crate::env::{FileSystem, FileSystemRef, default_fs};
 use crate::error::{Error, Result};
 use crate::format::write_batch::BatchRecord;
 use crate::format::{InternalKeyComparator, WriteBatch};
+use crate::fs::{FileSystem, FileSystemRef, default_fs};
 use crate::options::{ColumnFamilyOptions, Options, WalRecoveryMode};
 use crate::version::VersionEdit;
 use crate::version::version_set::{VersionSet, VersionSetOptions};
@@ -267,7 +267,7 @@ impl DB {
         let max_compactions = opts.max_background_jobs.saturating_sub(max_flushes).max(1);
         let env = match &opts.env {
             Some(e) => Arc::clone(e),
-            None => super::Env::new(max_flushes, max_compactions, 8 << 20)?,
+            None => crate::env::Env::new(max_flushes, max_compactions, 8 << 20)?,
         };
         let default_cache: Arc<dyn crate::table::options::BlockCacheApi> =
             Arc::clone(&env.block_cache);

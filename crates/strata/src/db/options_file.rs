@@ -11,9 +11,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::env::FileSystem;
 use crate::error::Result;
 use crate::filename::{options_file_name, replace_file_atomically, temp_options_file_name};
+use crate::fs::FileSystem;
 use crate::options::{ColumnFamilyOptions, Options, WalRecoveryMode};
 use crate::table::CompressionType;
 use crate::version::{FileType, parse_file_name};

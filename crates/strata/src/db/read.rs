@@ -15,11 +15,11 @@ use super::super_version::FrozenRangeDels;
 use super::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::format::dbformat::{VALUE_TYPE_FOR_SEEK, make_internal_key};
+use crate::format::iterator::InternalIterator;
 use crate::format::range_tombstones::{FragmentedRangeTombstoneList, RangeDelAggregator};
 use crate::format::{SequenceNumber, parse_internal_key};
 use crate::iter::{DBIter, DBIterOptions, MergingIterator};
 use crate::options::ReadOptions;
-use crate::table::iterator::InternalIterator;
 use crate::table::{PrefixSeekIter, Table};
 
 /// A point-in-time view; reads given its sequence see the database as it

@@ -25,14 +25,14 @@ use std::sync::Arc;
 
 use super::ColumnFamilyDescriptor;
 use super::DEFAULT_COLUMN_FAMILY_NAME;
-use crate::env::{FileSystemRef, default_fs};
 use crate::error::{Error, Result};
 use crate::filename::table_file_name;
 use crate::format::dbformat::is_empty_range_tombstone;
+use crate::format::iterator::InternalIterator;
 use crate::format::{InternalKeyComparator, MAX_SEQUENCE_NUMBER, WriteBatch, parse_internal_key};
+use crate::fs::{FileSystemRef, default_fs};
 use crate::memtable::MemTable;
 use crate::options::{ColumnFamilyOptions, Options};
-use crate::table::iterator::InternalIterator;
 use crate::table::properties::UNKNOWN_COLUMN_FAMILY;
 use crate::table::{Table, TableBuilder};
 use crate::version::{FileMetaData, FileType, VersionEdit, VersionSet, parse_file_name};

@@ -16,10 +16,10 @@ use std::sync::atomic::Ordering;
 
 use super::DbInner;
 use super::files::{WalFile, WalFileType};
-use crate::env::unix_seconds_now;
 use crate::error::{Error, Result};
 use crate::filename::log_file_name;
 use crate::format::SequenceNumber;
+use crate::fs::unix_seconds_now;
 use crate::version::{FileType, parse_file_name};
 
 /// RocksDB's `kDefaultIntervalToDeleteObsoleteWAL`, seconds.

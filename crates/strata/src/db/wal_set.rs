@@ -25,10 +25,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::env::FileSystemRef;
 use crate::error::Result;
 use crate::format::write_batch::BatchRecord;
 use crate::format::{SequenceNumber, WriteBatch};
+use crate::fs::FileSystemRef;
 use crate::util::sync::lock;
 use crate::wal::LogWriter;
 

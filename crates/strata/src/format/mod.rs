@@ -1,6 +1,7 @@
 //! Layer 2: internal keys, value types and the WriteBatch encoding.
 
 pub mod dbformat;
+pub mod iterator;
 pub mod range_tombstones;
 pub mod write_batch;
 

@@ -12,10 +12,10 @@ use std::cmp::Ordering;
 
 use crate::error::{Error, Result};
 use crate::format::dbformat::{VALUE_TYPE_FOR_SEEK, make_internal_key};
+use crate::format::iterator::InternalIterator;
 use crate::format::range_tombstones::RangeDelAggregator;
 use crate::format::{MAX_SEQUENCE_NUMBER, SequenceNumber, ValueType, parse_internal_key};
 use crate::merge_operator::MergeOperatorRef;
-use crate::table::iterator::InternalIterator;
 use crate::util::comparator::ComparatorRef;
 use crate::util::slice_transform::SliceTransformRef;
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::format::InternalKeyComparator;
-use crate::table::iterator::InternalIterator;
+use crate::format::iterator::InternalIterator;
 use crate::version::FileMetaData;
 
 /// Opens the iterator of one file.

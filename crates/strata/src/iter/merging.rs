@@ -16,7 +16,7 @@ use std::cmp::Ordering;
 
 use crate::error::Result;
 use crate::format::InternalKeyComparator;
-use crate::table::iterator::InternalIterator;
+use crate::format::iterator::InternalIterator;
 
 /// A sorted merge of child iterators.
 pub struct MergingIterator {

@@ -5,7 +5,6 @@ pub mod db_iter;
 pub mod level_iter;
 pub mod merging;
 
-pub use crate::format::range_tombstones::RangeDelAggregator;
 pub use db_iter::{DBIter, DBIterOptions};
 pub use level_iter::{FileOpener, LevelIterator};
 pub use merging::MergingIterator;

@@ -9,9 +9,10 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::error::Result;
+use crate::format::iterator::InternalIterator;
+use crate::format::range_tombstones::RangeDelAggregator;
 use crate::format::{InternalKeyComparator, SequenceNumber, ValueType, make_internal_key};
 use crate::merge_operator::StringAppendOperator;
-use crate::table::iterator::InternalIterator;
 use crate::util::comparator::bytewise;
 
 /// A sorted vector as an internal iterator.

@@ -46,8 +46,8 @@ use crate::format::dbformat::{
     InternalKeyComparator, MAX_SEQUENCE_NUMBER, SequenceNumber, TRAILER_LEN, VALUE_TYPE_FOR_SEEK,
     ValueType, pack_sequence_and_type, parse_internal_key,
 };
+use crate::format::iterator::InternalIterator;
 use crate::format::range_tombstones::FragmentedRangeTombstoneList;
-use crate::table::iterator::InternalIterator;
 use arena::Arena;
 pub use rep::{MemTableRep, MemTableRepIter, SkipListRep};
 use rep::{decode_entry, encode_entry, encoded_entry_len};

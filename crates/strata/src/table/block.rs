@@ -11,9 +11,9 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::format::BlockHandle;
-use super::iterator::InternalIterator;
 use crate::error::{Error, Result};
 use crate::format::dbformat::{InternalKeyComparator, extract_user_key};
+use crate::format::iterator::InternalIterator;
 use crate::util::coding::{Decoder, decode_fixed16, decode_fixed32};
 use crate::util::comparator::{ComparatorRef, bytewise_compare};
 

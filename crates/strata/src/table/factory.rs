@@ -11,15 +11,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::format::{BlockHandle, Footer, TableKind, read_footer};
-use super::iterator::InternalIterator;
 use super::options::TableOptions;
 use super::plain::{PlainTable, PlainTableBuilder, PlainTableIter};
 use super::properties::TableProperties;
 use super::table_builder::{BlockBasedTableBuilder, TableInfo};
 use super::table_reader::{BlockBasedTable, BlockBasedTableIter};
-use crate::env::{RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 use crate::format::dbformat::extract_user_key;
+use crate::format::iterator::InternalIterator;
+use crate::fs::{RandomAccessFile, WritableFile};
 
 /// An open table of either format.
 #[derive(Debug)]

@@ -24,8 +24,8 @@
 use std::sync::Arc;
 
 use super::compression::{CompressionType, decompress_with_dict};
-use crate::env::{RandomAccessFile, read_exact_at};
 use crate::error::{Error, Result};
+use crate::fs::{RandomAccessFile, read_exact_at};
 use crate::util::checksum::{ChecksumType, block_checksum};
 use crate::util::coding::{
     Decoder, decode_fixed32, decode_fixed64, put_fixed32, put_fixed64, put_varint64,

@@ -255,9 +255,9 @@ impl PartitionedIndexBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::iterator::InternalIterator;
     use crate::format::{ValueType, make_internal_key};
     use crate::table::block::{Block, KeyOrder};
-    use crate::table::iterator::InternalIterator;
     use crate::util::comparator::bytewise;
 
     fn entries(f: &FinishedIndex) -> Vec<(Vec<u8>, BlockHandle)> {

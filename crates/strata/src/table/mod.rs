@@ -14,7 +14,6 @@ pub mod factory;
 pub mod filter;
 pub mod format;
 pub mod index_builder;
-pub mod iterator;
 pub mod options;
 pub mod partitioned;
 pub mod plain;

@@ -25,10 +25,10 @@ use std::sync::{Arc, Mutex};
 use super::block::{Block, BlockIter, KeyOrder};
 use super::filter::FilterReader;
 use super::format::{BlockHandle, BlockReadOptions, read_block};
-use super::iterator::InternalIterator;
 use super::options::BlockCacheApi;
-use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
+use crate::format::iterator::InternalIterator;
+use crate::fs::RandomAccessFile;
 
 /// Where index partitions come from: the table's file, read options and
 /// block cache.

@@ -11,9 +11,9 @@
 use std::sync::Arc;
 
 use super::factory::{Table, TableIter};
-use super::iterator::InternalIterator;
 use crate::error::Result;
 use crate::format::dbformat::extract_user_key;
+use crate::format::iterator::InternalIterator;
 
 /// See the module comment.
 pub struct PrefixSeekIter {

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use super::block::{Block, KeyOrder};
 use super::block_builder::BlockBuilder;
-use super::iterator::InternalIterator;
 use crate::error::{Error, Result};
+use crate::format::iterator::InternalIterator;
 use crate::util::coding::{get_varint64, put_varint64};
 use std::sync::Arc;
 

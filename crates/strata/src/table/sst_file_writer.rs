@@ -13,9 +13,9 @@ use super::factory::TableBuilder;
 use super::options::TableOptions;
 use super::properties::{EXTERNAL_SST_GLOBAL_SEQNO, EXTERNAL_SST_VERSION};
 use super::table_builder::TableInfo;
-use crate::env::{FileSystem, default_fs};
 use crate::error::{Error, Result};
 use crate::format::{ValueType, make_internal_key};
+use crate::fs::{FileSystem, default_fs};
 
 /// Writes an external table file from sorted user keys.
 pub struct SstFileWriter {

@@ -28,11 +28,11 @@ use super::properties::{
     FULL_FILTER_BLOCK, INDEX_BLOCK, INDEX_TYPE, PARTITIONED_FILTER_BLOCK, PREFIX_FILTERING,
     PROPERTIES_BLOCK, RANGE_DEL_BLOCK, TableProperties, WHOLE_KEY_FILTERING,
 };
-use crate::env::WritableFile;
 use crate::error::{Error, Result};
 use crate::format::dbformat::{
     InternalKeyComparator, ValueType, extract_user_key, parse_internal_key,
 };
+use crate::fs::WritableFile;
 use crate::util::checksum::block_checksum;
 
 /// What a finished table holds.

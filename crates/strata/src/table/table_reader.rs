@@ -22,18 +22,18 @@ use super::format::{
     BLOCK_TRAILER_SIZE, BlockContents, BlockHandle, BlockReadOptions, Footer, read_block,
     read_footer,
 };
-use super::iterator::InternalIterator;
 use super::options::TableOptions;
 use super::partitioned::{IndexIter, PartitionSource, PartitionedFilter};
 use super::properties::{
     COMPRESSION_DICT_BLOCK, FULL_FILTER_BLOCK, INDEX_BLOCK, PARTITIONED_FILTER_BLOCK,
     PROPERTIES_BLOCK, PROPERTIES_BLOCK_OLD, RANGE_DEL_BLOCK, TableProperties,
 };
-use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::format::dbformat::{InternalKeyComparator, extract_user_key, pack_sequence_and_type};
+use crate::format::iterator::InternalIterator;
 use crate::format::range_tombstones::FragmentedRangeTombstoneList;
 use crate::format::{ValueType, parse_internal_key};
+use crate::fs::RandomAccessFile;
 
 static NEXT_CACHE_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -443,7 +443,7 @@ impl BlockBasedTable {
     ) -> Result<BlockContents> {
         super::format::check_in_file(&self.name, handle, opts.file_size)?;
         let len = handle.size as usize + BLOCK_TRAILER_SIZE;
-        let raw = crate::env::read_exact_at(&*self.file, &self.name, handle.offset, len)?;
+        let raw = crate::fs::read_exact_at(&*self.file, &self.name, handle.offset, len)?;
         super::format::decode_block_with_dict(
             raw,
             &self.name,
@@ -698,7 +698,7 @@ impl Readahead {
         }
         self.last_end = end;
         if self.sequential < 3 {
-            return crate::env::read_exact_at(file, name, handle.offset, len);
+            return crate::fs::read_exact_at(file, name, handle.offset, len);
         }
         let want = (self.next_size.max(len) as u64).min(file_size - handle.offset) as usize;
         self.next_size = (self.next_size * 2).min(READAHEAD_MAX);
@@ -1007,8 +1007,7 @@ fn read_properties_block(
 ) -> Result<(BlockContents, Option<u64>)> {
     use super::format::{check_in_file, decode_block, verify_block_checksum};
     check_in_file(name, h, read_opts.file_size)?;
-    let raw =
-        crate::env::read_exact_at(file, name, h.offset, h.size as usize + BLOCK_TRAILER_SIZE)?;
+    let raw = crate::fs::read_exact_at(file, name, h.offset, h.size as usize + BLOCK_TRAILER_SIZE)?;
     let payload = &raw[..h.size as usize];
     let offset = (raw[h.size as usize] == 0)
         .then(|| {

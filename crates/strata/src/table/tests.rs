@@ -6,10 +6,10 @@ use std::sync::Arc;
 use proptest::prelude::*;
 
 use super::*;
-use crate::env::buffer::{BufferFile, BytesFile};
 use crate::error::Result;
+use crate::format::iterator::InternalIterator;
 use crate::format::{ValueType, make_internal_key, parse_internal_key};
-use crate::table::iterator::InternalIterator;
+use crate::fs::buffer::{BufferFile, BytesFile};
 use crate::util::checksum::ChecksumType;
 
 type Model = BTreeMap<Vec<u8>, (u64, ValueType, Vec<u8>)>;
@@ -369,7 +369,7 @@ struct CountingFile {
     reads: std::sync::atomic::AtomicUsize,
 }
 
-impl crate::env::RandomAccessFile for CountingFile {
+impl crate::fs::RandomAccessFile for CountingFile {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
         self.reads
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use crate::env::buffer::BytesFile;
 use crate::format::WriteBatch;
+use crate::format::iterator::InternalIterator;
+use crate::fs::buffer::BytesFile;
 use crate::table::block::{Block, KeyOrder};
-use crate::table::iterator::InternalIterator;
 use crate::table::{Table, TableOptions};
 use crate::wal::LogReader;
 
@@ -176,8 +176,8 @@ pub fn options_file(data: &[u8]) {
 }
 
 /// Writes `path` with `data` on `fs`.
-fn put_file(fs: &crate::env::mem::MemFileSystem, path: &str, data: &[u8]) {
-    use crate::env::FileSystem;
+fn put_file(fs: &crate::fs::mem::MemFileSystem, path: &str, data: &[u8]) {
+    use crate::fs::FileSystem;
     let path = std::path::Path::new(path);
     if let Some(dir) = path.parent() {
         let _ = fs.create_dir_all(dir);
@@ -194,7 +194,7 @@ fn put_file(fs: &crate::env::mem::MemFileSystem, path: &str, data: &[u8]) {
 /// gives a database whose reads fail cleanly (its tables do not exist).
 /// Also walks the MANIFEST record by record.
 pub fn manifest(data: &[u8]) {
-    use crate::env::mem::MemFileSystem;
+    use crate::fs::mem::MemFileSystem;
     use crate::version::ManifestReader;
     let fs = MemFileSystem::new();
     put_file(&fs, "/db/CURRENT", b"MANIFEST-000001\n");
@@ -237,7 +237,7 @@ pub fn manifest(data: &[u8]) {
 // what the fuzzer reports.
 #[allow(clippy::panic, clippy::expect_used)]
 pub fn db_ops(data: &[u8]) {
-    use crate::env::mem::MemFileSystem;
+    use crate::fs::mem::MemFileSystem;
     use std::collections::BTreeMap;
     let fs = MemFileSystem::new();
     let mut opts = crate::Options {

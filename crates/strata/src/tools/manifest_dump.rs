@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::env::{FileSystem, default_fs};
 use crate::error::Result;
+use crate::fs::{FileSystem, default_fs};
 use crate::version::{ManifestReader, read_current_file};
 
 /// Dumps the MANIFEST at `manifest` or, when `None`, the one `CURRENT` in

@@ -4,7 +4,7 @@
 //! is empty. With it, every point counts its hits, and a test can [`arm`]
 //! one point with a hook that runs at its n-th hit, typically a simulated
 //! power loss of the in-memory file system
-//! ([`crate::env::mem::MemFileSystem::crash`]); the database then fails
+//! ([`crate::fs::mem::MemFileSystem::crash`]); the database then fails
 //! like a machine that lost power there, and the test reopens and checks.
 //!
 //! Invariant: [`POINTS`] lists every name used in the code (a test checks

@@ -21,9 +21,9 @@
 use std::path::Path;
 
 use crate::db::DB;
-use crate::env::{FileSystem, copy_file};
 use crate::error::{Error, Result};
 use crate::format::SequenceNumber;
+use crate::fs::{FileSystem, copy_file};
 use crate::version::{FileType, parse_file_name};
 
 /// Makes checkpoints of one open database.

@@ -132,7 +132,7 @@ impl VersionSet {
 /// file systems need not persist directory operations in order). The
 /// half-written file is removed on failure (CURRENT does not name it yet).
 pub(crate) fn write_manifest(
-    fs: &dyn crate::env::FileSystem,
+    fs: &dyn crate::fs::FileSystem,
     dbname: &Path,
     number: u64,
     records: &[Vec<u8>],

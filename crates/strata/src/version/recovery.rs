@@ -35,9 +35,9 @@ use super::edit::VersionEdit;
 use super::version_set::{
     ColumnFamilyData, DEFAULT_COLUMN_FAMILY_NAME, VersionSet, VersionSetOptions,
 };
-use crate::env::{FileSystem, FileSystemRef};
 use crate::error::{Error, Result};
 use crate::filename::{FileType, parse_file_name, read_current_file};
+use crate::fs::{FileSystem, FileSystemRef};
 use crate::util::comparator::ComparatorRef;
 use crate::wal::{LogReader, ReadError};
 

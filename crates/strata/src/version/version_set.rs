@@ -33,10 +33,10 @@ use super::apply::{CfState, EditApplier, EditParams};
 use super::edit::VersionEdit;
 use super::manifest::write_manifest;
 use super::version::{DEFAULT_NUM_LEVELS, Version};
-use crate::env::FileSystemRef;
 use crate::error::{Error, Result};
 use crate::filename::{current_file_path, set_current_file};
 use crate::format::dbformat::{InternalKeyComparator, parse_internal_key};
+use crate::fs::FileSystemRef;
 use crate::util::comparator::{ComparatorRef, bytewise};
 use crate::wal::LogWriter;
 

@@ -16,8 +16,8 @@
 //! the fragments arrived in FIRST, MIDDLE*, LAST order within one log.
 
 use super::{BLOCK_SIZE, HEADER_SIZE, RECYCLABLE_HEADER_SIZE, RecordType};
-use crate::env::SequentialFile;
 use crate::error::Error;
+use crate::fs::SequentialFile;
 use crate::util::checksum::{crc32c, crc32c_extend, unmask};
 use crate::util::coding::{decode_fixed16, decode_fixed32};
 

@@ -6,8 +6,8 @@
 //! crash tears at most the record being written.
 
 use super::{BLOCK_SIZE, HEADER_SIZE, RECYCLABLE_HEADER_SIZE, RecordType};
-use crate::env::WritableFile;
 use crate::error::Result;
+use crate::fs::WritableFile;
 use crate::util::checksum::{crc32c, crc32c_extend, mask};
 
 /// Writes log records (WAL or MANIFEST).

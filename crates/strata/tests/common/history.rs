@@ -19,7 +19,7 @@ pub enum Op {
     Merge(Vec<u8>, Vec<u8>),
 }
 
-pub use strata::util::rng::Rng;
+pub use strata::tools::util::rng::Rng;
 
 pub fn key(i: u64) -> Vec<u8> {
     format!("k{i:03}").into_bytes()

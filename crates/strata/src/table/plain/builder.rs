@@ -16,9 +16,9 @@ use super::{
     BLOOM_BLOCK, BLOOM_VERSION_PROPERTY, ENCODING_TYPE_PROPERTY, MAX_FILE_SIZE,
     NUM_BLOOM_BLOCKS_PROPERTY, PlainTableOptions,
 };
-use crate::env::WritableFile;
 use crate::error::{Error, Result};
 use crate::format::dbformat::{InternalKeyComparator, ValueType, parse_internal_key};
+use crate::fs::WritableFile;
 use crate::table::block_builder::BlockBuilder;
 use crate::table::format::{BlockHandle, Footer, TableKind};
 use crate::table::options::TableOptions;

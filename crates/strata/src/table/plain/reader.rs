@@ -27,12 +27,12 @@ use super::{
     BLOOM_BLOCK, ENCODING_TYPE_PROPERTY, MAX_FILE_SIZE, NUM_BLOOM_BLOCKS_PROPERTY,
     PlainTableOptions,
 };
-use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::format::dbformat::{InternalKeyComparator, extract_user_key};
+use crate::format::iterator::InternalIterator;
+use crate::fs::RandomAccessFile;
 use crate::table::block::{Block, decode_metaindex};
 use crate::table::format::{BlockHandle, Footer, TableKind};
-use crate::table::iterator::InternalIterator;
 use crate::table::options::TableOptions;
 use crate::table::properties::{PROPERTIES_BLOCK, PROPERTIES_BLOCK_OLD, TableProperties};
 use crate::util::coding::get_varint32;
@@ -80,7 +80,7 @@ impl std::fmt::Debug for PlainTable {
 /// (`allow_mmap_reads`).
 enum TableBytes {
     Owned(Vec<u8>),
-    Mapped(crate::env::MappedBytes, usize),
+    Mapped(crate::fs::MappedBytes, usize),
 }
 
 impl std::ops::Deref for TableBytes {
@@ -125,7 +125,7 @@ impl PlainTable {
         let bytes: &[u8] = match &mapped {
             Some(m) => (**m).as_ref(),
             None => {
-                read = crate::env::read_exact_at(&*file, name, 0, file_size as usize)?;
+                read = crate::fs::read_exact_at(&*file, name, 0, file_size as usize)?;
                 &read
             }
         };
@@ -461,7 +461,7 @@ impl PlainTable {
     /// Re-reads the file and decodes every entry (PlainTable stores no
     /// checksums: this is the check there is).
     pub fn verify(&self) -> Result<()> {
-        let bytes = crate::env::read_exact_at(&*self.file, &self.name, 0, self.data.len())?;
+        let bytes = crate::fs::read_exact_at(&*self.file, &self.name, 0, self.data.len())?;
         scan_entries(
             &bytes,
             &self.name,
@@ -571,7 +571,7 @@ pub(crate) fn read_properties(
     footer: &Footer,
 ) -> Result<TableProperties> {
     let fetch = |h: BlockHandle| {
-        Ok(Arc::from(crate::env::read_exact_at(
+        Ok(Arc::from(crate::fs::read_exact_at(
             file,
             name,
             h.offset,

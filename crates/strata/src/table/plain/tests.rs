@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::*;
-use crate::env::buffer::{BufferFile, BytesFile};
 use crate::error::Result;
+use crate::format::iterator::InternalIterator;
 use crate::format::{ValueType, make_internal_key};
+use crate::fs::buffer::{BufferFile, BytesFile};
 use crate::table::format::TableKind;
-use crate::table::iterator::InternalIterator;
 use crate::table::{Table, TableBuilder, TableOptions};
 use crate::util::slice_transform::{FixedPrefix, SliceTransformRef};
 

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::env::FileSystem;
 use crate::error::Result;
+use crate::fs::FileSystem;
 use crate::util::checksum::crc32c_extend;
 
 /// Bytes read per step of a copy (RocksDB's `kDefaultCopyFileBufferSize`
@@ -145,7 +145,7 @@ pub fn copy_with_crc(
             b.len() as u64
         }
         Source::File { fs, path, limit } => {
-            crate::env::copy_file_between(fs, path, dst_fs, dst, limit, o.sync, &mut on_chunk)?
+            crate::fs::copy_file_between(fs, path, dst_fs, dst, limit, o.sync, &mut on_chunk)?
         }
     };
     Ok((size, crc))

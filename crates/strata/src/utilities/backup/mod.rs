@@ -36,8 +36,8 @@ use copy::{CopyOptions, Progress, RateLimiter, Source, copy_with_crc, file_crc32
 use meta::{MetaEntry, MetaFile};
 
 use crate::db::DB;
-use crate::env::{FileSystem, FileSystemRef, default_fs};
 use crate::error::{Error, Result};
+use crate::fs::{FileSystem, FileSystemRef, default_fs};
 use crate::version::{FileType, parse_file_name};
 
 /// A backup's number (RocksDB's `BackupID`).
@@ -510,7 +510,7 @@ impl BackupEngine {
         let result = made.and_then(|(files, sequence)| {
             enabled?;
             let meta = MetaFile {
-                timestamp: crate::env::unix_seconds_now() as i64,
+                timestamp: crate::fs::unix_seconds_now() as i64,
                 sequence,
                 app_metadata: app_metadata.to_vec(),
                 files,

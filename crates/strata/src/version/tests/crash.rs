@@ -3,7 +3,7 @@
 //! fails, recovery yields the state before or after the edit in flight.
 
 use super::*;
-use crate::env::fault::{FailMode, FaultInjectionFileSystem, OpKind};
+use crate::fs::fault::{FailMode, FaultInjectionFileSystem, OpKind};
 
 #[test]
 fn acknowledged_edits_survive_power_loss() {

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::*;
-use crate::env::mem::MemFileSystem;
-use crate::env::{FileSystem, FileSystemRef};
 use crate::format::dbformat::{ValueType, make_internal_key};
+use crate::fs::mem::MemFileSystem;
+use crate::fs::{FileSystem, FileSystemRef};
 use crate::util::comparator::bytewise;
 
 mod corruption;

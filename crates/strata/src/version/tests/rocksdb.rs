@@ -1,7 +1,7 @@
 //! MANIFESTs written by RocksDB 7.8.3 (`ldb`), kept in `tests/data`.
 
 use super::*;
-use crate::env::buffer::BytesFile;
+use crate::fs::buffer::BytesFile;
 use crate::wal::LogReader;
 
 const RDB: &[u8] = include_bytes!("../../../tests/data/rocksdb_rdb_MANIFEST-000032");

@@ -2,7 +2,7 @@
 //! every truncation) for the log reader and writer.
 
 use super::*;
-use crate::env::buffer::{BufferFile, BytesFile};
+use crate::fs::buffer::{BufferFile, BytesFile};
 use crate::wal::LogWriter;
 
 fn write_log(records: &[Vec<u8>], recycle: bool, log_number: u64) -> Vec<u8> {

@@ -1,6 +1,7 @@
-//! The cursor interface shared by block, table and (later) memtable and
-//! merging iterators: positioned on an entry or invalid, with seeks in both
-//! directions. Keys are whatever the source stores (internal keys for data
+//! The cursor interface shared by block, table, memtable, merging and
+//! compaction-input iterators (a base trait, so that each of those layers
+//! depends on it downward): positioned on an entry or invalid, with seeks
+//! in both directions. Keys are whatever the source stores (internal keys for data
 //! blocks and tables, names for meta blocks).
 //!
 //! Invariant: `key()`/`value()` may only be called while `valid()`; after an

@@ -444,7 +444,7 @@ impl FileSystem for FaultInjectionFileSystem {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::env::mem::MemFileSystem;
+    use crate::fs::mem::MemFileSystem;
 
     fn p(s: &str) -> PathBuf {
         PathBuf::from(s)
