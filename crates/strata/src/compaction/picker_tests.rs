@@ -2,8 +2,8 @@
 //! Pebble's `testdata/compaction_picker_*`): `testdata/pickers.txt` holds
 //! cases, each an `options` line, one line per level describing the LSM
 //! shape, a `pick` command, `----` and the expected output (up to a blank
-//! line). Run with `STRATA_REWRITE=1` to rewrite the expected outputs in
-//! place from what the code prints.
+//! line), run by `util::datadriven`. Run with `STRATA_REWRITE=1` to
+//! rewrite the expected outputs in place from what the code prints.
 //!
 //! Options (`key=value`, sizes may end in K, M or G): `style`
 //! (level|universal|fifo), `num_levels`, `l0_trigger`, `level_base`,
@@ -30,65 +30,13 @@ use crate::format::dbformat::{InternalKeyComparator, ValueType, make_internal_ke
 use crate::format::extract_user_key;
 use crate::options::{ColumnFamilyOptions, CompactionStyle};
 use crate::util::comparator::bytewise;
+use crate::util::datadriven::Case;
 use crate::version::{FileMetaData, Version, VersionBuilder, VersionEdit};
 
 const TESTDATA: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/src/compaction/testdata/pickers.txt"
 );
-
-/// One case of the file: its input lines and expected output lines.
-struct Case {
-    /// Line number (1-based) of the case's first input line.
-    line: usize,
-    input: Vec<String>,
-    expected: Vec<String>,
-}
-
-/// The file as comments/blank lines and cases, in order, so it can be
-/// written back.
-enum Chunk {
-    Text(String),
-    Case(Case),
-}
-
-fn parse_file(text: &str) -> Vec<Chunk> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut chunks = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let l = lines[i];
-        if l.trim().is_empty() || l.starts_with('#') {
-            chunks.push(Chunk::Text(l.to_string()));
-            i += 1;
-            continue;
-        }
-        let line = i + 1;
-        let mut input = Vec::new();
-        while i < lines.len() && lines[i] != "----" {
-            assert!(
-                !lines[i].trim().is_empty(),
-                "pickers.txt:{}: blank line before ----",
-                i + 1
-            );
-            input.push(lines[i].to_string());
-            i += 1;
-        }
-        assert!(i < lines.len(), "pickers.txt:{line}: case without ----");
-        i += 1;
-        let mut expected = Vec::new();
-        while i < lines.len() && !lines[i].trim().is_empty() {
-            expected.push(lines[i].to_string());
-            i += 1;
-        }
-        chunks.push(Chunk::Case(Case {
-            line,
-            input,
-            expected,
-        }));
-    }
-    chunks
-}
 
 fn size(v: &str) -> u64 {
     let (num, mult) = match v.as_bytes().last() {
@@ -362,56 +310,5 @@ fn run_case(case: &Case) -> Vec<String> {
 
 #[test]
 fn pickers_golden() {
-    let text = std::fs::read_to_string(TESTDATA).expect("read pickers.txt");
-    let chunks = parse_file(&text);
-    let rewrite = std::env::var_os("STRATA_REWRITE").is_some_and(|v| v == "1");
-    let mut failures = Vec::new();
-    let mut out = String::new();
-    let mut cases = 0;
-    for chunk in &chunks {
-        match chunk {
-            Chunk::Text(t) => {
-                out.push_str(t);
-                out.push('\n');
-            }
-            Chunk::Case(case) => {
-                cases += 1;
-                let got = run_case(case);
-                if got != case.expected {
-                    failures.push(format!(
-                        "pickers.txt:{}:\n{}\n--- expected\n{}\n--- got\n{}",
-                        case.line,
-                        case.input.join("\n"),
-                        case.expected.join("\n"),
-                        got.join("\n")
-                    ));
-                }
-                for l in case
-                    .input
-                    .iter()
-                    .chain(std::iter::once(&"----".to_string()))
-                {
-                    out.push_str(l);
-                    out.push('\n');
-                }
-                for l in &got {
-                    out.push_str(l);
-                    out.push('\n');
-                }
-            }
-        }
-    }
-    assert!(cases > 0, "no cases in pickers.txt");
-    if rewrite {
-        if out != text {
-            std::fs::write(TESTDATA, out).expect("rewrite pickers.txt");
-        }
-        return;
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {cases} cases differ (STRATA_REWRITE=1 rewrites them):\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
-    );
+    crate::util::datadriven::run_file(TESTDATA, run_case);
 }

@@ -406,82 +406,160 @@ impl RangeDelAggregator {
 mod tests {
     use super::*;
     use crate::util::comparator::bytewise;
+    use crate::util::datadriven::Case;
 
-    fn t(b: &str, e: &str, s: u64) -> (Vec<u8>, Vec<u8>, u64) {
-        (b.as_bytes().to_vec(), e.as_bytes().to_vec(), s)
-    }
-
-    fn shape(l: &FragmentedRangeTombstoneList) -> Vec<(String, String, Vec<u64>)> {
-        l.fragments()
+    /// `b-e@seq` tokens.
+    fn parse_tombstones(tokens: &[&str]) -> Vec<(Vec<u8>, Vec<u8>, u64)> {
+        tokens
             .iter()
-            .map(|x| {
+            .map(|t| {
+                let (range, seq) = t.split_once('@').expect("b-e@seq");
+                let (b, e) = range.split_once('-').expect("b-e@seq");
                 (
-                    String::from_utf8(x.start.clone()).unwrap(),
-                    String::from_utf8(x.end.clone()).unwrap(),
-                    x.seqs.clone(),
+                    b.as_bytes().to_vec(),
+                    e.as_bytes().to_vec(),
+                    seq.parse().expect("seq"),
                 )
             })
             .collect()
     }
 
-    #[test]
-    fn fragments_cover_exactly_the_tombstones() {
-        let l = Arc::new(FragmentedRangeTombstoneList::new(
-            bytewise(),
-            &[t("b", "f", 10), t("d", "h", 20), t("x", "x", 5)],
-        ));
-        assert_eq!(
-            shape(&l),
-            vec![
-                ("b".into(), "d".into(), vec![10]),
-                ("d".into(), "f".into(), vec![20, 10]),
-                ("f".into(), "h".into(), vec![20]),
-            ]
-        );
-        assert_eq!(l.num_tombstones(), 4);
-        let mut c = TombstoneCursor::new(Arc::clone(&l));
-        assert_eq!(c.covering(b"a"), &[] as &[u64]);
-        assert_eq!(c.covering(b"c"), &[10]);
-        assert_eq!(c.covering(b"d"), &[20, 10]);
-        assert_eq!(c.covering(b"g"), &[20]);
-        assert_eq!(c.covering(b"h"), &[] as &[u64]);
-        c.reset();
-        assert_eq!(c.covering(b"c"), &[10]);
-        assert_eq!(l.max_covering_seq(b"e", 100), 20);
-        assert_eq!(l.max_covering_seq(b"e", 15), 10);
-        assert_eq!(l.max_covering_seq(b"e", 9), 0);
-        assert_eq!(l.max_covering_seq(b"h", 100), 0);
-        assert_eq!(l.max_covering_seq(b"a", 100), 0);
-        let c = l.clipped(Some(b"c"), Some(b"e"));
-        assert_eq!(c, vec![t("c", "d", 10), t("d", "e", 20), t("d", "e", 10)]);
-        let newer = l.select(|s| s.iter().copied().filter(|&s| s > 15).collect());
-        assert_eq!(newer.fragments().len(), 2);
-        assert_eq!(newer.max_covering_seq(b"c", 100), 0);
-        assert_eq!(newer.num_tombstones(), 2);
+    fn show(l: &FragmentedRangeTombstoneList) -> Vec<String> {
+        l.fragments()
+            .iter()
+            .map(|f| {
+                format!(
+                    "[{}, {}) {:?}",
+                    String::from_utf8_lossy(&f.start),
+                    String::from_utf8_lossy(&f.end),
+                    f.seqs
+                )
+            })
+            .collect()
+    }
+
+    fn bound(t: &str) -> Option<&[u8]> {
+        (t != "-").then_some(t.as_bytes())
+    }
+
+    /// `testdata/range_tombstones.txt`: each case starts with
+    /// `tombstones b-e@seq ...` (one list; `merge` lines add more lists
+    /// merged into it) and then commands, each printing its lines:
+    /// `fragments`; `covering k@snap ...` (max_covering_seq, and the
+    /// hinted and cursor lookups must agree with it); `clipped lo hi`
+    /// (`-` unbounded); `select above=N` (fragments keeping seqs > N);
+    /// `aggregate snap k@seq ...` (whether an entry is covered).
+    fn run_case(case: &Case) -> Vec<String> {
+        let mut list = FragmentedRangeTombstoneList::empty(bytewise());
+        let mut out = Vec::new();
+        for line in &case.input {
+            let tokens: Vec<&str> = line.split_whitespace().collect();
+            match tokens[0] {
+                "tombstones" => {
+                    list = FragmentedRangeTombstoneList::new(
+                        bytewise(),
+                        &parse_tombstones(&tokens[1..]),
+                    )
+                }
+                "merge" => {
+                    let other = FragmentedRangeTombstoneList::new(
+                        bytewise(),
+                        &parse_tombstones(&tokens[1..]),
+                    );
+                    list = FragmentedRangeTombstoneList::merge(bytewise(), &[&list, &other]);
+                }
+                "fragments" => {
+                    out.push(format!("fragments ({} tombstones):", list.num_tombstones()));
+                    out.extend(show(&list).into_iter().map(|l| format!("  {l}")));
+                }
+                "covering" => {
+                    let shared = Arc::new(FragmentedRangeTombstoneList::new(
+                        bytewise(),
+                        &list
+                            .tombstones()
+                            .map(|(b, e, s)| (b.to_vec(), e.to_vec(), s))
+                            .collect::<Vec<_>>(),
+                    ));
+                    let mut hint = 0;
+                    let mut cursor = TombstoneCursor::new(Arc::clone(&shared));
+                    let mut last: Option<Vec<u8>> = None;
+                    for t in &tokens[1..] {
+                        let (k, snap) = t.split_once('@').expect("k@snap");
+                        let snap: u64 = snap.parse().expect("snapshot");
+                        let got = list.max_covering_seq(k.as_bytes(), snap);
+                        assert_eq!(
+                            shared.max_covering_seq_near(k.as_bytes(), snap, &mut hint),
+                            got,
+                            "{t}"
+                        );
+                        if last.as_deref().is_some_and(|l| l > k.as_bytes()) {
+                            cursor.reset();
+                        }
+                        let all = cursor.covering(k.as_bytes());
+                        let via_cursor = all.iter().copied().find(|&s| s <= snap).unwrap_or(0);
+                        assert_eq!(via_cursor, got, "{t} through the cursor");
+                        last = Some(k.as_bytes().to_vec());
+                        out.push(format!("covering {t}: {got}"));
+                    }
+                }
+                "clipped" => {
+                    for (b, e, s) in list.clipped(bound(tokens[1]), bound(tokens[2])) {
+                        out.push(format!(
+                            "clipped [{}, {}) @{s}",
+                            String::from_utf8_lossy(&b),
+                            String::from_utf8_lossy(&e)
+                        ));
+                    }
+                }
+                "select" => {
+                    let above: u64 = tokens[1]
+                        .strip_prefix("above=")
+                        .expect("above=N")
+                        .parse()
+                        .expect("N");
+                    let kept =
+                        list.select(|seqs| seqs.iter().copied().filter(|&s| s > above).collect());
+                    out.push(format!(
+                        "select above={above} ({} tombstones):",
+                        kept.num_tombstones()
+                    ));
+                    out.extend(show(&kept).into_iter().map(|l| format!("  {l}")));
+                }
+                "aggregate" => {
+                    let snap: u64 = tokens[1].parse().expect("snapshot");
+                    let mut agg = RangeDelAggregator::new(snap);
+                    agg.add(Arc::new(FragmentedRangeTombstoneList::new(
+                        bytewise(),
+                        &list
+                            .tombstones()
+                            .map(|(b, e, s)| (b.to_vec(), e.to_vec(), s))
+                            .collect::<Vec<_>>(),
+                    )));
+                    agg.add(Arc::new(FragmentedRangeTombstoneList::empty(bytewise())));
+                    for t in &tokens[2..] {
+                        let (k, seq) = t.split_once('@').expect("k@seq");
+                        let covered = agg.covers(k.as_bytes(), seq.parse().expect("seq"));
+                        out.push(format!(
+                            "aggregate {snap} {t}: {}",
+                            if covered { "covered" } else { "visible" }
+                        ));
+                    }
+                }
+                c => panic!("range_tombstones.txt:{}: unknown command {c:?}", case.line),
+            }
+        }
+        out
     }
 
     #[test]
-    fn merged_lists_delete_what_their_parts_delete() {
-        let a = FragmentedRangeTombstoneList::new(bytewise(), &[t("a", "m", 5), t("c", "e", 9)]);
-        let b = FragmentedRangeTombstoneList::new(bytewise(), &[t("d", "z", 7), t("c", "e", 9)]);
-        let m = FragmentedRangeTombstoneList::merge(bytewise(), &[&a, &b]);
-        for k in ["a", "b", "c", "d", "e", "l", "m", "y", "z"] {
-            for snap in [0, 5, 6, 7, 8, 9, 100] {
-                let want = a
-                    .max_covering_seq(k.as_bytes(), snap)
-                    .max(b.max_covering_seq(k.as_bytes(), snap));
-                assert_eq!(m.max_covering_seq(k.as_bytes(), snap), want, "{k} @ {snap}");
-            }
-        }
-        let mut agg = RangeDelAggregator::new(8);
-        agg.add(Arc::new(a));
-        agg.add(Arc::new(b));
-        agg.add(Arc::new(FragmentedRangeTombstoneList::empty(bytewise())));
-        assert_eq!(agg.lists.len(), 2, "empty lists are not kept");
-        assert!(agg.covers(b"d", 6));
-        assert!(!agg.covers(b"d", 7));
-        assert!(!agg.covers(b"c", 6), "seq 9 is above the snapshot");
-        assert!(agg.covers(b"c", 4));
+    fn range_tombstones_golden() {
+        crate::util::datadriven::run_file(
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/src/format/testdata/range_tombstones.txt"
+            ),
+            run_case,
+        );
     }
 
     /// Against a brute-force model: random tombstones, every key and

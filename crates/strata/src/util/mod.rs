@@ -5,6 +5,8 @@ pub mod checksum;
 pub mod coding;
 pub mod comparator;
 pub mod crash_point;
+#[cfg(test)]
+pub(crate) mod datadriven;
 pub mod file_checksum;
 pub mod hash;
 pub mod histogram;
