@@ -1,8 +1,10 @@
 //! Tests of the compaction iterator's keep/drop rules (snapshot stripes,
-//! shadowing, deletions at the bottom, merge operands, range tombstones,
-//! the compaction filter), and a randomized check that a whole compaction
-//! job (iterator, tombstone selection, output cutting, subcompactions)
-//! keeps every read at every live snapshot and at the latest sequence.
+//! shadowing, deletions at the bottom, sequence zeroing, merge operands,
+//! range tombstones, the compaction filter, the end bound) as data-driven
+//! cases in `testdata/compaction_iterator.txt`, and a randomized check
+//! that a whole compaction job (iterator, tombstone selection, output
+//! cutting, subcompactions) keeps every read at every live snapshot and at
+//! the latest sequence.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -23,6 +25,7 @@ use crate::fs::mem::MemFileSystem;
 use crate::merge_operator::{MergeOperator, MergeOperatorRef, StringAppendOperator};
 use crate::table::{CompressionType, Table, TableOptions};
 use crate::util::comparator::bytewise;
+use crate::util::datadriven::Case;
 use crate::version::{FileMetaData, Version, VersionBuilder, VersionEdit};
 
 // ---------------------------------------------------------------------
@@ -168,6 +171,8 @@ fn compaction(inputs: Vec<FileMetaData>, deeper: Vec<FileMetaData>) -> Compactio
 // ---------------------------------------------------------------------
 // Running the iterator alone.
 
+/// One run of the iterator over in-memory inputs: a compaction of one L1
+/// file over a-z into L2, with `deeper` files on L3.
 struct Run<'a> {
     points: Vec<Point>,
     snapshots: Vec<SequenceNumber>,
@@ -258,349 +263,6 @@ impl Run<'_> {
         }
         (out, it.stats)
     }
-
-    fn out(&self) -> Vec<Point> {
-        self.go().0
-    }
-}
-
-// ---------------------------------------------------------------------
-// Shadowing and snapshot stripes.
-
-#[test]
-fn shadowed_versions_dropped_within_a_stripe() {
-    let points = vec![
-        put("a", 10, "a10"),
-        put("a", 8, "a8"),
-        put("a", 5, "a5"),
-        put("a", 3, "a3"),
-        put("b", 4, "b4"),
-    ];
-    let (out, stats) = Run {
-        points: points.clone(),
-        ..Run::default()
-    }
-    .go();
-    assert_eq!(out, vec![put("a", 10, "a10"), put("b", 4, "b4")]);
-    assert_eq!(stats.input_records, 5);
-    assert_eq!(stats.output_records, 2);
-    assert_eq!(stats.dropped_shadowed, 3);
-    // A snapshot at 6 sees a5: stripes {10, 8} and {5, 3}.
-    let out = Run {
-        points: points.clone(),
-        snapshots: vec![6],
-        ..Run::default()
-    }
-    .out();
-    assert_eq!(
-        out,
-        vec![put("a", 10, "a10"), put("a", 5, "a5"), put("b", 4, "b4")]
-    );
-    // A snapshot equal to a sequence sees that entry: 8 is kept, 5 and 3
-    // (stripe 0) collapse to 5; 9 and 10 are one stripe with 10.
-    let out = Run {
-        points,
-        snapshots: vec![5, 8],
-        ..Run::default()
-    }
-    .out();
-    assert_eq!(
-        out,
-        vec![
-            put("a", 10, "a10"),
-            put("a", 8, "a8"),
-            put("a", 5, "a5"),
-            put("b", 4, "b4")
-        ]
-    );
-}
-
-#[test]
-fn deletions_dropped_at_the_bottom_of_the_oldest_stripe_only() {
-    let points = vec![del("a", 10), put("a", 5, "a5"), put("b", 4, "b4")];
-    // Nothing deeper: the deletion and what it shadows go.
-    let (out, stats) = Run {
-        points: points.clone(),
-        ..Run::default()
-    }
-    .go();
-    assert_eq!(out, vec![put("b", 4, "b4")]);
-    assert_eq!(stats.dropped_deletions, 1);
-    assert_eq!(stats.dropped_shadowed, 1);
-    // A deeper file holding "a": the deletion must stay.
-    let out = Run {
-        points: points.clone(),
-        deeper: vec![("a", "a")],
-        ..Run::default()
-    }
-    .out();
-    assert_eq!(out, vec![del("a", 10), put("b", 4, "b4")]);
-    // A deeper file elsewhere does not matter.
-    let out = Run {
-        points: points.clone(),
-        deeper: vec![("m", "z")],
-        ..Run::default()
-    }
-    .out();
-    assert_eq!(out, vec![put("b", 4, "b4")]);
-    // A snapshot under the deletion: it is not in the oldest stripe, and
-    // the snapshot still reads a5.
-    let out = Run {
-        points: points.clone(),
-        snapshots: vec![7],
-        ..Run::default()
-    }
-    .out();
-    assert_eq!(
-        out,
-        vec![del("a", 10), put("a", 5, "a5"), put("b", 4, "b4")]
-    );
-    // A snapshot above the deletion: it is in the oldest stripe.
-    let out = Run {
-        points,
-        snapshots: vec![12],
-        ..Run::default()
-    }
-    .out();
-    assert_eq!(out, vec![put("b", 4, "b4")]);
-    // SingleDelete behaves as Delete.
-    let out = Run {
-        points: vec![sdel("a", 10), put("a", 5, "a5")],
-        deeper: vec![("a", "b")],
-        ..Run::default()
-    }
-    .out();
-    assert_eq!(out, vec![sdel("a", 10)]);
-}
-
-/// RocksDB's sequence-number zeroing at the bottom: only the surviving Put
-/// of the oldest stripe, only where nothing deeper holds the key, and not
-/// under an older tombstone that would then cover it.
-#[test]
-fn bottom_puts_of_the_oldest_stripe_get_sequence_zero() {
-    let run = |points: Vec<Point>, snapshots: Vec<u64>, deeper, tombstones| {
-        Run {
-            points,
-            snapshots,
-            deeper,
-            tombstones,
-            zero: true,
-            ..Run::default()
-        }
-        .go()
-    };
-    let (out, stats) = run(
-        vec![put("a", 10, "a10"), put("a", 5, "a5"), put("b", 4, "b4")],
-        vec![],
-        vec![],
-        vec![],
-    );
-    assert_eq!(out, vec![put("a", 0, "a10"), put("b", 0, "b4")]);
-    assert_eq!(stats.zeroed_seqnos, 2);
-    // A snapshot at 7: a10 is newer than it and keeps its number; a5 is
-    // the oldest stripe's Put.
-    let (out, _) = run(
-        vec![put("a", 10, "a10"), put("a", 5, "a5"), put("b", 9, "b9")],
-        vec![7],
-        vec![],
-        vec![],
-    );
-    assert_eq!(
-        out,
-        vec![put("a", 10, "a10"), put("a", 0, "a5"), put("b", 9, "b9")]
-    );
-    // A deeper file holding "a": not the bottom for "a".
-    let (out, _) = run(
-        vec![put("a", 10, "a10"), put("b", 4, "b4")],
-        vec![],
-        vec![("a", "a")],
-        vec![],
-    );
-    assert_eq!(out, vec![put("a", 10, "a10"), put("b", 0, "b4")]);
-    // Merges fold into a Put at the bottom, which is zeroed; deletions and
-    // operands that stay are never zeroed.
-    let (out, _) = run(
-        vec![merge("m", 8, "x"), merge("m", 6, "y"), del("d", 3)],
-        vec![],
-        vec![("d", "d")],
-        vec![],
-    );
-    assert_eq!(out, vec![del("d", 3), put("m", 0, "y,x")]);
-    let (out, _) = run(vec![merge("m", 8, "x")], vec![], vec![("m", "m")], vec![]);
-    assert_eq!(out, vec![merge("m", 8, "x")]);
-    // An older tombstone over the key (kept for a deeper file elsewhere in
-    // its range): zeroing b12 would put it under [b, c)@10.
-    let (out, _) = run(
-        vec![put("b", 12, "b12")],
-        vec![],
-        vec![("bz", "bz")],
-        vec![("b", "c", 10)],
-    );
-    assert_eq!(out, vec![put("b", 12, "b12")]);
-    // As old as the Put (an ingested file's tombstone and keys share one
-    // number): the tombstone does not cover it, and must not after.
-    let (out, _) = run(
-        vec![put("b", 12, "b12")],
-        vec![],
-        vec![("bz", "bz")],
-        vec![("b", "c", 12)],
-    );
-    assert_eq!(out, vec![put("b", 12, "b12")]);
-    // A newer tombstone over it is fine (it covers the key either way,
-    // here the Put is dropped).
-    let (out, _) = run(
-        vec![put("b", 8, "b8"), put("c", 8, "c8")],
-        vec![],
-        vec![],
-        vec![("b", "c", 10)],
-    );
-    assert_eq!(out, vec![put("c", 0, "c8")]);
-}
-
-// ---------------------------------------------------------------------
-// Merge operands.
-
-#[test]
-fn merge_operands_fold_onto_a_put_or_delete_of_their_stripe() {
-    // Onto a Put: base first, then operands oldest first; the result
-    // takes the newest operand's sequence.
-    let out = Run {
-        points: vec![
-            merge("a", 10, "x"),
-            merge("a", 8, "y"),
-            put("a", 5, "b"),
-            put("a", 2, "old"),
-        ],
-        deeper: vec![("a", "z")],
-        ..Run::default()
-    }
-    .out();
-    assert_eq!(out, vec![put("a", 10, "b,y,x")]);
-    // Onto a Delete: onto nothing; the Delete goes.
-    let out = Run {
-        points: vec![merge("a", 10, "x"), del("a", 8), put("a", 5, "b")],
-        deeper: vec![("a", "z")],
-        ..Run::default()
-    }
-    .out();
-    assert_eq!(out, vec![put("a", 10, "x")]);
-}
-
-#[test]
-fn merge_operands_at_the_bottom_fold_onto_nothing() {
-    let points = vec![merge("a", 10, "x"), merge("a", 8, "y")];
-    let (out, stats) = Run {
-        points: points.clone(),
-        ..Run::default()
-    }
-    .go();
-    assert_eq!(out, vec![put("a", 10, "y,x")]);
-    assert_eq!(stats.merged_operands, 2);
-    // Not the bottom: a deeper file may hold a base value.
-    let out = Run {
-        points: points.clone(),
-        deeper: vec![("a", "a")],
-        ..Run::default()
-    }
-    .out();
-    assert_eq!(out, vec![merge("a", 10, "x"), merge("a", 8, "y")]);
-    // No merge operator: operands stay as they are.
-    let out = Run {
-        points,
-        merge: false,
-        ..Run::default()
-    }
-    .out();
-    assert_eq!(out, vec![merge("a", 10, "x"), merge("a", 8, "y")]);
-}
-
-#[test]
-fn merge_operands_cut_by_a_snapshot_stay() {
-    // Snapshot 9 separates x from y and b: x stays an operand, y folds
-    // onto b.
-    let out = Run {
-        points: vec![merge("a", 10, "x"), merge("a", 8, "y"), put("a", 5, "b")],
-        snapshots: vec![9],
-        ..Run::default()
-    }
-    .out();
-    assert_eq!(out, vec![merge("a", 10, "x"), put("a", 8, "b,y")]);
-    // Snapshot 6 separates both operands from b: they stay; b stays.
-    let out = Run {
-        points: vec![merge("a", 10, "x"), merge("a", 8, "y"), put("a", 5, "b")],
-        snapshots: vec![6],
-        ..Run::default()
-    }
-    .out();
-    assert_eq!(
-        out,
-        vec![merge("a", 10, "x"), merge("a", 8, "y"), put("a", 5, "b")]
-    );
-}
-
-// ---------------------------------------------------------------------
-// Range tombstones.
-
-#[test]
-fn range_tombstones_drop_what_they_cover_in_their_stripe() {
-    let points = vec![
-        put("a", 5, "a5"),
-        put("b", 12, "b12"),
-        put("b", 5, "b5"),
-        put("c", 5, "c5"),
-    ];
-    // [b, c)@10 covers b5 (same stripe), not b12 (newer), not c (end is
-    // exclusive), not a.
-    let (out, stats) = Run {
-        points: points.clone(),
-        tombstones: vec![("b", "c", 10)],
-        deeper: vec![("a", "z")],
-        ..Run::default()
-    }
-    .go();
-    assert_eq!(
-        out,
-        vec![put("a", 5, "a5"), put("b", 12, "b12"), put("c", 5, "c5")]
-    );
-    assert_eq!(stats.dropped_covered, 0);
-    assert_eq!(stats.dropped_shadowed, 1);
-    let (out, stats) = Run {
-        points: vec![put("b", 5, "b5"), put("b", 3, "b3")],
-        tombstones: vec![("b", "c", 10)],
-        deeper: vec![("a", "z")],
-        ..Run::default()
-    }
-    .go();
-    assert!(out.is_empty(), "{out:?}");
-    assert_eq!(stats.dropped_covered, 2);
-    // A snapshot between the tombstone and b5 reads b5: kept.
-    let out = Run {
-        points: vec![put("b", 5, "b5"), put("b", 3, "b3")],
-        tombstones: vec![("b", "c", 10)],
-        snapshots: vec![7],
-        ..Run::default()
-    }
-    .out();
-    assert_eq!(out, vec![put("b", 5, "b5")]);
-    // Of two tombstones, the oldest newer than the entry decides: [a, z)@6
-    // is in b5's stripe although [a, z)@10 is not.
-    let out = Run {
-        points: vec![put("b", 5, "b5"), put("b", 3, "b3")],
-        tombstones: vec![("a", "z", 10), ("a", "z", 6)],
-        snapshots: vec![7],
-        ..Run::default()
-    }
-    .out();
-    assert!(out.is_empty(), "{out:?}");
-    // A covered Put under merge operands of the same stripe: the operands
-    // fold onto nothing at the bottom.
-    let out = Run {
-        points: vec![merge("b", 12, "x"), put("b", 5, "b5")],
-        tombstones: vec![("b", "c", 10)],
-        ..Run::default()
-    }
-    .out();
-    assert_eq!(out, vec![put("b", 12, "x")]);
 }
 
 // ---------------------------------------------------------------------
@@ -636,90 +298,161 @@ fn test_filter() -> Arc<TestFilter> {
     })
 }
 
-#[test]
-fn compaction_filter_sees_only_the_newest_value_no_snapshot_sees() {
-    let f = test_filter();
-    let (out, stats) = Run {
-        points: vec![
-            put("a", 10, "keep"),
-            put("a", 5, "old"),
-            put("b", 10, "drop"),
-            put("b", 5, "old"),
-            put("c", 10, "x"),
-            merge("d", 10, "m"),
-            put("d", 5, "drop"),
-        ],
-        filter: Some(f.clone() as CompactionFilterRef),
-        ..Run::default()
-    }
-    .go();
-    // a: kept as is; b: removed (a deletion at the bottom, gone with what
-    // it shadows); c: changed; d: the newest entry is an operand, so the
-    // filter is not called and the operand folds onto "drop".
-    assert_eq!(
-        out,
-        vec![
-            put("a", 10, "keep"),
-            put("c", 10, "changed"),
-            put("d", 10, "drop,m")
-        ]
-    );
-    assert_eq!(stats.filtered, 2);
-    assert_eq!(
-        *f.seen.lock().unwrap(),
-        vec![
-            (2, "a".into(), "keep".into()),
-            (2, "b".into(), "drop".into()),
-            (2, "c".into(), "x".into())
-        ]
-    );
+// ---------------------------------------------------------------------
+// The keep/drop rules, data-driven: `testdata/compaction_iterator.txt`
+// holds the cases, each a `compact` line of options (`snapshots=6,8
+// deeper=a-a,m-z tombstones=b-c@10,a-z@6 merge=false zero=true
+// filter=test end=b`, all optional), one input point per line (`a@10 put
+// a10`, `a@8 del`, `a@7 sdel`, `a@6 merge x`), `----`, and the output
+// points in the same notation followed by a `stats:` line with every
+// counter of the iterator's stats and, with `filter=test`, a `filter
+// saw:` line with the filter's calls. The file's header documents the
+// options. Run with `STRATA_REWRITE=1` to rewrite the expected outputs.
 
-    // Not at the bottom: Remove leaves a deletion at the same sequence.
-    let out = Run {
-        points: vec![put("b", 10, "drop"), put("b", 5, "old")],
-        filter: Some(test_filter() as CompactionFilterRef),
-        deeper: vec![("a", "z")],
-        ..Run::default()
-    }
-    .out();
-    assert_eq!(out, vec![del("b", 10)]);
+const TESTDATA: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/src/compaction/testdata/compaction_iterator.txt"
+);
 
-    // A snapshot under the newest value: the filter still sees it (no
-    // snapshot sees it) but not the older value the snapshot reads.
-    let f = test_filter();
-    let out = Run {
-        points: vec![put("b", 10, "drop"), put("b", 5, "old")],
-        snapshots: vec![7],
-        filter: Some(f.clone() as CompactionFilterRef),
-        ..Run::default()
-    }
-    .out();
-    assert_eq!(out, vec![del("b", 10), put("b", 5, "old")]);
-    assert_eq!(f.seen.lock().unwrap().len(), 1);
+/// `a@10 put a10`, `a@8 del`, `a@7 sdel`, `a@6 merge x`.
+fn parse_point(s: &str) -> std::result::Result<Point, String> {
+    let mut parts = s.splitn(3, ' ');
+    let (Some(at), Some(kind)) = (parts.next(), parts.next()) else {
+        return Err(format!("point {s:?}: want key@seq kind [value]"));
+    };
+    let value = parts.next().unwrap_or("");
+    let (k, seq) = at
+        .split_once('@')
+        .ok_or_else(|| format!("point {s:?}: want key@seq"))?;
+    let seq = seq
+        .parse()
+        .map_err(|e| format!("point {s:?}: sequence: {e}"))?;
+    Ok(match kind {
+        "put" => put(k, seq, value),
+        "merge" => merge(k, seq, value),
+        "del" if value.is_empty() => del(k, seq),
+        "sdel" if value.is_empty() => sdel(k, seq),
+        _ => return Err(format!("point {s:?}: want put, merge, del or sdel")),
+    })
+}
 
-    // A snapshot sees the newest value: no filter.
-    let f = test_filter();
-    let out = Run {
-        points: vec![put("b", 10, "drop"), put("c", 11, "x")],
-        snapshots: vec![10],
-        filter: Some(f.clone() as CompactionFilterRef),
-        ..Run::default()
+fn format_point((k, s, t, v): &Point) -> String {
+    let kind = match t {
+        ValueType::Value => "put".to_string(),
+        ValueType::Merge => "merge".to_string(),
+        ValueType::Deletion => "del".to_string(),
+        ValueType::SingleDeletion => "sdel".to_string(),
+        t => format!("{t:?}"),
+    };
+    if v.is_empty() {
+        format!("{k}@{s} {kind}")
+    } else {
+        format!("{k}@{s} {kind} {v}")
     }
-    .out();
-    assert_eq!(out, vec![put("b", 10, "drop"), put("c", 11, "changed")]);
-    assert_eq!(*f.seen.lock().unwrap(), vec![(2, "c".into(), "x".into())]);
+}
+
+/// `x,y,z` (empty items ignored).
+fn list(v: &str) -> Vec<&str> {
+    v.split(',').filter(|x| !x.is_empty()).collect()
+}
+
+fn parse_bool(v: &str) -> std::result::Result<bool, String> {
+    v.parse().map_err(|_| format!("{v:?}: want true or false"))
+}
+
+/// Parses one case's input into a `Run` and the test filter, if any.
+fn parse_case(case: &Case) -> std::result::Result<(Run<'_>, Option<Arc<TestFilter>>), String> {
+    let (head, points) = case.input.split_first().ok_or("empty case")?;
+    let mut words = head.split_whitespace();
+    if words.next() != Some("compact") {
+        return Err(format!("{head:?}: want `compact [options]`"));
+    }
+    let mut run = Run::default();
+    let mut test = None;
+    for w in words {
+        let (k, v) = w
+            .split_once('=')
+            .ok_or_else(|| format!("option {w:?}: want name=value"))?;
+        match k {
+            "snapshots" => {
+                run.snapshots = list(v)
+                    .iter()
+                    .map(|s| s.parse().map_err(|e| format!("snapshot {s:?}: {e}")))
+                    .collect::<std::result::Result<_, _>>()?;
+                if !run.snapshots.is_sorted() {
+                    return Err(format!("snapshots {v:?}: want ascending"));
+                }
+            }
+            "deeper" => {
+                run.deeper = list(v)
+                    .iter()
+                    .map(|r| r.split_once('-').ok_or(format!("deeper {r:?}: want lo-hi")))
+                    .collect::<std::result::Result<_, _>>()?;
+            }
+            "tombstones" => {
+                run.tombstones = list(v)
+                    .iter()
+                    .map(|t| {
+                        let (range, seq) = t.split_once('@').ok_or(format!("{t:?}: want b-e@s"))?;
+                        let (b, e) = range.split_once('-').ok_or(format!("{t:?}: want b-e@s"))?;
+                        let seq = seq.parse().map_err(|e| format!("{t:?}: {e}"))?;
+                        Ok((b, e, seq))
+                    })
+                    .collect::<std::result::Result<_, String>>()?;
+            }
+            "merge" => run.merge = parse_bool(v)?,
+            "zero" => run.zero = parse_bool(v)?,
+            "filter" if v == "test" => {
+                let f = test_filter();
+                run.filter = Some(f.clone() as CompactionFilterRef);
+                test = Some(f);
+            }
+            "end" => run.end = Some(v),
+            _ => return Err(format!("unknown option {w:?}")),
+        }
+    }
+    run.points = points
+        .iter()
+        .map(|p| parse_point(p))
+        .collect::<std::result::Result<_, _>>()?;
+    Ok((run, test))
+}
+
+fn run_case(case: &Case) -> Vec<String> {
+    let (run, filter) =
+        parse_case(case).unwrap_or_else(|e| panic!("compaction_iterator.txt:{}: {e}", case.line));
+    let (out, s) = run.go();
+    let mut lines: Vec<String> = out.iter().map(format_point).collect();
+    lines.push(format!(
+        "stats: input={} output={} shadowed={} covered={} deletions={} merged={} \
+         filtered={} zeroed={}",
+        s.input_records,
+        s.output_records,
+        s.dropped_shadowed,
+        s.dropped_covered,
+        s.dropped_deletions,
+        s.merged_operands,
+        s.filtered,
+        s.zeroed_seqnos
+    ));
+    if let Some(f) = filter {
+        let seen = f.seen.lock().unwrap();
+        let calls: Vec<String> = seen
+            .iter()
+            .map(|(level, k, v)| format!("L{level} {k}={v}"))
+            .collect();
+        lines.push(if calls.is_empty() {
+            "filter saw: nothing".to_string()
+        } else {
+            format!("filter saw: {}", calls.join(", "))
+        });
+    }
+    lines
 }
 
 #[test]
-fn end_bound_stops_before_the_key() {
-    let points = vec![put("a", 5, "a"), put("b", 5, "b"), put("c", 5, "c")];
-    let out = Run {
-        points,
-        end: Some("b"),
-        ..Run::default()
-    }
-    .out();
-    assert_eq!(out, vec![put("a", 5, "a")]);
+fn compaction_iterator_golden() {
+    crate::util::datadriven::run_file(TESTDATA, run_case);
 }
 
 // ---------------------------------------------------------------------
