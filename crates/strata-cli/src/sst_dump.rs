@@ -9,8 +9,8 @@ use strata::fs::{FileSystem, default_fs};
 use strata::tools::format::iterator::InternalIterator;
 use strata::tools::format::parse_internal_key;
 use strata::tools::table::block::KeyOrder;
-use strata::tools::table::format::BlockHandle;
-use strata::tools::table::properties::{TableProperties, UNKNOWN_COLUMN_FAMILY};
+use strata::tools::table::footer::BlockHandle;
+use strata::tools::table::table_properties::{TableProperties, UNKNOWN_COLUMN_FAMILY};
 use strata::tools::table::{Table, TableOptions};
 
 use crate::flags::{Flags, from_hex, to_hex};
@@ -108,8 +108,8 @@ fn dump_one(fs: &dyn FileSystem, path: &Path, s: &Settings) -> Result<(), String
     println!(
         "Sst file format: {}",
         match table.kind() {
-            strata::tools::table::format::TableKind::BlockBased => "block-based",
-            strata::tools::table::format::TableKind::Plain => "plain table",
+            strata::tools::table::footer::TableKind::BlockBased => "block-based",
+            strata::tools::table::footer::TableKind::Plain => "plain table",
         }
     );
     match s.command.as_str() {
@@ -238,7 +238,7 @@ fn raw_dump(table: &Arc<Table>) -> strata::Result<String> {
     let _ = writeln!(
         out,
         "  table_magic_number: {}",
-        strata::tools::table::format::BLOCK_BASED_TABLE_MAGIC
+        strata::tools::table::footer::BLOCK_BASED_TABLE_MAGIC
     );
     let _ = writeln!(out, "  format version: {}\n  ", footer.format_version);
     let _ = writeln!(

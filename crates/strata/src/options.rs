@@ -444,7 +444,7 @@ impl ColumnFamilyOptions {
                 return bad(format!("bloom_bits_per_key {b} is not a valid number"));
             }
         }
-        let max = crate::table::format::MAX_FORMAT_VERSION;
+        let max = crate::table::footer::MAX_FORMAT_VERSION;
         if !(2..=max).contains(&self.format_version) {
             return Err(crate::error::Error::NotSupported(format!(
                 "column family {cf_name}: table format_version {} (Strata writes 2 to {max})",

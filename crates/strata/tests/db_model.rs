@@ -635,7 +635,7 @@ fn run_seed(seed: u64, set: &OptionSet) {
                     f.file_number
                 )));
                 bytes.unwrap_or_default().ends_with(
-                    &strata::tools::table::format::LEGACY_PLAIN_TABLE_MAGIC.to_le_bytes(),
+                    &strata::tools::table::footer::LEGACY_PLAIN_TABLE_MAGIC.to_le_bytes(),
                 )
             })
             .count();

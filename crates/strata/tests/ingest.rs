@@ -667,7 +667,7 @@ fn an_empty_range_deletion_in_an_external_file_does_not_invert_its_bounds() {
 fn write_sst_like_rocksdb(path: &Path, puts: &[&str], ranges: &[(&str, &str)]) {
     let file = strata::fs::default_fs().new_writable_file(path).unwrap();
     let topts = TableOptions {
-        column_family_id: strata::tools::table::properties::UNKNOWN_COLUMN_FAMILY,
+        column_family_id: strata::tools::table::table_properties::UNKNOWN_COLUMN_FAMILY,
         column_family_name: String::new(),
         ..TableOptions::default()
     };

@@ -100,7 +100,7 @@ fn plain_table_column_family_serves_every_read() {
         assert!(
             magics
                 .iter()
-                .all(|&m| m == strata::tools::table::format::LEGACY_PLAIN_TABLE_MAGIC),
+                .all(|&m| m == strata::tools::table::footer::LEGACY_PLAIN_TABLE_MAGIC),
             "every table is a PlainTable: {magics:x?}"
         );
         let check = |db: &DB| {
@@ -271,7 +271,7 @@ fn rocksdb_ldb_reads_strata_plain_tables() {
         assert!(
             table_magics(dir.path())
                 .iter()
-                .all(|&m| m == strata::tools::table::format::LEGACY_PLAIN_TABLE_MAGIC)
+                .all(|&m| m == strata::tools::table::footer::LEGACY_PLAIN_TABLE_MAGIC)
         );
         let Some(got) = ldb_scan(dir.path()) else {
             return;
@@ -321,7 +321,7 @@ fn strata_reads_rocksdb_plain_tables() {
         }
         assert!(
             table_magics(dir.path())
-                .contains(&strata::tools::table::format::LEGACY_PLAIN_TABLE_MAGIC),
+                .contains(&strata::tools::table::footer::LEGACY_PLAIN_TABLE_MAGIC),
             "db_bench wrote PlainTable files"
         );
         let want = ldb_scan(dir.path()).unwrap();

@@ -224,7 +224,7 @@ impl IngestionJob {
         let (original_seqno, global_seqno_offset) = match version {
             2 => {
                 let Some(seq) = props
-                    .user_property(crate::table::properties::EXTERNAL_SST_GLOBAL_SEQNO)
+                    .user_property(crate::table::table_properties::EXTERNAL_SST_GLOBAL_SEQNO)
                     .and_then(|v| crate::util::coding::decode_fixed64(v, 0))
                 else {
                     return corrupt("External file global sequence number not found");
@@ -248,7 +248,7 @@ impl IngestionJob {
                 )));
             }
         };
-        if props.column_family_id != crate::table::properties::UNKNOWN_COLUMN_FAMILY
+        if props.column_family_id != crate::table::table_properties::UNKNOWN_COLUMN_FAMILY
             && props.column_family_id != u64::from(self.cf_id)
         {
             return Err(Error::InvalidArgument(format!(

@@ -33,7 +33,7 @@ use crate::format::{InternalKeyComparator, MAX_SEQUENCE_NUMBER, WriteBatch, pars
 use crate::fs::{FileSystemRef, default_fs};
 use crate::memtable::MemTable;
 use crate::options::{ColumnFamilyOptions, Options};
-use crate::table::properties::UNKNOWN_COLUMN_FAMILY;
+use crate::table::table_properties::UNKNOWN_COLUMN_FAMILY;
 use crate::table::{Table, TableBuilder};
 use crate::version::{FileMetaData, FileType, VersionEdit, VersionSet, parse_file_name};
 

@@ -10,7 +10,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::format::BlockHandle;
+use super::footer::BlockHandle;
 use crate::error::{Error, Result};
 use crate::format::dbformat::{InternalKeyComparator, extract_user_key};
 use crate::format::iterator::InternalIterator;
@@ -567,12 +567,12 @@ pub fn decode_metaindex(
     block: &Arc<Block>,
     file: &str,
     offset: u64,
-) -> Result<std::collections::BTreeMap<String, super::format::BlockHandle>> {
+) -> Result<std::collections::BTreeMap<String, super::footer::BlockHandle>> {
     let mut meta = std::collections::BTreeMap::new();
     let mut it = block.iter(KeyOrder::Bytewise, false);
     it.seek_to_first();
     while it.valid() {
-        let h = super::format::BlockHandle::decode(it.value())
+        let h = super::footer::BlockHandle::decode(it.value())
             .ok_or_else(|| Error::corruption(file, offset, "bad handle in meta-index"))?;
         meta.insert(String::from_utf8_lossy(it.key()).into_owned(), h);
         it.next();

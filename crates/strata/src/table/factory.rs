@@ -10,11 +10,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::format::{BlockHandle, Footer, TableKind, read_footer};
+use super::footer::{BlockHandle, Footer, TableKind, read_footer};
 use super::options::TableOptions;
 use super::plain::{PlainTable, PlainTableBuilder, PlainTableIter};
-use super::properties::TableProperties;
 use super::table_builder::{BlockBasedTableBuilder, TableInfo};
+use super::table_properties::TableProperties;
 use super::table_reader::{BlockBasedTable, BlockBasedTableIter};
 use crate::error::{Error, Result};
 use crate::format::dbformat::extract_user_key;

@@ -1,6 +1,7 @@
 //! Block handles, the table footer, block trailers, and reading a block from
-//! a file with checksum verification and decompression (RocksDB
-//! `table/format.cc`).
+//! a file with checksum verification and decompression (RocksDB's
+//! `table/format.cc`; named for its centrepiece here, so that `format`
+//! means only the internal-key and batch encodings of `crate::format`).
 //!
 //! ```text
 //! block   := payload | compression_type: u8 | checksum: fixed32

@@ -18,7 +18,7 @@
 //! the previous one (what makes the offset implicit).
 
 use super::block_builder::BlockBuilder;
-use super::format::{BLOCK_TRAILER_SIZE, BlockHandle};
+use super::footer::{BLOCK_TRAILER_SIZE, BlockHandle};
 use crate::format::dbformat::extract_user_key;
 use crate::util::coding::put_varsigned64;
 

@@ -12,15 +12,15 @@ pub mod block_builder;
 pub mod compression;
 pub mod factory;
 pub mod filter;
-pub mod format;
+pub mod footer;
 pub mod index_builder;
 pub mod options;
 pub mod partitioned;
 pub mod plain;
 pub mod prefix_seek_iter;
-pub mod properties;
 pub mod sst_file_writer;
 pub mod table_builder;
+pub mod table_properties;
 pub mod table_reader;
 
 pub use compression::CompressionType;

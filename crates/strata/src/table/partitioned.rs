@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 
 use super::block::{Block, BlockIter, KeyOrder};
 use super::filter::FilterReader;
-use super::format::{BlockHandle, BlockReadOptions, read_block};
+use super::footer::{BlockHandle, BlockReadOptions, read_block};
 use super::options::BlockCacheApi;
 use crate::error::{Error, Result};
 use crate::format::iterator::InternalIterator;

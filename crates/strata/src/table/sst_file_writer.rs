@@ -11,8 +11,8 @@ use std::path::Path;
 
 use super::factory::TableBuilder;
 use super::options::TableOptions;
-use super::properties::{EXTERNAL_SST_GLOBAL_SEQNO, EXTERNAL_SST_VERSION};
 use super::table_builder::TableInfo;
+use super::table_properties::{EXTERNAL_SST_GLOBAL_SEQNO, EXTERNAL_SST_VERSION};
 use crate::error::{Error, Result};
 use crate::format::{ValueType, make_internal_key};
 use crate::fs::{FileSystem, default_fs};
@@ -47,7 +47,7 @@ impl SstFileWriter {
         opts: TableOptions,
     ) -> Result<SstFileWriter> {
         let opts = TableOptions {
-            column_family_id: super::properties::UNKNOWN_COLUMN_FAMILY,
+            column_family_id: super::table_properties::UNKNOWN_COLUMN_FAMILY,
             column_family_name: String::new(),
             ..opts
         };

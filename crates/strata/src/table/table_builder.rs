@@ -19,12 +19,12 @@ use super::block_builder::BlockBuilder;
 use super::compression::{CompressionType, compress};
 use super::filter::FilterBuilder;
 use super::filter::PartitionedFilterBuilder;
-use super::format::{
+use super::footer::{
     BLOCK_TRAILER_SIZE, BlockHandle, Footer, MAX_FORMAT_VERSION, checksum_modifier_for_context,
 };
 use super::index_builder::{IndexBuilder, PartitionedIndexBuilder};
 use super::options::{IndexShorteningMode, IndexType, TableOptions};
-use super::properties::{
+use super::table_properties::{
     FULL_FILTER_BLOCK, INDEX_BLOCK, INDEX_TYPE, PARTITIONED_FILTER_BLOCK, PREFIX_FILTERING,
     PROPERTIES_BLOCK, RANGE_DEL_BLOCK, TableProperties, WHOLE_KEY_FILTERING,
 };
@@ -548,7 +548,7 @@ impl BlockBasedTableBuilder {
         let metaindex_raw = metaindex.finish().to_vec();
         let metaindex_handle = self.write_block(&metaindex_raw, CompressionType::None)?;
         let footer = Footer {
-            kind: super::format::TableKind::BlockBased,
+            kind: super::footer::TableKind::BlockBased,
             checksum_type: self.opts.checksum,
             metaindex_handle,
             index_handle,

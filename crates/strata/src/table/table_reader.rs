@@ -18,13 +18,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::block::{Block, BlockIter, KeyOrder};
 use super::filter::FilterReader;
-use super::format::{
+use super::footer::{
     BLOCK_TRAILER_SIZE, BlockContents, BlockHandle, BlockReadOptions, Footer, read_block,
     read_footer,
 };
 use super::options::TableOptions;
 use super::partitioned::{IndexIter, PartitionSource, PartitionedFilter};
-use super::properties::{
+use super::table_properties::{
     COMPRESSION_DICT_BLOCK, FULL_FILTER_BLOCK, INDEX_BLOCK, PARTITIONED_FILTER_BLOCK,
     PROPERTIES_BLOCK, PROPERTIES_BLOCK_OLD, RANGE_DEL_BLOCK, TableProperties,
 };
@@ -118,7 +118,7 @@ impl BlockBasedTable {
         largest_seqno: Option<u64>,
         mut footer: Footer,
     ) -> Result<BlockBasedTable> {
-        if footer.kind != super::format::TableKind::BlockBased {
+        if footer.kind != super::footer::TableKind::BlockBased {
             return Err(Error::InvalidArgument(format!(
                 "{name}: not a block-based table ({:?})",
                 footer.kind
@@ -270,7 +270,7 @@ impl BlockBasedTable {
             None => None,
         };
         let prefix_filter =
-            if props.user_property(super::properties::PREFIX_FILTERING) == Some(b"1") {
+            if props.user_property(super::table_properties::PREFIX_FILTERING) == Some(b"1") {
                 crate::util::slice_transform::parse_slice_transform(&String::from_utf8_lossy(
                     &props.prefix_extractor_name,
                 ))
@@ -278,7 +278,7 @@ impl BlockBasedTable {
                 None
             };
         let whole_key_filtering =
-            props.user_property(super::properties::WHOLE_KEY_FILTERING) != Some(b"0");
+            props.user_property(super::table_properties::WHOLE_KEY_FILTERING) != Some(b"0");
 
         let mut range_tombstones = Vec::new();
         if let Some(&h) = meta.get(RANGE_DEL_BLOCK) {
@@ -441,10 +441,10 @@ impl BlockBasedTable {
         handle: BlockHandle,
         opts: &BlockReadOptions,
     ) -> Result<BlockContents> {
-        super::format::check_in_file(&self.name, handle, opts.file_size)?;
+        super::footer::check_in_file(&self.name, handle, opts.file_size)?;
         let len = handle.size as usize + BLOCK_TRAILER_SIZE;
         let raw = crate::fs::read_exact_at(&*self.file, &self.name, handle.offset, len)?;
-        super::format::decode_block_with_dict(
+        super::footer::decode_block_with_dict(
             raw,
             &self.name,
             handle,
@@ -489,7 +489,7 @@ impl BlockBasedTable {
             None => self.read_data_contents(handle, &read_opts)?,
             Some(ra) => {
                 let raw = ra.read(&*self.file, &self.name, handle, self.file_size)?;
-                super::format::decode_block_with_dict(
+                super::footer::decode_block_with_dict(
                     raw,
                     &self.name,
                     handle,
@@ -682,8 +682,8 @@ impl Readahead {
         handle: BlockHandle,
         file_size: u64,
     ) -> Result<Vec<u8>> {
-        super::format::check_in_file(name, handle, file_size)?;
-        let len = handle.size as usize + super::format::BLOCK_TRAILER_SIZE;
+        super::footer::check_in_file(name, handle, file_size)?;
+        let len = handle.size as usize + super::footer::BLOCK_TRAILER_SIZE;
         let end = handle.offset + len as u64;
         if handle.offset >= self.start && end <= self.start + self.buf.len() as u64 {
             let at = (handle.offset - self.start) as usize;
@@ -962,7 +962,7 @@ pub fn read_table_properties(
     file_size: u64,
 ) -> Result<TableProperties> {
     let footer = read_footer(file, name, file_size)?;
-    if footer.kind == super::format::TableKind::Plain {
+    if footer.kind == super::footer::TableKind::Plain {
         return super::plain::reader::read_properties(file, name, &footer);
     }
     let opts = BlockReadOptions::for_footer(&footer, true, file_size);
@@ -1005,15 +1005,15 @@ fn read_properties_block(
     h: BlockHandle,
     read_opts: &BlockReadOptions,
 ) -> Result<(BlockContents, Option<u64>)> {
-    use super::format::{check_in_file, decode_block, verify_block_checksum};
+    use super::footer::{check_in_file, decode_block, verify_block_checksum};
     check_in_file(name, h, read_opts.file_size)?;
     let raw = crate::fs::read_exact_at(file, name, h.offset, h.size as usize + BLOCK_TRAILER_SIZE)?;
     let payload = &raw[..h.size as usize];
     let offset = (raw[h.size as usize] == 0)
         .then(|| {
-            super::properties::fixed64_value_offset(
+            super::table_properties::fixed64_value_offset(
                 payload,
-                super::properties::EXTERNAL_SST_GLOBAL_SEQNO.as_bytes(),
+                super::table_properties::EXTERNAL_SST_GLOBAL_SEQNO.as_bytes(),
             )
         })
         .flatten();
@@ -1045,7 +1045,7 @@ fn external_global_seqno(
     largest_seqno: Option<u64>,
     name: &str,
 ) -> Result<Option<u64>> {
-    let seqno_prop = props.user_property(super::properties::EXTERNAL_SST_GLOBAL_SEQNO);
+    let seqno_prop = props.user_property(super::table_properties::EXTERNAL_SST_GLOBAL_SEQNO);
     let corrupt = |msg: String| Err(Error::corruption(name, 0, msg));
     let Some(version) = props.external_sst_version() else {
         if seqno_prop.is_some() {

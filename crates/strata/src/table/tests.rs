@@ -243,10 +243,10 @@ fn format_version_6_detects_blocks_from_another_file() {
     let t = open(a.clone(), &opts).unwrap();
     let mut idx = t.as_block_based().unwrap().index_iter();
     idx.seek_to_first();
-    let h = format::BlockHandle::decode(idx.value()).unwrap();
+    let h = footer::BlockHandle::decode(idx.value()).unwrap();
     let (s, e) = (
         h.offset as usize,
-        (h.offset + h.size) as usize + format::BLOCK_TRAILER_SIZE,
+        (h.offset + h.size) as usize + footer::BLOCK_TRAILER_SIZE,
     );
     assert_eq!(a[s..e - 4], b[s..e - 4]);
     assert_ne!(a[e - 4..e], b[e - 4..e], "contexts differ per file");
@@ -272,8 +272,8 @@ fn e_of(bytes: &[u8], opts: &TableOptions) -> usize {
     let t = open(bytes.to_vec(), opts).unwrap();
     let mut idx = t.as_block_based().unwrap().index_iter();
     idx.seek_to_first();
-    let h = format::BlockHandle::decode(idx.value()).unwrap();
-    (h.offset + h.size) as usize + format::BLOCK_TRAILER_SIZE
+    let h = footer::BlockHandle::decode(idx.value()).unwrap();
+    (h.offset + h.size) as usize + footer::BLOCK_TRAILER_SIZE
 }
 
 #[test]
@@ -500,7 +500,7 @@ fn partitioned_index_and_filters_roundtrip() {
         assert!(p.index_partitions > 10, "{} partitions", p.index_partitions);
         assert!(
             t.meta_blocks()
-                .contains_key(properties::PARTITIONED_FILTER_BLOCK)
+                .contains_key(table_properties::PARTITIONED_FILTER_BLOCK)
         );
         assert_eq!(scan(&t).unwrap(), expected(&model));
         for (k, (s, ty, v)) in model.iter().step_by(7) {

@@ -20,10 +20,10 @@ use crate::error::{Error, Result};
 use crate::format::dbformat::{InternalKeyComparator, ValueType, parse_internal_key};
 use crate::fs::WritableFile;
 use crate::table::block_builder::BlockBuilder;
-use crate::table::format::{BlockHandle, Footer, TableKind};
+use crate::table::footer::{BlockHandle, Footer, TableKind};
 use crate::table::options::TableOptions;
-use crate::table::properties::{PROPERTIES_BLOCK, TableProperties};
 use crate::table::table_builder::TableInfo;
+use crate::table::table_properties::{PROPERTIES_BLOCK, TableProperties};
 use crate::util::checksum::ChecksumType;
 use crate::util::coding::put_varint32;
 

@@ -32,9 +32,9 @@ use crate::format::dbformat::{InternalKeyComparator, extract_user_key};
 use crate::format::iterator::InternalIterator;
 use crate::fs::RandomAccessFile;
 use crate::table::block::{Block, decode_metaindex};
-use crate::table::format::{BlockHandle, Footer, TableKind};
+use crate::table::footer::{BlockHandle, Footer, TableKind};
 use crate::table::options::TableOptions;
-use crate::table::properties::{PROPERTIES_BLOCK, PROPERTIES_BLOCK_OLD, TableProperties};
+use crate::table::table_properties::{PROPERTIES_BLOCK, PROPERTIES_BLOCK_OLD, TableProperties};
 use crate::util::coding::get_varint32;
 use crate::util::slice_transform::SliceTransformRef;
 

@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::format::iterator::InternalIterator;
 use crate::format::{ValueType, make_internal_key};
 use crate::fs::buffer::{BufferFile, BytesFile};
-use crate::table::format::TableKind;
+use crate::table::footer::TableKind;
 use crate::table::{Table, TableBuilder, TableOptions};
 use crate::util::slice_transform::{FixedPrefix, SliceTransformRef};
 
@@ -303,7 +303,7 @@ fn damaged_files_fail_cleanly() {
 #[test]
 fn cuckoo_tables_are_not_supported_not_corrupt() {
     let mut bytes = vec![0u8; 100];
-    bytes[92..].copy_from_slice(&crate::table::format::CUCKOO_TABLE_MAGIC.to_le_bytes());
+    bytes[92..].copy_from_slice(&crate::table::footer::CUCKOO_TABLE_MAGIC.to_le_bytes());
     let e = open(bytes, &TableOptions::default()).unwrap_err();
     assert!(matches!(e, crate::Error::NotSupported(_)), "{e}");
     assert!(e.to_string().contains("CuckooTable"), "{e}");
