@@ -193,129 +193,201 @@ impl VersionBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::dbformat::{InternalKeyComparator, ValueType, make_internal_key};
+    use crate::format::dbformat::{
+        InternalKeyComparator, ValueType, extract_user_key, make_internal_key, parse_internal_key,
+    };
     use crate::util::comparator::bytewise;
+    use crate::util::datadriven::Case;
+    use crate::version::debug::internal_key_debug_string;
 
-    fn base(levels: usize) -> Arc<Version> {
-        Arc::new(Version::new(InternalKeyComparator::new(bytewise()), levels))
+    // -----------------------------------------------------------------
+    // Data-driven cases: `testdata/version_builder.txt`, each a list of
+    // commands run in order on one builder (see the top of that file):
+    //
+    //   num_levels=N              a builder on an empty version
+    //   edit add L<n> <file>...   `number:smallest-largest:size:seqlo-seqhi`
+    //                             plus `!` (marked for compaction)
+    //   edit delete L<n> <num>...
+    //   edit cursor L<n> <k>@<s>
+    //   apply                     prints `apply: ok` or `apply: error: ..`
+    //   level_of <num>            prints `level_of <num>: L<n>` or `none`
+    //   has_invalid_levels        prints `has_invalid_levels: true|false`
+    //   finish                    prints `finish v<i>:` and the version
+    //                             (or `finish: error: ..`); later edits
+    //                             go to a builder on v<i>
+    //   show v<i>                 prints version v<i> again
+    //
+    // A version prints as `  L<n>: <file>...` per non-empty level and
+    // `  cursor L<n>: <k>@<s>` per compact cursor, or `  (empty)`.
+
+    const TESTDATA: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/version/testdata/version_builder.txt"
+    );
+
+    /// `L<n>`.
+    fn parse_level(s: &str) -> u32 {
+        s.strip_prefix('L')
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("bad level {s:?}"))
     }
 
-    fn meta(n: u64, lo: &str, hi: &str, seq: u64) -> FileMetaData {
-        FileMetaData::new(
-            n,
-            10,
-            make_internal_key(lo.as_bytes(), seq, ValueType::Value),
-            make_internal_key(hi.as_bytes(), seq, ValueType::Value),
-            seq,
-            seq,
+    /// `number:smallest-largest:size:seqlo-seqhi` plus `!`.
+    fn parse_file(spec: &str) -> FileMetaData {
+        let marked = spec.ends_with('!');
+        let parts: Vec<&str> = spec.trim_end_matches('!').split(':').collect();
+        assert_eq!(parts.len(), 4, "bad file {spec:?}");
+        let (lo, hi) = parts[1].split_once('-').expect("smallest-largest");
+        let (slo, shi) = parts[3].split_once('-').expect("seqlo-seqhi");
+        let (slo, shi): (u64, u64) = (slo.parse().unwrap(), shi.parse().unwrap());
+        let mut f = FileMetaData::new(
+            parts[0].parse().expect("file number"),
+            parts[2].parse().expect("file size"),
+            make_internal_key(lo.as_bytes(), slo, ValueType::Value),
+            make_internal_key(hi.as_bytes(), shi, ValueType::Value),
+            slo,
+            shi,
+        );
+        f.marked_for_compaction = marked;
+        f
+    }
+
+    /// `k@s`.
+    fn parse_key(s: &str) -> Vec<u8> {
+        let (k, seq) = s.split_once('@').expect("k@seq");
+        make_internal_key(k.as_bytes(), seq.parse().expect("seq"), ValueType::Value)
+    }
+
+    /// `k@s` for a Value key, RocksDB's debug string otherwise.
+    fn show_key(ikey: &[u8]) -> String {
+        match parse_internal_key(ikey) {
+            Some(p) if p.value_type == ValueType::Value => {
+                format!("{}@{}", String::from_utf8_lossy(p.user_key), p.sequence)
+            }
+            _ => internal_key_debug_string(ikey, false),
+        }
+    }
+
+    fn show_file(f: &FileMetaData) -> String {
+        format!(
+            "{}:{}-{}:{}:{}-{}{}",
+            f.number,
+            String::from_utf8_lossy(extract_user_key(&f.smallest)),
+            String::from_utf8_lossy(extract_user_key(&f.largest)),
+            f.file_size,
+            f.smallest_seqno,
+            f.largest_seqno,
+            if f.marked_for_compaction { "!" } else { "" }
         )
     }
 
-    fn nums(v: &Version, level: usize) -> Vec<u64> {
-        v.files(level).iter().map(|f| f.number).collect()
+    fn show_version(header: String, v: &Version, out: &mut Vec<String>) {
+        out.push(header);
+        let start = out.len();
+        for l in 0..v.num_levels() {
+            let files: Vec<String> = v.files(l).iter().map(|f| show_file(f)).collect();
+            if !files.is_empty() {
+                out.push(format!("  L{l}: {}", files.join(" ")));
+            }
+        }
+        for l in 0..v.num_levels() {
+            if let Some(k) = v.compact_cursor(l) {
+                out.push(format!("  cursor L{l}: {}", show_key(k)));
+            }
+        }
+        if out.len() == start {
+            out.push("  (empty)".into());
+        }
+    }
+
+    /// The case's builder (there is none before `num_levels=N` or after a
+    /// failed `finish`).
+    fn open<'a>(builder: &'a mut Option<VersionBuilder>, at: &str) -> &'a mut VersionBuilder {
+        builder
+            .as_mut()
+            .unwrap_or_else(|| panic!("{at}: no builder (num_levels=N first)"))
+    }
+
+    fn run_case(case: &Case) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut builder: Option<VersionBuilder> = None;
+        let mut edit = VersionEdit::new();
+        let mut versions: Vec<Arc<Version>> = Vec::new();
+        for (i, line) in case.input.iter().enumerate() {
+            let at = format!("version_builder.txt:{}", case.line + i);
+            if line.starts_with('#') {
+                continue;
+            }
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match words.as_slice() {
+                [nl] if nl.starts_with("num_levels=") => {
+                    let n = nl["num_levels=".len()..].parse().expect("num_levels");
+                    let icmp = InternalKeyComparator::new(bytewise());
+                    builder = Some(VersionBuilder::new(Arc::new(Version::new(icmp, n))));
+                }
+                ["edit", "add", level, files @ ..] => {
+                    for spec in files {
+                        edit.add_file(parse_level(level), parse_file(spec));
+                    }
+                }
+                ["edit", "delete", level, numbers @ ..] => {
+                    for n in numbers {
+                        edit.delete_file(parse_level(level), n.parse().expect("file number"));
+                    }
+                }
+                ["edit", "cursor", level, key] => {
+                    edit.compact_cursors
+                        .push((parse_level(level), parse_key(key)));
+                }
+                ["apply"] => {
+                    let e = std::mem::take(&mut edit);
+                    out.push(match open(&mut builder, &at).apply(&e) {
+                        Ok(()) => "apply: ok".into(),
+                        Err(err) => format!("apply: error: {err}"),
+                    });
+                }
+                ["level_of", n] => {
+                    let level = open(&mut builder, &at).level_of(n.parse().expect("file number"));
+                    out.push(match level {
+                        Some(l) => format!("level_of {n}: L{l}"),
+                        None => format!("level_of {n}: none"),
+                    });
+                }
+                ["has_invalid_levels"] => {
+                    let invalid = open(&mut builder, &at).has_invalid_levels();
+                    out.push(format!("has_invalid_levels: {invalid}"));
+                }
+                ["finish"] => {
+                    let finished = builder
+                        .take()
+                        .unwrap_or_else(|| panic!("{at}: no builder (num_levels=N first)"))
+                        .finish(versions.len() as u64 + 1);
+                    match finished {
+                        Ok(v) => {
+                            let v = Arc::new(v);
+                            versions.push(v.clone());
+                            show_version(format!("finish v{}:", versions.len()), &v, &mut out);
+                            builder = Some(VersionBuilder::new(v));
+                        }
+                        Err(err) => out.push(format!("finish: error: {err}")),
+                    }
+                }
+                ["show", name] => {
+                    let v = name
+                        .strip_prefix('v')
+                        .and_then(|i| i.parse::<usize>().ok())
+                        .and_then(|i| versions.get(i.wrapping_sub(1)))
+                        .unwrap_or_else(|| panic!("{at}: no version {name:?}"));
+                    show_version(format!("show {name}:"), v, &mut out);
+                }
+                _ => panic!("{at}: unknown command {line:?}"),
+            }
+        }
+        out
     }
 
     #[test]
-    fn apply_add_delete_move() {
-        let mut b = VersionBuilder::new(base(7));
-        let mut e = VersionEdit::new();
-        e.add_file(0, meta(5, "a", "c", 5));
-        e.add_file(0, meta(6, "b", "d", 6));
-        e.add_file(1, meta(3, "m", "n", 1));
-        e.add_file(1, meta(2, "e", "f", 1));
-        b.apply(&e).unwrap();
-        let v1 = Arc::new(b.finish(1).unwrap());
-        assert_eq!(nums(&v1, 0), [6, 5]);
-        assert_eq!(nums(&v1, 1), [2, 3]);
-
-        // Move file 5 from L0 to L2 and replace file 2 in place.
-        let mut b = VersionBuilder::new(v1.clone());
-        let mut e = VersionEdit::new();
-        e.delete_file(0, 5);
-        e.add_file(2, meta(5, "a", "c", 5));
-        e.delete_file(1, 2);
-        let mut f2 = meta(2, "e", "f", 1);
-        f2.marked_for_compaction = true;
-        e.add_file(1, f2);
-        b.apply(&e).unwrap();
-        assert_eq!(b.level_of(5), Some(2));
-        let v2 = b.finish(2).unwrap();
-        assert_eq!(nums(&v2, 0), [6]);
-        assert_eq!(nums(&v2, 1), [2, 3]);
-        assert!(v2.files(1)[0].marked_for_compaction);
-        assert_eq!(nums(&v2, 2), [5]);
-        // The base is untouched.
-        assert_eq!(nums(&v1, 0), [6, 5]);
-    }
-
-    #[test]
-    fn rejects_bad_edits() {
-        let mut b = VersionBuilder::new(base(7));
-        let mut e = VersionEdit::new();
-        e.add_file(0, meta(5, "a", "c", 5));
-        b.apply(&e).unwrap();
-        let err = b.apply(&e).unwrap_err();
-        assert!(err.is_corruption());
-        assert!(
-            err.to_string().contains(
-                "Cannot add table file #5 to level 0 since it is already in the LSM tree on level 0"
-            ),
-            "{err}"
-        );
-        let mut d = VersionEdit::new();
-        d.delete_file(1, 5);
-        let err = b.apply(&d).unwrap_err().to_string();
-        assert!(
-            err.contains("Cannot delete table file #5 from level 1 since it is on level 0"),
-            "{err}"
-        );
-        let mut d = VersionEdit::new();
-        d.delete_file(0, 9);
-        let err = b.apply(&d).unwrap_err().to_string();
-        assert!(err.contains("since it is not in the LSM tree"), "{err}");
-
-        // Overlap on L1 is caught at finish.
-        let mut b = VersionBuilder::new(base(7));
-        let mut e = VersionEdit::new();
-        e.add_file(1, meta(1, "a", "c", 1));
-        e.add_file(1, meta(2, "b", "d", 1));
-        b.apply(&e).unwrap();
-        assert!(b.finish(1).unwrap_err().to_string().contains("overlapping"));
-    }
-
-    #[test]
-    fn invalid_levels_tolerated_until_finish() {
-        let mut b = VersionBuilder::new(base(3));
-        let mut e = VersionEdit::new();
-        e.add_file(5, meta(1, "a", "c", 1));
-        b.apply(&e).unwrap();
-        assert!(b.has_invalid_levels());
-        let mut d = VersionEdit::new();
-        d.delete_file(5, 1);
-        b.apply(&d).unwrap();
-        assert!(!b.has_invalid_levels());
-        b.finish(1).unwrap();
-
-        let mut b = VersionBuilder::new(base(3));
-        b.apply(&e).unwrap();
-        let err = b.finish(1).unwrap_err();
-        assert!(matches!(err, Error::InvalidArgument(_)));
-        assert!(
-            err.to_string()
-                .contains("db has more levels than options.num_levels")
-        );
-    }
-
-    #[test]
-    fn compact_cursors_kept_below_last_level() {
-        let mut b = VersionBuilder::new(base(3));
-        let mut e = VersionEdit::new();
-        let k = make_internal_key(b"k", 1, ValueType::Value);
-        e.compact_cursors.push((1, k.clone()));
-        e.compact_cursors.push((2, k.clone()));
-        b.apply(&e).unwrap();
-        let v = b.finish(1).unwrap();
-        assert_eq!(v.compact_cursor(1), Some(k.as_slice()));
-        assert_eq!(v.compact_cursor(2), None);
+    fn version_builder_golden() {
+        crate::util::datadriven::run_file(TESTDATA, run_case);
     }
 }
