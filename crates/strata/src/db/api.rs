@@ -237,7 +237,8 @@ impl DB {
                     let path = inner
                         .dbname
                         .join(crate::filename::table_file_name(f.number));
-                    let size = super::open::check_table_size(inner.fs.as_ref(), &inner.dbname, f)?;
+                    let size =
+                        super::consistency::check_table_size(inner.fs.as_ref(), &inner.dbname, f)?;
                     let file = inner.fs.new_random_access_file(&path)?;
                     let t = std::sync::Arc::new(crate::table::Table::open(
                         file,

@@ -532,3 +532,27 @@ impl DbInner {
 
 /// A manual compaction's reason, for the LOG.
 pub(crate) const MANUAL: CompactionReason = CompactionReason::ManualCompaction;
+
+impl super::DB {
+    /// Waits until no flush or compaction is queued or running and none is
+    /// due (for tests and benchmarks).
+    pub fn wait_for_compactions(&self) -> crate::Result<()> {
+        let inner = &self.inner;
+        let mut st = inner.lock_state();
+        loop {
+            if let Some(e) = st.bg_error.get() {
+                return Err(e.duplicate());
+            }
+            inner.maybe_schedule_work(&mut st);
+            let idle = st.bg_work.is_idle() && st.cfs.values().all(|c| c.imms.is_empty());
+            if idle || inner.shutting_down.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            st = inner
+                .bg_cv
+                .wait_timeout(st, std::time::Duration::from_millis(100))
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+    }
+}

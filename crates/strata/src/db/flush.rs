@@ -1,5 +1,5 @@
 //! Flushes: immutable memtables become level-0 tables on a background
-//! thread; manual flushes; closing.
+//! thread; manual flushes (closing is `close.rs`).
 //!
 //! A flush writes one table from all immutable memtables of a column
 //! family (merged), keeping every entry some snapshot can still see,
@@ -10,7 +10,6 @@
 //! and its directory entry is synced, and stays a pending output
 //! (`file_lifecycle.rs`) until then.
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 
 use super::{DbInner, DbState};
@@ -284,54 +283,5 @@ impl DbInner {
             }
             st = self.bg_cv.wait(st).unwrap_or_else(PoisonError::into_inner);
         }
-    }
-
-    /// Stops background work, flushes the WAL to the OS and releases the
-    /// lock. Idempotent.
-    pub(crate) fn close(&self) -> Result<()> {
-        if self.shutting_down.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        // Data written without the WAL is lost unless flushed now.
-        let mut result = Ok(());
-        if !self.read_only && self.has_unpersisted_data.load(Ordering::Acquire) {
-            let ids: Vec<u32> = self.lock_state().cfs.keys().copied().collect();
-            for id in ids {
-                if let Err(e) = self.flush(id) {
-                    result = Err(e);
-                    break;
-                }
-            }
-        }
-        if self.shutting_down.swap(true, Ordering::AcqRel) {
-            return result;
-        }
-        {
-            // Queued jobs see `shutting_down` and return; running
-            // compactions stop at their next check.
-            let mut st = self.lock_state();
-            self.bg_cv.notify_all();
-            while !st.bg_work.is_idle() {
-                st = self.bg_cv.wait(st).unwrap_or_else(PoisonError::into_inner);
-            }
-            for c in st.bg_work.drain_queue() {
-                st.bg_work.unregister(&c);
-            }
-        }
-        // The jobs' closures, and the references to this database they
-        // hold, are gone once this returns.
-        self.bg_jobs.wait_idle();
-        self.info_log.log("DB closed");
-        self.info_log.close();
-        if let Some(w) = crate::util::sync::lock(&self.wal).current.as_mut() {
-            if let Err(e) = w.flush() {
-                result = result.and(Err(e));
-            }
-        }
-        self.lock
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        result
     }
 }

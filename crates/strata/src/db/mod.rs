@@ -16,6 +16,9 @@
 
 mod api;
 mod background;
+mod close;
+mod column_family;
+mod consistency;
 mod destroy;
 mod file_lifecycle;
 mod files;
@@ -58,13 +61,13 @@ use crate::options::{ColumnFamilyOptions, Options};
 use crate::version::VersionSet;
 
 use crate::env::Env;
+pub use column_family::ColumnFamilyDescriptor;
 pub use destroy::destroy_db;
 pub use files::{
     BottommostLevelCompaction, CompactRangeOptions, FileChecksumInfo, KeyRange, LiveFileMetaData,
     WalFile, WalFileType,
 };
 pub use ingest::IngestExternalFileArg;
-pub use open::ColumnFamilyDescriptor;
 pub use read::{DbIterator, KeyVersion, Snapshot};
 pub use repair::{repair_db, repair_db_cf, unsafe_remove_sst_file};
 pub use stats::{LevelStats, StallStats};

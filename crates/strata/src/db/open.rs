@@ -14,34 +14,20 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use arc_swap::ArcSwap;
 
+use super::column_family::ColumnFamilyDescriptor;
+use super::consistency::check_consistency;
 use super::two_phase::{self, RecoveredPrepared, WalRecord};
 use super::write::insert_batch;
-use super::{CfData, ColumnFamilyHandle, DB, DEFAULT_COLUMN_FAMILY_NAME, DbInner, DbState};
+use super::{CfData, DB, DEFAULT_COLUMN_FAMILY_NAME, DbInner, DbState};
 use crate::cache::TableCache;
 use crate::error::{Error, Result};
 use crate::format::write_batch::BatchRecord;
 use crate::format::{InternalKeyComparator, WriteBatch};
-use crate::fs::{FileSystem, FileSystemRef, default_fs};
+use crate::fs::{FileSystemRef, default_fs};
 use crate::options::{ColumnFamilyOptions, Options, WalRecoveryMode};
 use crate::version::VersionEdit;
 use crate::version::version_set::{VersionSet, VersionSetOptions};
 use crate::wal::{LogReader, LogWriter, ReadError};
-
-/// A column family to open, with its options.
-#[derive(Clone, Debug)]
-pub struct ColumnFamilyDescriptor {
-    pub name: String,
-    pub options: ColumnFamilyOptions,
-}
-
-impl ColumnFamilyDescriptor {
-    pub fn new(name: impl Into<String>, options: ColumnFamilyOptions) -> Self {
-        ColumnFamilyDescriptor {
-            name: name.into(),
-            options,
-        }
-    }
-}
 
 pub(crate) fn version_set_options(
     opts: &Options,
@@ -382,164 +368,6 @@ impl DB {
         }
         Ok(DB { inner })
     }
-
-    /// Creates a column family.
-    pub fn create_column_family(
-        &self,
-        name: &str,
-        options: ColumnFamilyOptions,
-    ) -> Result<ColumnFamilyHandle> {
-        let inner = &self.inner;
-        if inner.read_only {
-            return Err(Error::NotSupported(
-                "create_column_family on a read-only database".into(),
-            ));
-        }
-        let options = options.sanitized();
-        options.validate(name)?;
-        check_memtable_concurrency(&inner.options, &options)?;
-        let _leader = inner
-            .write_mutex
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        inner.wait_for_pending_writes();
-        let mut st = inner.lock_state();
-        if st.cfs.values().any(|c| c.name == name && !c.dropped) {
-            return Err(Error::InvalidArgument(format!(
-                "Column family already exists: {name}"
-            )));
-        }
-        let mut options = options;
-        if options.block_cache.is_none() {
-            options.block_cache = st.cfs.get(&0).and_then(|c| c.options.block_cache.clone());
-        }
-        // The column family's own comparator is recorded in the MANIFEST;
-        // WALs before the current one hold nothing for it.
-        let wal = st.wal_number;
-        st.versions.set_num_levels_for(name, options.num_levels);
-        let id = st
-            .versions
-            .create_column_family_with(name, options.comparator.clone(), wal)?;
-        let icmp = InternalKeyComparator::new(options.comparator.clone());
-        st.memtables_changed();
-        st.cfs.insert(
-            id,
-            CfData {
-                id,
-                name: name.to_string(),
-                mem: super::new_memtable(
-                    &icmp,
-                    &options,
-                    self.inner.options.write_buffer_manager.as_ref(),
-                ),
-                icmp,
-                options,
-                mem_wal: wal,
-                imms: Vec::new(),
-                dropped: false,
-                flush_running: false,
-            },
-        );
-        inner.install_super_versions(&mut st);
-        // The OPTIONS file is advisory: the column family exists once the
-        // MANIFEST says so, whether or not this write succeeds.
-        let _ = inner.write_options_file(&mut st);
-        Ok(ColumnFamilyHandle {
-            id,
-            name: name.to_string(),
-        })
-    }
-
-    /// Drops a column family (not the default one).
-    pub fn drop_column_family(&self, cf: &ColumnFamilyHandle) -> Result<()> {
-        let inner = &self.inner;
-        if inner.read_only {
-            return Err(Error::NotSupported(
-                "drop_column_family on a read-only database".into(),
-            ));
-        }
-        if cf.id == 0 {
-            return Err(Error::InvalidArgument(
-                "Can't drop default column family".into(),
-            ));
-        }
-        let _leader = inner
-            .write_mutex
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        inner.wait_for_pending_writes();
-        let mut st = inner.lock_state();
-        if st.cfs.get(&cf.id).is_none_or(|c| c.dropped) {
-            return Err(Error::InvalidArgument(format!(
-                "unknown column family {}",
-                cf.name
-            )));
-        }
-        st.versions.drop_column_family(cf.id)?;
-        st.cfs.remove(&cf.id);
-        st.memtables_changed();
-        inner.install_super_versions(&mut st);
-        inner.delete_obsolete_files(&mut st);
-        let _ = inner.write_options_file(&mut st);
-        Ok(())
-    }
-}
-
-/// RocksDB's `DBImpl::CheckConsistency`, run at open under
-/// `paranoid_checks`: every table file the MANIFEST names exists with the
-/// size it recorded. A missing or cut table is reported at open, naming the
-/// file, not at the first read that reaches it.
-fn check_consistency(fs: &dyn FileSystem, dbname: &Path, versions: &VersionSet) -> Result<()> {
-    let mut first: Option<String> = None;
-    let mut problems = Vec::new();
-    for (id, _) in versions.column_families() {
-        let Some(v) = versions.current(id) else {
-            continue;
-        };
-        for (_, f) in v.all_files() {
-            let (file, msg) = match check_table_size(fs, dbname, f) {
-                Ok(_) => continue,
-                Err(Error::Corruption { file, msg, .. }) => (file, msg),
-                Err(e) => {
-                    let name = crate::filename::table_file_name(f.number);
-                    (
-                        dbname.join(&name).display().to_string(),
-                        format!("Can't access {name}: {e}"),
-                    )
-                }
-            };
-            first.get_or_insert(file);
-            problems.push(msg);
-        }
-    }
-    match first {
-        None => Ok(()),
-        Some(file) => Err(Error::corruption(file, 0, problems.join("; "))),
-    }
-}
-
-/// The size of `f`'s table, which must be the size the MANIFEST recorded
-/// (else a Corruption naming it); file-system errors pass through. Shared
-/// by the open-time check and `verify_checksums`.
-pub(super) fn check_table_size(
-    fs: &dyn FileSystem,
-    dbname: &Path,
-    f: &crate::version::FileMetaData,
-) -> Result<u64> {
-    let name = crate::filename::table_file_name(f.number);
-    let path = dbname.join(&name);
-    let size = fs.file_size(&path)?;
-    if size == f.file_size {
-        return Ok(size);
-    }
-    Err(Error::corruption(
-        path.display(),
-        0,
-        format!(
-            "Sst file size mismatch: {name}. Size recorded in manifest {}, actual size {size}",
-            f.file_size
-        ),
-    ))
 }
 
 /// A fresh session id in RocksDB's form (`DBImpl::GenerateDbSessionId`):
@@ -847,7 +675,7 @@ impl DbInner {
 
 /// RocksDB refuses a memtable that cannot take concurrent inserts when
 /// `allow_concurrent_memtable_write` is set; so does Strata.
-fn check_memtable_concurrency(
+pub(super) fn check_memtable_concurrency(
     db: &crate::options::Options,
     cf: &crate::options::ColumnFamilyOptions,
 ) -> Result<()> {
