@@ -8,7 +8,7 @@
 #   ./scripts/compare-rocksdb.sh                      # Core suite, 1M keys, 3 rounds
 #   NUM=10000000 ROUNDS=1 READS=1000000 ./scripts/compare-rocksdb.sh
 #   ./scripts/compare-rocksdb.sh --bloom_bits=10      # extra flags go to both engines
-#   SUITE=threads|seed003|sync|flash|latency|all ./scripts/compare-rocksdb.sh
+#   SUITE=threads|seed003|sync|flash|latency|seed002|backup|rangedel|all ./scripts/compare-rocksdb.sh
 #                                                     # the named suites (scripts/race-suites.sh)
 #
 # RocksDB: release (NDEBUG) builds made once per machine by

@@ -13,6 +13,7 @@
 #                                            # 20-byte (point lookup) or 12-byte prefixes, readwhilewriting
 #                                            # with 2 and 4 readers and a rate-limited writer
 #   SUITE=backup  ./scripts/race-suites.sh   # backup and restore of a 1.1 GB database (ops/sec = 1 / seconds)
+#   SUITE=rangedel ./scripts/race-suites.sh  # reads over 1,000 range tombstones (width 100) among 1M keys
 #   SUITE=all     ./scripts/race-suites.sh   # all of the above
 #
 # Environment:
@@ -137,13 +138,25 @@ suite_seed002() {
     done
   done
 }
+# Reads where range tombstones cover part of the keys: db_bench's fill
+# writes a DeleteRange of 100 keys after every 1,000 puts, 1,000 in all.
+suite_rangedel() {
+  local f num; num=$(n 1000000)
+  f="--num=$num --writes_per_range_tombstone=1000 --max_num_range_tombstones=1000 --range_tombstone_width=100"
+  f="$f --compression_type=snappy --cache_size=67108864"
+  local reads="--use_existing_db=1 --reads=$(n 300000)"
+  add "readrandom over range tombstones" "$f --benchmarks=fillrandom" "$f $reads --benchmarks=readrandom"
+  add "seekrandom over range tombstones" "$f --benchmarks=fillrandom" \
+    "$f $reads --benchmarks=seekrandom --seek_nexts=10"
+  add "readseq over range tombstones" "$f --benchmarks=fillrandom" "$f $reads --benchmarks=readseq"
+}
 suite_latency() {
   add "fillrandom 10M --histogram" - "--benchmarks=fillrandom --num=$(n 10000000) --histogram=1"
 }
 case "$SUITE" in
-  all) suite_threads; suite_seed003; suite_sync; suite_flash; suite_latency; suite_seed002 ;;
-  threads | seed003 | sync | flash | latency | backup | seed002) "suite_$SUITE" ;;
-  *) echo "unknown SUITE=$SUITE (threads, seed003, sync, flash, latency, backup, seed002, all)" >&2; exit 2 ;;
+  all) suite_threads; suite_seed003; suite_sync; suite_flash; suite_latency; suite_seed002; suite_rangedel ;;
+  threads | seed003 | sync | flash | latency | backup | seed002 | rangedel) "suite_$SUITE" ;;
+  *) echo "unknown SUITE=$SUITE (threads, seed003, sync, flash, latency, backup, seed002, rangedel, all)" >&2; exit 2 ;;
 esac
 
 COMMON=(--seed=1234 --compression_type=snappy --cache_size=8388608)
