@@ -46,6 +46,9 @@ pub const POINTS: &[&str] = &[
 ];
 
 /// Marks a crash point (see the module documentation).
+// Exported only because `#[macro_export]` is how a macro reaches every
+// module of the crate; hidden from the facade's documentation.
+#[doc(hidden)]
 #[macro_export]
 macro_rules! crash_point {
     ($name:literal) => {
