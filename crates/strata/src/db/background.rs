@@ -370,13 +370,7 @@ impl DbInner {
                 parts.push(Arc::clone(l));
             }
         }
-        let tombstones = {
-            let refs: Vec<&FragmentedRangeTombstoneList> = parts.iter().map(|p| &**p).collect();
-            Arc::new(FragmentedRangeTombstoneList::merge(
-                opts.comparator.clone(),
-                &refs,
-            ))
-        };
+        let tombstones = FragmentedRangeTombstoneList::merge_shared(opts.comparator.clone(), parts);
         let cache = &self.table_cache;
         let make_input = || -> Result<Box<dyn InternalIterator + Send + '_>> {
             let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();

@@ -213,15 +213,8 @@ impl DbInner {
                 }
             }
         }
-        let merged = if parts.len() == 1 {
-            parts.swap_remove(0)
-        } else {
-            let refs: Vec<&FragmentedRangeTombstoneList> = parts.iter().map(|p| &**p).collect();
-            Arc::new(FragmentedRangeTombstoneList::merge(
-                sv.options.comparator.clone(),
-                &refs,
-            ))
-        };
+        let merged =
+            FragmentedRangeTombstoneList::merge_shared(sv.options.comparator.clone(), parts);
         // Another reader may have set it first: same contents.
         Ok(sv.frozen_range_dels.get_or_init(|| merged))
     }

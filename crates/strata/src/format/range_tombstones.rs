@@ -33,6 +33,15 @@ pub struct Fragment {
     pub seqs: Vec<SequenceNumber>,
 }
 
+impl Fragment {
+    /// The newest covering sequence number at or below `snapshot` (0 if
+    /// none): `seqs` is descending.
+    fn newest_visible(&self, snapshot: SequenceNumber) -> SequenceNumber {
+        let i = self.seqs.partition_point(|&s| s > snapshot);
+        self.seqs.get(i).copied().unwrap_or(0)
+    }
+}
+
 /// Tombstones cut into disjoint fragments; immutable once built.
 pub struct FragmentedRangeTombstoneList {
     ucmp: ComparatorRef,
@@ -75,10 +84,19 @@ impl FragmentedRangeTombstoneList {
 
     /// The union of several lists (each fragment's tombstones are
     /// tombstones of the union).
-    pub fn merge(ucmp: ComparatorRef, lists: &[&Self]) -> Self {
+    pub fn merge<L: std::borrow::Borrow<Self>>(ucmp: ComparatorRef, lists: &[L]) -> Self {
         let list: Vec<(&[u8], &[u8], SequenceNumber)> =
-            lists.iter().flat_map(|l| l.tombstones()).collect();
+            lists.iter().flat_map(|l| l.borrow().tombstones()).collect();
         Self::new(ucmp, &list)
+    }
+
+    /// The union of shared lists, shared: a single list is handed back as
+    /// it is, not rebuilt.
+    pub fn merge_shared(ucmp: ComparatorRef, mut lists: Vec<Arc<Self>>) -> Arc<Self> {
+        if lists.len() == 1 {
+            return lists.swap_remove(0);
+        }
+        Arc::new(Self::merge(ucmp, &lists))
     }
 
     /// Fragments of `(begin, end, seq)` tombstones; empty ones are skipped.
@@ -229,21 +247,15 @@ impl FragmentedRangeTombstoneList {
         };
         debug_assert!(self.is_position_of(i, user_key));
         *hint = i;
-        let Some(f) = self.fragment_at(i, user_key) else {
-            return 0;
-        };
-        let j = f.seqs.partition_point(|&s| s > snapshot);
-        f.seqs.get(j).copied().unwrap_or(0)
+        self.fragment_at(i, user_key)
+            .map_or(0, |f| f.newest_visible(snapshot))
     }
 
     /// The highest sequence number at or below `snapshot` of a tombstone
     /// covering `user_key` (0 if none).
     pub fn max_covering_seq(&self, user_key: &[u8], snapshot: SequenceNumber) -> SequenceNumber {
-        let Some(f) = self.fragment_of(user_key) else {
-            return 0;
-        };
-        let i = f.seqs.partition_point(|&s| s > snapshot);
-        f.seqs.get(i).copied().unwrap_or(0)
+        self.fragment_of(user_key)
+            .map_or(0, |f| f.newest_visible(snapshot))
     }
 
     /// A list with each fragment's sequence numbers replaced by what
