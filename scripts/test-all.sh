@@ -29,6 +29,12 @@ if [ ${#need[@]} -gt 0 ]; then
   }
 fi
 
+# No incremental caches: every CI run is a cold build, and the caches of a
+# workspace this size took over a gigabyte of a CI machine's small disk.
+export CARGO_INCREMENTAL=0
+df -h . | sed 's/^/== disk: /'
+run_start=$SECONDS
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
@@ -62,4 +68,6 @@ echo "== reliability figures of this run (docs/RELIABILITY.md G1-G9)"
 echo "| # | suite | figures |"
 echo "|---|---|---|"
 cat target/tmp/reliability/*.row 2>/dev/null | sort -V
-echo "== all tests passed"
+df -h . | sed 's/^/== disk: /'
+du -sh target 2>/dev/null | sed 's/^/== target: /'
+echo "== all tests passed in $((SECONDS - run_start))s"
