@@ -588,7 +588,8 @@ fn max_num_locks_and_batch_size_limits_are_errors() {
         TransactionDB::open(
             opts(&MemFileSystem::new()),
             TransactionDBOptions {
-                write_policy: strata::utilities::transactions::TxnDBWritePolicy::WritePrepared,
+                // WritePrepared is supported (tests/write_prepared.rs).
+                write_policy: strata::utilities::transactions::TxnDBWritePolicy::WriteUnprepared,
                 ..Default::default()
             },
             "/db2",

@@ -28,11 +28,17 @@
 //!   tombstone older than a key it covers lives in the key's file or below
 //!   it, and below it the key is not at the bottom.
 //!
+//! * With a snapshot checker (WritePrepared transactions), stripes follow
+//!   what it says each snapshot sees, and an entry not yet committed is
+//!   kept as it is and settles nothing (RocksDB's `CompactionIterator`
+//!   with a `SnapshotChecker`): pending merge operands above it are kept
+//!   unmerged, and no deletion below the bottom is dropped above it.
+//!
 //! Invariant: the output is in strictly increasing internal-key order and
 //! every reader at any live snapshot (and at the latest sequence) resolves
 //! every key to the same value as with the inputs.
 
-use super::BeyondOutputLevel;
+use super::{BeyondOutputLevel, SnapshotCheckerRef, UNCOMMITTED, stripe_of};
 use crate::compaction_filter::{CompactionFilterRef, Decision};
 use crate::error::{Error, Result};
 use crate::format::dbformat::pack_sequence_and_type;
@@ -82,6 +88,9 @@ pub struct CompactionRules {
     /// (see the module comment). Only for outputs to level 1 or deeper:
     /// level 0's order is by sequence number.
     pub zero_bottom_seqnos: bool,
+    /// Set while WritePrepared transactions have entries whose visibility
+    /// sequence order does not give (see [`super::SnapshotChecker`]).
+    pub snapshot_checker: Option<SnapshotCheckerRef>,
 }
 
 impl std::fmt::Debug for CompactionRules {
@@ -94,9 +103,10 @@ impl std::fmt::Debug for CompactionRules {
 }
 
 impl CompactionRules {
-    /// The stripe of `seq`: how many snapshots cannot see it.
+    /// The stripe of `seq`: how many snapshots cannot see it
+    /// ([`UNCOMMITTED`] for a prepared entry not yet committed).
     pub fn stripe(&self, seq: SequenceNumber) -> usize {
-        self.snapshots.partition_point(|&s| s < seq)
+        stripe_of(&self.snapshots, self.snapshot_checker.as_deref(), seq)
     }
 }
 
@@ -292,13 +302,22 @@ impl<'a> CompactionIterator<'a> {
         // Merge operands waiting for a base, newest first.
         let mut pending: Vec<(SequenceNumber, OutValue)> = Vec::new();
         let mut bottom: Option<bool> = None;
-        let newest_snapshot = self.rules.snapshots.last().copied();
+        let unseen = self.rules.snapshots.len();
         let can_merge = self.rules.merge_operator.is_some();
         let entries = std::mem::take(&mut self.entries);
         let mut out = std::mem::take(&mut self.out);
         let r = (|| -> Result<()> {
             for (i, e) in entries.iter().enumerate() {
                 let s = self.rules.stripe(e.seq);
+                if s == UNCOMMITTED {
+                    for (seq, v) in pending.drain(..) {
+                        out.push((seq, ValueType::Merge, v));
+                    }
+                    out.push((e.seq, e.t, OutValue::Arena(e.start, e.end)));
+                    stripe_cur = None;
+                    settled = false;
+                    continue;
+                }
                 if stripe_cur != Some(s) {
                     for (seq, v) in pending.drain(..) {
                         out.push((seq, ValueType::Merge, v));
@@ -321,7 +340,7 @@ impl<'a> CompactionIterator<'a> {
                 let mut value = OutValue::Arena(e.start, e.end);
                 if i == 0
                     && t == ValueType::Value
-                    && newest_snapshot.is_none_or(|n| e.seq > n)
+                    && s == unseen
                     && let Some(f) = &self.rules.filter
                 {
                     match f.filter(
@@ -361,7 +380,11 @@ impl<'a> CompactionIterator<'a> {
                     }
                     ValueType::Deletion | ValueType::SingleDeletion => {
                         settled = true;
-                        if s == 0 && self.at_bottom(&mut bottom) {
+                        let uncommitted_below = self.rules.snapshot_checker.is_some()
+                            && entries[i + 1..]
+                                .iter()
+                                .any(|o| self.rules.stripe(o.seq) == UNCOMMITTED);
+                        if s == 0 && !uncommitted_below && self.at_bottom(&mut bottom) {
                             self.stats.dropped_deletions += 1;
                         } else {
                             out.push((e.seq, t, value));

@@ -184,6 +184,27 @@ struct Run<'a> {
     filter: Option<CompactionFilterRef>,
     end: Option<&'a str>,
     zero: bool,
+    checker: Option<Arc<TestChecker>>,
+}
+
+/// WritePrepared visibility for the cases: prepared ranges
+/// `(first, last, commit)`, `None` while uncommitted; every other
+/// sequence is committed at itself.
+#[derive(Default)]
+struct TestChecker {
+    ranges: Vec<(SequenceNumber, SequenceNumber, Option<SequenceNumber>)>,
+}
+
+impl super::SnapshotChecker for TestChecker {
+    fn is_in_snapshot(&self, seq: SequenceNumber, snapshot: SequenceNumber) -> bool {
+        if seq > snapshot {
+            return false;
+        }
+        match self.ranges.iter().find(|r| r.0 <= seq && seq <= r.1) {
+            Some(r) => r.2.is_some_and(|c| c <= snapshot),
+            None => true,
+        }
+    }
 }
 
 impl Default for Run<'_> {
@@ -197,6 +218,7 @@ impl Default for Run<'_> {
             filter: None,
             end: None,
             zero: false,
+            checker: None,
         }
     }
 }
@@ -210,6 +232,7 @@ fn rules(snapshots: Vec<u64>, merge: bool, filter: Option<CompactionFilterRef>) 
         filter,
         output_level: 2,
         zero_bottom_seqnos: false,
+        snapshot_checker: None,
     }
 }
 
@@ -234,6 +257,7 @@ impl Run<'_> {
             self.end.map(|e| e.as_bytes().to_vec()),
             CompactionRules {
                 zero_bottom_seqnos: self.zero,
+                snapshot_checker: self.checker.clone().map(|c| c as super::SnapshotCheckerRef),
                 ..rules(self.snapshots.clone(), self.merge, self.filter.clone())
             },
             TombstoneCursor::new(std::sync::Arc::new(FragmentedRangeTombstoneList::new(
@@ -408,6 +432,25 @@ fn parse_case(case: &Case) -> std::result::Result<(Run<'_>, Option<Arc<TestFilte
                 test = Some(f);
             }
             "end" => run.end = Some(v),
+            "prepared" => {
+                // first-last (uncommitted) or first-last@commit, ...
+                let checker = run.checker.get_or_insert_with(Default::default);
+                let c = Arc::get_mut(checker).ok_or("one checker per case")?;
+                for r in list(v) {
+                    let (range, commit) = match r.split_once('@') {
+                        Some((range, c)) => {
+                            (range, Some(c.parse().map_err(|e| format!("{r:?}: {e}"))?))
+                        }
+                        None => (r, None),
+                    };
+                    let (f, l) = range
+                        .split_once('-')
+                        .ok_or(format!("{r:?}: want f-l[@c]"))?;
+                    let f = f.parse().map_err(|e| format!("{r:?}: {e}"))?;
+                    let l = l.parse().map_err(|e| format!("{r:?}: {e}"))?;
+                    c.ranges.push((f, l, commit));
+                }
+            }
             _ => return Err(format!("unknown option {w:?}")),
         }
     }

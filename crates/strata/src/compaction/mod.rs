@@ -35,9 +35,42 @@ use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::format::extract_user_key;
+use crate::format::{MAX_SEQUENCE_NUMBER, SequenceNumber, extract_user_key};
 use crate::util::comparator::ComparatorRef;
 use crate::version::{FileMetaData, Version};
+
+/// Whether an entry is visible at a snapshot when sequence order alone
+/// does not say: WritePrepared transactions put their writes in the
+/// memtables at prepare and commit them later (RocksDB's
+/// `SnapshotChecker`). Flushes and compactions keep what it says readers
+/// may still need.
+pub trait SnapshotChecker: Send + Sync {
+    /// Whether the entry at `seq` is visible to a reader at `snapshot`;
+    /// at `MAX_SEQUENCE_NUMBER`, whether it is committed at all. Once
+    /// true for a snapshot, true for every later one.
+    fn is_in_snapshot(&self, seq: SequenceNumber, snapshot: SequenceNumber) -> bool;
+}
+
+pub type SnapshotCheckerRef = Arc<dyn SnapshotChecker>;
+
+/// The stripe of an entry not yet committed: kept as it is, and it
+/// shadows nothing (readers skip it until it commits).
+pub const UNCOMMITTED: usize = usize::MAX;
+
+/// The snapshot stripe of the entry at `seq`: how many of `snapshots`
+/// (ascending) cannot see it, or [`UNCOMMITTED`].
+pub fn stripe_of(
+    snapshots: &[SequenceNumber],
+    checker: Option<&dyn SnapshotChecker>,
+    seq: SequenceNumber,
+) -> usize {
+    match checker {
+        None => snapshots.partition_point(|&s| s < seq),
+        Some(c) if !c.is_in_snapshot(seq, MAX_SEQUENCE_NUMBER) => UNCOMMITTED,
+        // Visibility is monotonic in the snapshot: a partition point.
+        Some(c) => snapshots.partition_point(|&s| !c.is_in_snapshot(seq, s)),
+    }
+}
 
 /// Why a compaction was picked (RocksDB's `CompactionReason` names).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -410,6 +410,7 @@ impl DbInner {
                 filter: opts.compaction_filter.clone(),
                 output_level: c.output_level,
                 zero_bottom_seqnos: c.output_level >= 1,
+                snapshot_checker: self.commit_table.checker(),
             },
             input_tombstones: tombstones,
             new_file_number: &new_file_number,

@@ -26,8 +26,12 @@ use crate::version::{FileMetaData, VersionEdit};
 /// Decides which versions of a key a flush keeps: an entry is dropped when
 /// a newer entry of the same user key in the same snapshot stripe already
 /// settles its value (a put or a deletion, not a merge operand).
+/// With a snapshot checker (WritePrepared transactions), stripes follow
+/// what it says each snapshot sees, and an entry not yet committed is kept
+/// and settles nothing.
 pub(crate) struct ShadowFilter<'a> {
     snapshots: &'a [SequenceNumber],
+    checker: Option<&'a dyn crate::compaction::SnapshotChecker>,
     last_key: Option<Vec<u8>>,
     last_stripe: usize,
     settled: bool,
@@ -35,9 +39,13 @@ pub(crate) struct ShadowFilter<'a> {
 
 impl<'a> ShadowFilter<'a> {
     /// `snapshots` sorted ascending.
-    pub(crate) fn new(snapshots: &'a [SequenceNumber]) -> Self {
+    pub(crate) fn new(
+        snapshots: &'a [SequenceNumber],
+        checker: Option<&'a dyn crate::compaction::SnapshotChecker>,
+    ) -> Self {
         ShadowFilter {
             snapshots,
+            checker,
             last_key: None,
             last_stripe: usize::MAX,
             settled: false,
@@ -45,7 +53,7 @@ impl<'a> ShadowFilter<'a> {
     }
 
     fn stripe(&self, seq: SequenceNumber) -> usize {
-        self.snapshots.partition_point(|&s| s < seq)
+        crate::compaction::stripe_of(self.snapshots, self.checker, seq)
     }
 
     /// True if the entry must be kept. Entries come in internal-key order.
@@ -54,6 +62,12 @@ impl<'a> ShadowFilter<'a> {
         let same_key = self.last_key.as_deref() == Some(user_key);
         if !same_key {
             self.last_key = Some(user_key.to_vec());
+        }
+        if stripe == crate::compaction::UNCOMMITTED {
+            // Kept; the next entry starts a stripe of its own.
+            self.last_stripe = stripe;
+            self.settled = false;
+            return true;
         }
         if same_key && stripe == self.last_stripe {
             if self.settled {
@@ -215,7 +229,8 @@ impl DbInner {
         table_options.compression = opts.compression_for_flush();
         let mut builder = TableBuilder::new(table_options, file)?;
         builder.set_identity(&self.db_id, &self.db_session_id, number);
-        let mut filter = ShadowFilter::new(snapshots);
+        let checker = self.commit_table.checker();
+        let mut filter = ShadowFilter::new(snapshots, checker.as_deref());
         while it.valid() {
             let p = parse_internal_key(it.key())
                 .ok_or_else(|| Error::corruption("", 0, "bad internal key in memtable"))?;

@@ -18,6 +18,7 @@ mod api;
 mod background;
 mod close;
 mod column_family;
+pub(crate) mod commit_table;
 mod consistency;
 mod destroy;
 mod file_lifecycle;
@@ -272,6 +273,9 @@ pub(crate) struct DbInner {
     pub(crate) super_versions: ArcSwap<crate::util::id_map::IdMap<Arc<SuperVersion>>>,
     /// Prepared sections of two-phase commits (`allow_2pc`).
     pub(crate) two_phase: two_phase::TwoPhase,
+    /// Prepared and recently committed ranges of WritePrepared
+    /// transactions (empty otherwise).
+    pub(crate) commit_table: Arc<commit_table::CommitTable>,
 }
 
 impl DbInner {

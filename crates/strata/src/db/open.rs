@@ -354,6 +354,7 @@ impl DB {
             self_ref: std::sync::OnceLock::new(),
             super_versions: ArcSwap::from_pointee(Default::default()),
             two_phase: Default::default(),
+            commit_table: Default::default(),
             options: opts,
         });
         let _ = inner.self_ref.set(Arc::downgrade(&inner));
@@ -540,22 +541,33 @@ impl DbInner {
                 }
                 let first_seq = batch.sequence();
                 let end = match two_phase::classify(&batch) {
-                    Ok(WalRecord::Prepared(name)) => {
+                    Ok(WalRecord::Prepared { name, persisted }) => {
                         if !self.options.allow_2pc {
                             return Err(Error::NotSupported(format!(
                                 "WAL #{w} holds prepared transaction {name:?}: open with \
                                  allow_2pc (a TransactionDB)"
                             )));
                         }
+                        // A WritePrepared section's data was in the
+                        // memtables from its prepare: it is again.
+                        let end = if persisted {
+                            Some(insert_batch(&batch, first_seq, &mems, Some(&skip))?)
+                        } else {
+                            None
+                        };
                         prepared.insert(
                             name.clone(),
                             RecoveredPrepared {
                                 name,
                                 batch,
                                 wal: w,
+                                persisted,
                             },
                         );
-                        continue;
+                        match end {
+                            Some(end) => end,
+                            None => continue,
+                        }
                     }
                     Ok(WalRecord::Plain) => {
                         // Commit markers bring their prepared sections'
@@ -565,7 +577,9 @@ impl DbInner {
                             match r {
                                 Ok(BatchRecord::Commit(name)) => {
                                     let name = String::from_utf8_lossy(name);
-                                    if let Some(p) = prepared.remove(name.as_ref()) {
+                                    if let Some(p) = prepared.remove(name.as_ref())
+                                        && !p.persisted
+                                    {
                                         seq = insert_batch(&p.batch, seq, &mems, Some(&skip))?;
                                     }
                                 }
@@ -587,6 +601,15 @@ impl DbInner {
                     },
                 };
                 max_seq = max_seq.max(end.saturating_sub(1));
+            }
+        }
+        // WritePrepared sections still undecided stay invisible (and are
+        // kept as they are by the flush below).
+        for p in prepared.values().filter(|p| p.persisted) {
+            let count = u64::from(p.batch.count());
+            if count > 0 {
+                let first = p.batch.sequence();
+                self.commit_table.add_prepared(first, first + count - 1);
             }
         }
         self.two_phase.set_recovered(prepared);

@@ -62,6 +62,8 @@ pub struct DbIterator {
     pub(crate) iter: DBIter,
     pub(crate) _sv: Arc<SuperVersion>,
     pub(crate) stats: Option<Arc<crate::util::statistics::Statistics>>,
+    /// A snapshot the iterator took for itself (WritePrepared reads).
+    pub(crate) _snapshot: Option<Snapshot>,
 }
 
 impl std::fmt::Debug for DbIterator {
@@ -324,6 +326,56 @@ impl DbInner {
         ctx.finish(key, sv.options.merge_operator.as_ref())
     }
 
+    /// [`DbInner::get`] as a WritePrepared transaction's reader: an entry
+    /// of a prepared range counts only once committed at or below the
+    /// read's sequence number (the commit table; RocksDB's
+    /// `WritePreparedTxnReadCallback`). A read without a snapshot reads
+    /// again if an eviction of the commit table passed its sequence
+    /// meanwhile (RocksDB's `ValidateSnapshot`).
+    pub(crate) fn get_committed(
+        &self,
+        ro: &ReadOptions,
+        cf: u32,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        let sv = self.super_version(cf)?;
+        let table = &self.commit_table;
+        loop {
+            let seq = self.snapshot_seq(ro);
+            let mut ctx = GetContext::new(self.max_covering_tombstone_seq(&sv, seq, key)?);
+            self.visit_key(&sv, seq, key, |s, t, v| {
+                table.is_in_snapshot(s, seq) && ctx.add(s, t, v)
+            })?;
+            if ro.snapshot.is_some() || table.max_evicted() <= seq {
+                record(&self.options.statistics, Ticker::NumberKeysRead, 1);
+                return ctx.finish(key, sv.options.merge_operator.as_ref());
+            }
+        }
+    }
+
+    /// [`DbInner::new_iterator`] as a WritePrepared transaction's reader
+    /// (see [`DbInner::get_committed`]). Without a snapshot in `ro` the
+    /// iterator takes one for its lifetime, so the commit table keeps
+    /// what it reads at.
+    pub(crate) fn new_iterator_committed(
+        self: &Arc<Self>,
+        ro: &ReadOptions,
+        cf: u32,
+    ) -> Result<DbIterator> {
+        let own = ro.snapshot.is_none().then(|| self.snapshot());
+        let ro = ReadOptions {
+            snapshot: ro.snapshot.or(own.as_ref().map(Snapshot::sequence)),
+            ..ro.clone()
+        };
+        let seq = self.snapshot_seq(&ro);
+        let mut it = self.new_iterator(&ro, cf)?;
+        let table = Arc::clone(&self.commit_table);
+        it.iter
+            .set_visibility(Arc::new(move |s| table.is_in_snapshot(s, seq)));
+        it._snapshot = own;
+        Ok(it)
+    }
+
     /// The sequence number of the newest write to `key` in column family
     /// `cf`: an entry or a range tombstone covering it (RocksDB's
     /// `GetLatestSequenceForKey`, reading tables too); `None` if nothing
@@ -525,6 +577,7 @@ impl DbInner {
             iter,
             _sv: sv,
             stats: self.options.statistics.clone(),
+            _snapshot: None,
         })
     }
 

@@ -25,7 +25,7 @@ use super::DbInner;
 use super::write_thread::WriteSpecial;
 use crate::error::{Error, Result};
 use crate::format::write_batch::{BatchRecord, HEADER_LEN};
-use crate::format::{ValueType, WriteBatch};
+use crate::format::{SequenceNumber, ValueType, WriteBatch};
 use crate::options::WriteOptions;
 use crate::util::coding::put_length_prefixed_slice;
 use crate::util::sync::lock;
@@ -38,6 +38,21 @@ pub struct RecoveredPrepared {
     pub batch: WriteBatch,
     /// The WAL holding it.
     pub wal: u64,
+    /// A WritePrepared section (`BeginPersistedPrepareXID`): its data is
+    /// in the memtables, at the section's own sequence numbers, and
+    /// tracked as prepared in the commit table.
+    pub persisted: bool,
+}
+
+/// Where a WritePrepared prepare put its writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PreparedRange {
+    /// The WAL holding the section (kept until the decision).
+    pub wal: u64,
+    /// The first sequence number of its entries.
+    pub first: SequenceNumber,
+    /// How many entries (sequence numbers) it has.
+    pub count: u64,
 }
 
 #[derive(Default)]
@@ -77,12 +92,21 @@ impl TwoPhase {
     }
 }
 
-/// `data`'s records between the prepare markers (`BeginPrepareXID` first,
+/// `data`'s records between the prepare markers (`BeginPrepareXID`, or
+/// `BeginPersistedPrepareXID` for WritePrepared, first;
 /// `EndPrepareXID(name)` last; the count is `data`'s).
-pub(crate) fn prepared_section(data: &WriteBatch, name: &str) -> Result<WriteBatch> {
+pub(crate) fn prepared_section(
+    data: &WriteBatch,
+    name: &str,
+    begin: ValueType,
+) -> Result<WriteBatch> {
+    debug_assert!(matches!(
+        begin,
+        ValueType::BeginPrepareXid | ValueType::BeginPersistedPrepareXid
+    ));
     let mut rep = Vec::with_capacity(data.data().len() + name.len() + 8);
     rep.extend_from_slice(&data.data()[..HEADER_LEN]);
-    rep.push(ValueType::BeginPrepareXid as u8);
+    rep.push(begin as u8);
     rep.extend_from_slice(&data.data()[HEADER_LEN..]);
     rep.push(ValueType::EndPrepareXid as u8);
     put_length_prefixed_slice(&mut rep, name.as_bytes());
@@ -102,8 +126,9 @@ pub(crate) fn marker(t: ValueType, name: &str) -> Result<WriteBatch> {
 pub(crate) enum WalRecord {
     /// Data (and maybe commit or rollback markers, in order).
     Plain,
-    /// A prepared section named so.
-    Prepared(String),
+    /// A prepared section named so; `persisted`: a WritePrepared one,
+    /// whose data goes to the memtables now.
+    Prepared { name: String, persisted: bool },
 }
 
 pub(crate) fn classify(batch: &WriteBatch) -> Result<WalRecord> {
@@ -113,11 +138,19 @@ pub(crate) fn classify(batch: &WriteBatch) -> Result<WalRecord> {
         Some(Err(e)) => return Err(e),
         _ => return Ok(WalRecord::Plain),
     }
+    let begin = batch.data()[HEADER_LEN];
+    if begin == ValueType::BeginUnprepareXid as u8 {
+        return Err(Error::NotSupported(
+            "a WriteUnprepared transaction's section (BeginUnprepareXID) in the WAL".into(),
+        ));
+    }
+    let persisted = begin == ValueType::BeginPersistedPrepareXid as u8;
     for r in it {
         if let BatchRecord::EndPrepare(name) = r? {
-            return Ok(WalRecord::Prepared(
-                String::from_utf8_lossy(name).into_owned(),
-            ));
+            return Ok(WalRecord::Prepared {
+                name: String::from_utf8_lossy(name).into_owned(),
+                persisted,
+            });
         }
     }
     Err(Error::corruption(
@@ -154,7 +187,7 @@ impl DbInner {
         data: &WriteBatch,
     ) -> Result<u64> {
         self.check_2pc()?;
-        let section = prepared_section(data, name)?;
+        let section = prepared_section(data, name, ValueType::BeginPrepareXid)?;
         let wal = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let got = Arc::clone(&wal);
         let callback = Box::new(move |inner: &DbInner| {
@@ -170,7 +203,7 @@ impl DbInner {
             WriteSpecial {
                 callback: Some(callback),
                 wal_only: true,
-                wal_batch: None,
+                ..Default::default()
             },
         );
         let w = wal.load(std::sync::atomic::Ordering::Acquire);
@@ -219,8 +252,8 @@ impl DbInner {
             data,
             WriteSpecial {
                 callback: Some(callback),
-                wal_only: false,
                 wal_batch: Some(marker(ValueType::CommitXid, name)?),
+                ..Default::default()
             },
         )?;
         self.two_phase.release_prep(prep_wal);
@@ -239,13 +272,149 @@ impl DbInner {
             opts,
             marker(ValueType::RollbackXid, name)?,
             WriteSpecial {
-                callback: None,
                 wal_only: true,
-                wal_batch: None,
+                ..Default::default()
             },
         )?;
         self.two_phase.release_prep(prep_wal);
         Ok(())
+    }
+
+    /// WritePrepared's prepare: `data` as section `name` to the WAL and
+    /// to the memtables, its sequence numbers entered as prepared in the
+    /// commit table before any of them is published (readers through the
+    /// commit table skip them until the commit).
+    pub(crate) fn write_persisted_prepared(
+        &self,
+        opts: &WriteOptions,
+        name: &str,
+        data: &WriteBatch,
+    ) -> Result<PreparedRange> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        self.check_2pc()?;
+        let section = prepared_section(data, name, ValueType::BeginPersistedPrepareXid)?;
+        let count = u64::from(section.count());
+        let got = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+        let seen = Arc::clone(&got);
+        let callback = Box::new(move |inner: &DbInner| {
+            // Under the WAL stage, with every earlier write published:
+            // the section's sequence numbers are the next ones.
+            let w = inner.current_wal_number();
+            inner.two_phase.add_prep(w);
+            let first = inner.write_path.last_allocated.load(Ordering::Acquire) + 1;
+            if count > 0 {
+                inner.commit_table.add_prepared(first, first + count - 1);
+            }
+            seen.0.store(w, Ordering::Release);
+            seen.1.store(first, Ordering::Release);
+            Ok(())
+        });
+        let r = self.write_special(
+            opts,
+            section,
+            WriteSpecial {
+                callback: Some(callback),
+                ..Default::default()
+            },
+        );
+        let (wal, first) = (got.0.load(Ordering::Acquire), got.1.load(Ordering::Acquire));
+        if let Err(e) = r {
+            if wal != 0 {
+                self.two_phase.release_prep(wal);
+            }
+            if first != 0 && count > 0 {
+                self.commit_table.remove_prepared(first);
+            }
+            return Err(e);
+        }
+        Ok(PreparedRange { wal, first, count })
+    }
+
+    /// WritePrepared's commit of section `name`: a commit marker to the
+    /// WAL, taking a sequence number of its own, at which the section's
+    /// entries become visible.
+    pub(crate) fn commit_persisted_prepared(
+        &self,
+        opts: &WriteOptions,
+        name: &str,
+        range: PreparedRange,
+    ) -> Result<()> {
+        self.decide_persisted_prepared(
+            opts,
+            range,
+            WriteBatch::new(),
+            marker(ValueType::CommitXid, name)?,
+            true,
+        )
+    }
+
+    /// WritePrepared's rollback of section `name`: `compensation` (each
+    /// key's value from before the prepare, or a deletion) and a rollback
+    /// marker written as one batch; the section's entries are committed
+    /// with it, so the compensation (newer) hides them from every reader
+    /// that could see them (RocksDB's `WritePreparedTxn::RollbackInternal`).
+    pub(crate) fn rollback_persisted_prepared(
+        &self,
+        opts: &WriteOptions,
+        name: &str,
+        range: PreparedRange,
+        mut compensation: WriteBatch,
+    ) -> Result<()> {
+        compensation.append(&marker(ValueType::RollbackXid, name)?);
+        self.decide_persisted_prepared(opts, range, compensation, WriteBatch::new(), false)
+    }
+
+    /// Writes the decision (`batch` to WAL and memtables, or `wal_marker`
+    /// to the WAL only when `wal_only_marker`) and commits `range` at the
+    /// decision's last sequence number before it is published.
+    fn decide_persisted_prepared(
+        &self,
+        opts: &WriteOptions,
+        range: PreparedRange,
+        batch: WriteBatch,
+        wal_marker: WriteBatch,
+        wal_only_marker: bool,
+    ) -> Result<()> {
+        use std::sync::atomic::Ordering;
+        self.check_2pc()?;
+        let taken = u64::from(batch.count()).max(1);
+        let callback = Box::new(move |inner: &DbInner| {
+            if range.count > 0 {
+                let first = inner.write_path.last_allocated.load(Ordering::Acquire) + 1;
+                inner.commit_table.commit(range.first, first + taken - 1);
+            }
+            Ok(())
+        });
+        self.write_special(
+            opts,
+            batch,
+            WriteSpecial {
+                callback: Some(callback),
+                wal_batch: wal_only_marker.then_some(wal_marker),
+                reserve_seq: true,
+                ..Default::default()
+            },
+        )?;
+        self.two_phase.release_prep(range.wal);
+        self.maybe_evict_commit_table();
+        Ok(())
+    }
+
+    /// Runs an eviction pass of the commit table when enough committed
+    /// ranges gathered.
+    pub(crate) fn maybe_evict_commit_table(&self) {
+        if !self.commit_table.wants_eviction() {
+            return;
+        }
+        let st = self.lock_state();
+        let snapshots: Vec<SequenceNumber> = st.snapshots.keys().copied().collect();
+        let visible = self
+            .last_sequence
+            .load(std::sync::atomic::Ordering::Acquire);
+        drop(st);
+        // A snapshot taken after the list was read is at or above
+        // `visible`, above every commit this pass may evict.
+        self.commit_table.evict(visible, &snapshots);
     }
 
     /// The prepared sections recovery left (once: the transaction layer

@@ -323,8 +323,9 @@ impl DbInner {
         // A batch without records has nothing to write. One holding only
         // log data (`put_log_data`) goes to the WAL, as in RocksDB, and
         // takes no sequence number; with the WAL off it has nowhere to go.
-        let records = batch.data().len() > crate::format::write_batch::HEADER_LEN;
-        if batch.count() == 0 && (!records || opts.disable_wal) {
+        let records = batch.data().len() > crate::format::write_batch::HEADER_LEN
+            || special.wal_batch.is_some();
+        if batch.count() == 0 && (!records || opts.disable_wal) && !special.reserve_seq {
             return Ok(());
         }
         let stats = &self.options.statistics;
@@ -509,7 +510,7 @@ impl DbInner {
             }
             let last = {
                 let d = lock(&w.data);
-                d.batch.sequence() + u64::from(d.batch.count()) - 1
+                d.batch.sequence() + seqs_taken(d.batch.count(), w.reserve_seq) - 1
             };
             self.write_path.acked.fetch_max(last, Ordering::AcqRel);
             return Ok(());
@@ -629,7 +630,7 @@ impl DbInner {
                 // from the commit that names it.
                 first_seq - 1
             } else {
-                first_seq + u64::from(d.batch.count()) - 1
+                first_seq + seqs_taken(d.batch.count(), group[0].reserve_seq) - 1
             }
         } else {
             let mut seq = first_seq;
@@ -947,6 +948,11 @@ impl DbInner {
 }
 
 /// What a write returns once background error `e` stopped writes.
+/// Sequence numbers a write of `count` entries takes.
+fn seqs_taken(count: u32, reserve_seq: bool) -> u64 {
+    u64::from(count).max(u64::from(reserve_seq))
+}
+
 fn stopped_by(e: &Error) -> Error {
     Error::InvalidArgument(format!(
         "database is read-only after a background error: {e}"

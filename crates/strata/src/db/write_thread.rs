@@ -61,6 +61,9 @@ pub(crate) struct WriteSpecial {
     /// instead of the one the memtables get (a commit marker, whose data
     /// recovery takes from the prepared section).
     pub(crate) wal_batch: Option<WriteBatch>,
+    /// The write takes one sequence number even if its batch has no
+    /// entries (a WritePrepared commit marker: its commit sequence).
+    pub(crate) reserve_seq: bool,
 }
 
 pub(crate) struct WriterData {
@@ -82,6 +85,8 @@ pub(crate) struct Writer {
     /// Special (see [`WriteSpecial`]): the writer is a group of its own.
     pub(crate) exclusive: bool,
     pub(crate) wal_only: bool,
+    /// See [`WriteSpecial::reserve_seq`].
+    pub(crate) reserve_seq: bool,
     /// `batch.byte_size()`, readable without locking `data`.
     pub(crate) size: usize,
     pub(crate) data: Mutex<WriterData>,
@@ -95,8 +100,10 @@ impl Writer {
             opts,
             exclusive: special.callback.is_some()
                 || special.wal_only
-                || special.wal_batch.is_some(),
+                || special.wal_batch.is_some()
+                || special.reserve_seq,
             wal_only: special.wal_only,
+            reserve_seq: special.reserve_seq,
             size: batch.byte_size(),
             data: Mutex::new(WriterData {
                 batch,

@@ -43,7 +43,13 @@ pub struct DBIter {
     valid: bool,
     direction: Direction,
     status: Option<Error>,
+    /// Besides `seq <= snapshot`, whether an entry is visible (a
+    /// WritePrepared reader's commit check; RocksDB's `ReadCallback`).
+    visible: Option<VisibilityRef>,
 }
+
+/// Whether the entry at a sequence number is visible to a read.
+pub type VisibilityRef = std::sync::Arc<dyn Fn(SequenceNumber) -> bool + Send + Sync>;
 
 impl std::fmt::Debug for DBIter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -89,7 +95,18 @@ impl DBIter {
             valid: false,
             direction: Direction::Forward,
             status: None,
+            visible: None,
         }
+    }
+
+    /// Entries are visible only where `visible` also says so.
+    pub fn set_visibility(&mut self, visible: VisibilityRef) {
+        self.visible = Some(visible);
+    }
+
+    #[inline]
+    fn sees(&self, seq: SequenceNumber) -> bool {
+        seq <= self.snapshot && self.visible.as_ref().is_none_or(|f| f(seq))
     }
 
     pub fn valid(&self) -> bool {
@@ -288,7 +305,7 @@ impl DBIter {
             if self.at_or_past_upper(p.user_key) {
                 return;
             }
-            if p.sequence > self.snapshot
+            if !self.sees(p.sequence)
                 || skip
                     .as_deref()
                     .is_some_and(|s| self.ucmp.compare(p.user_key, s) != Ordering::Greater)
@@ -352,6 +369,10 @@ impl DBIter {
             };
             if self.ucmp.compare(p.user_key, &key) != Ordering::Equal {
                 break;
+            }
+            if !self.sees(p.sequence) {
+                self.inner.next();
+                continue;
             }
             if self.range_del.covers(p.user_key, p.sequence) {
                 break;
@@ -418,7 +439,7 @@ impl DBIter {
                 if self.ucmp.compare(p.user_key, &user_key) != Ordering::Equal {
                     break;
                 }
-                if p.sequence <= self.snapshot {
+                if self.sees(p.sequence) {
                     let t = if self.range_del.covers(p.user_key, p.sequence) {
                         ValueType::Deletion
                     } else {

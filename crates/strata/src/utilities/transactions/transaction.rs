@@ -20,7 +20,7 @@ use super::transaction_db::TransactionDB;
 use super::write_batch_with_index::{BatchLookup, WriteBatchWithIndex, full_merge};
 use crate::db::{ColumnFamilyHandle, DB, Snapshot};
 use crate::error::{Error, Result};
-use crate::format::SequenceNumber;
+use crate::format::{SequenceNumber, WriteBatch};
 use crate::options::{ReadOptions, WriteOptions};
 
 /// Where a transaction is in its life.
@@ -84,6 +84,8 @@ pub struct Transaction<'db> {
     name: Option<String>,
     /// The WAL holding the prepared section, once prepared.
     prep_wal: Option<u64>,
+    /// WritePrepared: where the prepare put the writes.
+    prepared_range: Option<crate::db::two_phase::PreparedRange>,
 }
 
 impl std::fmt::Debug for Transaction<'_> {
@@ -120,11 +122,19 @@ impl<'db> Transaction<'db> {
             locks,
             name: None,
             prep_wal: None,
+            prepared_range: None,
         };
         if set_snapshot {
             t.set_snapshot();
         }
         t
+    }
+
+    /// Whether the writes reach the memtables at prepare (the database's
+    /// write policy is WritePrepared): reads then go through the commit
+    /// table.
+    fn write_prepared(&self) -> bool {
+        matches!(self.backend, Backend::Pessimistic(tdb) if tdb.is_write_prepared())
     }
 
     /// A number no other transaction of the database has.
@@ -197,10 +207,19 @@ impl<'db> Transaction<'db> {
                 "Cannot prepare a transaction that has not been named.".into(),
             ));
         };
-        let wal =
+        let wal = if self.write_prepared() {
+            let range = self.db.inner.write_persisted_prepared(
+                &self.write_options,
+                &name,
+                self.batch.write_batch(),
+            )?;
+            self.prepared_range = Some(range);
+            range.wal
+        } else {
             self.db
                 .inner
-                .write_prepared(&self.write_options, &name, self.batch.write_batch())?;
+                .write_prepared(&self.write_options, &name, self.batch.write_batch())?
+        };
         self.prep_wal = Some(wal);
         self.state = TransactionState::Prepared;
         Ok(())
@@ -248,6 +267,13 @@ impl<'db> Transaction<'db> {
         tdb.register_name(&p.name)?;
         t.name = Some(p.name.clone());
         t.prep_wal = Some(p.wal);
+        if p.persisted {
+            t.prepared_range = Some(crate::db::two_phase::PreparedRange {
+                wal: p.wal,
+                first: p.batch.sequence(),
+                count: u64::from(p.batch.count()),
+            });
+        }
         t.state = TransactionState::Prepared;
         Ok(t)
     }
@@ -463,7 +489,7 @@ impl<'db> Transaction<'db> {
     fn get_cf_id(&mut self, ro: &ReadOptions, cf: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_readable()?;
         self.prepare_cf(cf)?;
-        get_from_batch_and_db(&self.batch, self.db, ro, cf, key)
+        get_from_batch_and_db_as(&self.batch, self.db, ro, cf, key, self.write_prepared())
     }
 
     /// Reads `key` and tracks it (locked: exclusive or shared), so a
@@ -495,7 +521,7 @@ impl<'db> Transaction<'db> {
         exclusive: bool,
     ) -> Result<Option<Vec<u8>>> {
         self.track(cf, key, exclusive)?;
-        get_from_batch_and_db(&self.batch, self.db, ro, cf, key)
+        get_from_batch_and_db_as(&self.batch, self.db, ro, cf, key, self.write_prepared())
     }
 
     /// Several keys of the default column family.
@@ -527,7 +553,11 @@ impl<'db> Transaction<'db> {
             .options
             .merge_operator
             .clone();
-        let base = self.db.inner.new_iterator(ro, cf)?;
+        let base = if self.write_prepared() {
+            self.db.inner.new_iterator_committed(ro, cf)?
+        } else {
+            self.db.inner.new_iterator(ro, cf)?
+        };
         Ok(BaseDeltaIterator::new(
             base,
             std::borrow::Cow::Borrowed(&self.batch),
@@ -601,6 +631,15 @@ impl<'db> Transaction<'db> {
                 self.name.clone().unwrap_or_default(),
                 self.prep_wal.unwrap_or(0),
             );
+            if let Some(range) = self.prepared_range {
+                self.db
+                    .inner
+                    .commit_persisted_prepared(&self.write_options, &name, range)?;
+                self.batch.clear();
+                self.state = TransactionState::Committed;
+                self.release();
+                return Ok(());
+            }
             let batch = self.batch.write_batch().clone();
             self.db
                 .inner
@@ -639,9 +678,19 @@ impl<'db> Transaction<'db> {
                     self.name.clone().unwrap_or_default(),
                     self.prep_wal.unwrap_or(0),
                 );
-                self.db
-                    .inner
-                    .rollback_prepared(&self.write_options, &name, wal)?;
+                if let Some(range) = self.prepared_range {
+                    let compensation = self.compensation(range)?;
+                    self.db.inner.rollback_persisted_prepared(
+                        &self.write_options,
+                        &name,
+                        range,
+                        compensation,
+                    )?;
+                } else {
+                    self.db
+                        .inner
+                        .rollback_prepared(&self.write_options, &name, wal)?;
+                }
                 self.batch.clear();
                 self.state = TransactionState::RolledBack;
                 self.release();
@@ -662,6 +711,38 @@ impl<'db> Transaction<'db> {
                 "Two phase transaction is not in state for rollback.".into(),
             )),
         }
+    }
+
+    /// WritePrepared rollback: for each key the prepared writes touched,
+    /// its committed value from just before the prepare (a Put), or a
+    /// Delete where it had none. The keys are still locked, so nothing
+    /// else wrote them since.
+    fn compensation(&self, range: crate::db::two_phase::PreparedRange) -> Result<WriteBatch> {
+        use crate::format::write_batch::BatchRecord as R;
+        let mut keys: Vec<(u32, Vec<u8>)> = Vec::new();
+        for r in self.batch.write_batch().iter() {
+            match r? {
+                R::Put { cf, key, .. }
+                | R::Delete { cf, key }
+                | R::SingleDelete { cf, key }
+                | R::Merge { cf, key, .. } => keys.push((cf, key.to_vec())),
+                _ => {}
+            }
+        }
+        keys.sort();
+        keys.dedup();
+        let ro = ReadOptions {
+            snapshot: Some(range.first.saturating_sub(1)),
+            ..ReadOptions::default()
+        };
+        let mut batch = WriteBatch::new();
+        for (cf, key) in keys {
+            match self.db.inner.get_committed(&ro, cf, &key)? {
+                Some(v) => batch.put_cf(cf, &key, &v),
+                None => batch.delete_cf(cf, &key),
+            }
+        }
+        Ok(batch)
     }
 
     fn release(&mut self) {
@@ -712,8 +793,12 @@ pub(crate) fn conflict_in(
     key: &[u8],
     seq: SequenceNumber,
 ) -> Result<()> {
+    // Through the commit table: a WritePrepared write committed after the
+    // snapshot conflicts though its (prepare) sequence is older.
     match inner.latest_sequence_for_key(cf, key)? {
-        Some(latest) if latest > seq => Err(Error::Busy(String::new())),
+        Some(latest) if !inner.commit_table.is_in_snapshot(latest, seq) => {
+            Err(Error::Busy(String::new()))
+        }
         _ => Ok(()),
     }
 }
@@ -727,14 +812,34 @@ pub(crate) fn get_from_batch_and_db(
     cf: u32,
     key: &[u8],
 ) -> Result<Option<Vec<u8>>> {
+    get_from_batch_and_db_as(batch, db, ro, cf, key, false)
+}
+
+/// [`get_from_batch_and_db`], reading the database through the commit
+/// table when `committed` (WritePrepared).
+fn get_from_batch_and_db_as(
+    batch: &WriteBatchWithIndex,
+    db: &DB,
+    ro: &ReadOptions,
+    cf: u32,
+    key: &[u8],
+    committed: bool,
+) -> Result<Option<Vec<u8>>> {
     let sv = db.inner.super_version(cf)?;
     let merge = sv.options.merge_operator.as_deref();
+    let read = |k: &[u8]| {
+        if committed {
+            db.inner.get_committed(ro, cf, k)
+        } else {
+            db.inner.get(ro, cf, k)
+        }
+    };
     match batch.lookup(cf, key, merge)? {
         BatchLookup::Found(v) => Ok(Some(v)),
         BatchLookup::Deleted => Ok(None),
-        BatchLookup::NotFound => db.inner.get(ro, cf, key),
+        BatchLookup::NotFound => read(key),
         BatchLookup::MergeInProgress(ops) => {
-            let base = db.inner.get(ro, cf, key)?;
+            let base = read(key)?;
             full_merge(merge, key, base.as_deref(), &ops).map(Some)
         }
     }

@@ -1,7 +1,21 @@
 //! `TransactionDB`: a database whose writers lock keys (RocksDB's
-//! `PessimisticTransactionDB` with the WriteCommitted policy). Writes made
-//! through it outside a transaction lock their keys too, so they wait for
-//! (and never slip under) a transaction holding one.
+//! `PessimisticTransactionDB`). Writes made through it outside a
+//! transaction lock their keys too, so they wait for (and never slip
+//! under) a transaction holding one.
+//!
+//! Two write policies, as RocksDB's:
+//! - WriteCommitted (the default): a transaction's writes reach the
+//!   memtables at commit; prepare writes them to the WAL only.
+//! - WritePrepared: prepare writes them to the WAL and the memtables, and
+//!   a commit table (`db::commit_table`) says which sequence numbers are
+//!   committed, and from which sequence on. Reads through the
+//!   TransactionDB and its transactions see only committed data, and a
+//!   snapshot sees only what was committed when it was taken; flushes and
+//!   compactions keep what the commit table says readers may still need.
+//!   Rollback after prepare writes each key's previous value (or a
+//!   deletion) and commits it with the prepared writes, which it hides.
+//!   Reading through [`TransactionDB::db`] directly sees prepared,
+//!   uncommitted data (as RocksDB's base DB does).
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -12,7 +26,7 @@ use std::time::{Duration, Instant};
 use super::lock_manager::{DeadlockPath, LockManager, LockRequest};
 use super::transaction::{Backend, LockSettings, Transaction};
 use crate::db::two_phase::RecoveredPrepared;
-use crate::db::{ColumnFamilyDescriptor, ColumnFamilyHandle, DB};
+use crate::db::{ColumnFamilyDescriptor, ColumnFamilyHandle, DB, DbIterator};
 use crate::error::{Error, Result};
 use crate::format::WriteBatch;
 use crate::format::write_batch::BatchRecord;
@@ -21,10 +35,10 @@ use crate::options::{Options, ReadOptions, WriteOptions};
 /// When a transaction's writes reach the memtable.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TxnDBWritePolicy {
-    /// At commit (the default, and the only one supported yet).
+    /// At commit (the default).
     #[default]
     WriteCommitted,
-    /// At prepare, with a commit cache deciding visibility (not yet).
+    /// At prepare, with a commit table deciding visibility.
     WritePrepared,
     /// Before prepare (not yet).
     WriteUnprepared,
@@ -144,13 +158,21 @@ impl TransactionDB {
     }
 
     fn check_policy(topts: &TransactionDBOptions) -> Result<()> {
-        if topts.write_policy != TxnDBWritePolicy::WriteCommitted {
-            return Err(Error::NotSupported(format!(
-                "TransactionDB write policy {:?} (only WriteCommitted is supported yet)",
-                topts.write_policy
-            )));
+        if topts.write_policy == TxnDBWritePolicy::WriteUnprepared {
+            return Err(Error::NotSupported(
+                "TransactionDB write policy WriteUnprepared".into(),
+            ));
         }
         Ok(())
+    }
+
+    /// The write policy the database's transactions follow.
+    pub fn write_policy(&self) -> TxnDBWritePolicy {
+        self.options.write_policy
+    }
+
+    pub(crate) fn is_write_prepared(&self) -> bool {
+        self.options.write_policy == TxnDBWritePolicy::WritePrepared
     }
 
     /// Stacks transactions on an open database (RocksDB's `WrapDB`).
@@ -162,6 +184,19 @@ impl TransactionDB {
         );
         locks.set_deadlock_info_buffer_size(topts.max_num_deadlocks);
         let recovered = db.inner.take_recovered_prepared();
+        let write_prepared = topts.write_policy == TxnDBWritePolicy::WritePrepared;
+        if let Some(p) = recovered.iter().find(|p| p.persisted != write_prepared) {
+            let (found, wanted) = if p.persisted {
+                ("WritePrepared", "WriteCommitted")
+            } else {
+                ("WriteCommitted", "WritePrepared")
+            };
+            return Err(Error::NotSupported(format!(
+                "the WAL holds {found} prepared transaction {:?}, which a {wanted} \
+                 TransactionDB cannot recover: open with write_policy {found}",
+                p.name
+            )));
+        }
         Ok(TransactionDB {
             db,
             options: topts,
@@ -269,7 +304,50 @@ impl TransactionDB {
     }
 
     pub fn get(&self, ro: &ReadOptions, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.db.get(ro, key)
+        self.read_cf_id(ro, 0, key)
+    }
+
+    pub fn get_cf(
+        &self,
+        ro: &ReadOptions,
+        cf: &ColumnFamilyHandle,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        self.read_cf_id(ro, cf.id, key)
+    }
+
+    /// A read of committed data (WritePrepared: through the commit table).
+    pub(crate) fn read_cf_id(
+        &self,
+        ro: &ReadOptions,
+        cf: u32,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        if self.is_write_prepared() {
+            self.db.inner.get_committed(ro, cf, key)
+        } else {
+            self.db.inner.get(ro, cf, key)
+        }
+    }
+
+    /// An iterator over committed data, positioned at the first key.
+    pub fn iter(&self, ro: &ReadOptions) -> Result<DbIterator> {
+        let mut it = self.new_iterator_cf_id(ro, 0)?;
+        it.seek_to_first();
+        Ok(it)
+    }
+
+    /// An unpositioned iterator over committed data of `cf`.
+    pub fn new_iterator_cf(&self, ro: &ReadOptions, cf: &ColumnFamilyHandle) -> Result<DbIterator> {
+        self.new_iterator_cf_id(ro, cf.id)
+    }
+
+    pub(crate) fn new_iterator_cf_id(&self, ro: &ReadOptions, cf: u32) -> Result<DbIterator> {
+        if self.is_write_prepared() {
+            self.db.inner.new_iterator_committed(ro, cf)
+        } else {
+            self.db.inner.new_iterator(ro, cf)
+        }
     }
 
     pub fn put(&self, wo: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
