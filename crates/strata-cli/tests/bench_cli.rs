@@ -429,3 +429,49 @@ fn bench_takes_db_bench_compaction_flags_and_benchmarks() {
         );
     }
 }
+
+/// db_bench's `randomtransaction` under each database kind: every set's
+/// sum stays equal (the verification after the run), with transactions
+/// prepared, committed and rolled back from several threads and the
+/// memtable flushed along the way (small write buffer).
+#[test]
+fn bench_runs_randomtransaction_and_verifies_the_sets() {
+    for kind in [
+        &["--transaction_db"][..],
+        &[
+            "--transaction_db",
+            "--unordered_write=1",
+            "--enable_pipelined_write=false",
+        ],
+        &[
+            "--transaction_db",
+            "--transaction_set_snapshot=1",
+            "--transaction_sets=5",
+        ],
+        &["--optimistic_transaction_db"],
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut flags = vec![
+            "--benchmarks=randomtransaction".to_string(),
+            "--num=500".into(),
+            "--threads=3".into(),
+            "--write_buffer_size=16384".into(),
+            "--seed=3".into(),
+            format!("--db={}", dir.path().join("db").display()),
+        ];
+        flags.extend(kind.iter().map(|s| s.to_string()));
+        let out = bench_out(&flags);
+        let line = report_lines(&out)
+            .into_iter()
+            .find(|l| l.starts_with("randomtransaction"))
+            .unwrap_or_else(|| panic!("no report line for {kind:?}:\n{out}"));
+        assert!(
+            line.contains("transactions:500 aborts:"),
+            "{kind:?}: {line}"
+        );
+        assert!(
+            out.contains("RandomTransactionVerify Success."),
+            "{kind:?}:\n{out}"
+        );
+    }
+}

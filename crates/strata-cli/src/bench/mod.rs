@@ -33,6 +33,7 @@
 
 mod random;
 mod stats;
+pub mod transactions;
 pub mod workloads;
 
 use std::io::Write;
@@ -43,6 +44,9 @@ use std::time::{Duration, Instant};
 use strata::CompressionType;
 use strata::db::StallStats;
 use strata::merge_operator::{MergeOperatorRef, StringAppendOperator, UInt64AddOperator};
+use strata::utilities::transactions::{
+    OptimisticTransactionDB, TransactionDB, TransactionDBOptions, TxnDBWritePolicy,
+};
 use strata::{CompactionStyle, DB, Options, Statistics, WriteOptions};
 
 use crate::db_options::{sanitize, style_from_code};
@@ -310,6 +314,9 @@ pub struct ThreadState {
 /// What the threads of one benchmark share.
 pub struct Shared<'a> {
     pub db: &'a DB,
+    /// The transaction database over `db`, if the run opened one.
+    pub txn: transactions::TxnEngine<'a>,
+    pub txn_cfg: transactions::TxnConfig,
     pub run: RunConfig,
     pub stats_cfg: &'a StatsConfig,
     /// Threads that finished (the background writer stops when all
@@ -338,6 +345,72 @@ impl Shared<'_> {
 }
 
 type Method = fn(&Shared, &mut ThreadState) -> Result<(), String>;
+
+/// The database a run opened: plain, or under db_bench's
+/// `--transaction_db` (a TransactionDB) or `--optimistic_transaction_db`.
+enum Engine {
+    Plain(DB),
+    Pessimistic(Box<TransactionDB>),
+    Optimistic(OptimisticTransactionDB),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum EngineKind {
+    Plain,
+    Pessimistic,
+    Optimistic,
+}
+
+impl Engine {
+    fn open(opts: &Options, path: &std::path::Path, kind: EngineKind) -> Result<Engine, String> {
+        let e = |e: strata::Error| e.to_string();
+        Ok(match kind {
+            EngineKind::Plain => Engine::Plain(DB::open(opts.clone(), path).map_err(e)?),
+            EngineKind::Pessimistic => {
+                // As db_bench: WritePrepared with unordered writes.
+                let topts = TransactionDBOptions {
+                    write_policy: if opts.unordered_write {
+                        TxnDBWritePolicy::WritePrepared
+                    } else {
+                        TxnDBWritePolicy::WriteCommitted
+                    },
+                    ..Default::default()
+                };
+                Engine::Pessimistic(Box::new(
+                    TransactionDB::open(opts.clone(), topts, path).map_err(e)?,
+                ))
+            }
+            EngineKind::Optimistic => {
+                Engine::Optimistic(OptimisticTransactionDB::open(opts.clone(), path).map_err(e)?)
+            }
+        })
+    }
+
+    fn db(&self) -> &DB {
+        match self {
+            Engine::Plain(db) => db,
+            Engine::Pessimistic(t) => t.db(),
+            Engine::Optimistic(o) => o.db(),
+        }
+    }
+
+    fn txn(&self) -> transactions::TxnEngine<'_> {
+        match self {
+            Engine::Plain(_) => transactions::TxnEngine::Plain,
+            Engine::Pessimistic(t) => transactions::TxnEngine::Pessimistic(t),
+            Engine::Optimistic(o) => transactions::TxnEngine::Optimistic(o),
+        }
+    }
+
+    fn close(self) -> Result<(), String> {
+        let db = match self {
+            Engine::Plain(db) => db,
+            Engine::Pessimistic(t) => t.into_db(),
+            Engine::Optimistic(o) => o.into_db(),
+        };
+        db.close().map_err(|e| e.to_string())
+    }
+}
 
 /// Benchmarks db_bench runs on a fresh database.
 const FRESH_DB: &[&str] = &[
@@ -602,6 +675,29 @@ pub fn run(f: &Flags) -> Result<(), String> {
         stats_interval_seconds,
         total_ops: (report_interval > 0).then(|| Arc::new(AtomicU64::new(0))),
     };
+    let kind = match (
+        f.bool("transaction_db")?,
+        f.bool("optimistic_transaction_db")?,
+    ) {
+        (true, true) => {
+            return Err(
+                "--transaction_db and --optimistic_transaction_db exclude each other".into(),
+            );
+        }
+        (true, false) => EngineKind::Pessimistic,
+        (false, true) => EngineKind::Optimistic,
+        (false, false) => EngineKind::Plain,
+    };
+    let txn_sets: u64 = f.num("transaction_sets", 2)?;
+    if txn_sets == 0 || txn_sets > 9999 {
+        return Err("invalid value for transaction_sets".into());
+    }
+    let txn_cfg = transactions::TxnConfig {
+        sets: txn_sets as u16,
+        set_snapshot: f.bool("transaction_set_snapshot")?,
+        sleep_micros: f.num("transaction_sleep", 0)?,
+        lock_timeout_ms: f.num("transaction_lock_timeout", 100)?,
+    };
     let unknown = f.unknown();
     if !unknown.is_empty() {
         eprintln!(
@@ -612,7 +708,7 @@ pub fn run(f: &Flags) -> Result<(), String> {
     if !use_existing {
         let _ = std::fs::remove_dir_all(&db_path);
     }
-    let mut db = DB::open(opts.clone(), &db_path).map_err(|e| e.to_string())?;
+    let mut engine = Engine::open(&opts, &db_path, kind)?;
     let mut out = std::io::stdout().lock();
     let w = |e: std::io::Error| e.to_string();
     let raw = (cfg.key_size + cfg.value_size) as f64 * cfg.num as f64;
@@ -694,6 +790,7 @@ pub fn run(f: &Flags) -> Result<(), String> {
             "deleterandom" => Some(workloads::delete_random),
             "compact" => Some(workloads::compact),
             "backup" => Some(workloads::backup),
+            "randomtransaction" => Some(transactions::random_transaction),
             "restore" => Some(workloads::restore),
             "flush" | "waitforcompaction" | "stats" => None,
             other => return Err(format!("unknown benchmark: {other}")),
@@ -703,14 +800,15 @@ pub fn run(f: &Flags) -> Result<(), String> {
                 writeln!(out, "{name:<12} : skipped (--use_existing_db is true)").map_err(w)?;
                 continue;
             }
-            add_stalls(&mut stalls_before, &db.stall_stats());
-            db.close().map_err(|e| e.to_string())?;
+            add_stalls(&mut stalls_before, &engine.db().stall_stats());
+            engine.close()?;
             std::fs::remove_dir_all(&db_path).map_err(|e| e.to_string())?;
             if let Some(dir) = &opts.wal_dir {
                 let _ = std::fs::remove_dir_all(dir);
             }
-            db = DB::open(opts.clone(), &db_path).map_err(|e| e.to_string())?;
+            engine = Engine::open(&opts, &db_path, kind)?;
         }
+        let db = engine.db();
         match (name, method) {
             (_, Some(method)) => {
                 writeln!(out, "DB path: [{}]", db_path.display()).map_err(w)?;
@@ -729,7 +827,9 @@ pub fn run(f: &Flags) -> Result<(), String> {
                     None => None,
                 };
                 let shared = Shared {
-                    db: &db,
+                    db,
+                    txn: engine.txn(),
+                    txn_cfg,
                     run,
                     stats_cfg: &stats_cfg,
                     num_done: AtomicUsize::new(0),
@@ -746,6 +846,16 @@ pub fn run(f: &Flags) -> Result<(), String> {
                     writeln!(out, "Number of range deletions: {range_deletions}").map_err(w)?;
                 }
                 merged.report(name, &mut out).map_err(w)?;
+                if name == "randomtransaction" && kind != EngineKind::Plain {
+                    // db_bench's RandomTransactionVerify.
+                    match transactions::verify(db, txn_cfg.sets) {
+                        Ok(()) => writeln!(out, "RandomTransactionVerify Success.").map_err(w)?,
+                        Err(e) => {
+                            writeln!(out, "RandomTransactionVerify FAILED!!").map_err(w)?;
+                            return Err(format!("randomtransaction verification: {e}"));
+                        }
+                    }
+                }
                 if let Some(r) = reporter {
                     r.finish()?;
                 }
@@ -776,11 +886,11 @@ pub fn run(f: &Flags) -> Result<(), String> {
         writeln!(out, "STATISTICS:\n{}", s.report()).map_err(w)?;
     }
     if !stalls_printed {
-        add_stalls(&mut stalls_before, &db.stall_stats());
+        add_stalls(&mut stalls_before, &engine.db().stall_stats());
         writeln!(out, "{stalls_before}").map_err(w)?;
     }
     writeln!(out, "size on disk: {} bytes", dir_size(&db_path)?).map_err(w)?;
-    drop(db);
+    drop(engine);
     if f.get("db").is_none() {
         let _ = std::fs::remove_dir_all(&db_path);
     }

@@ -19,6 +19,8 @@ pub enum OpType {
     Seek,
     Merge,
     Update,
+    /// db_bench's kOthers (transactions).
+    Others,
 }
 
 impl OpType {
@@ -30,6 +32,7 @@ impl OpType {
             OpType::Seek => "seek",
             OpType::Merge => "merge",
             OpType::Update => "update",
+            OpType::Others => "op",
         }
     }
 }

@@ -297,7 +297,7 @@ impl DbInner {
         let got = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
         let seen = Arc::clone(&got);
         let callback = Box::new(move |inner: &DbInner| {
-            // Under the WAL stage, with every earlier write published:
+            // Under the WAL stage (no other write allocates meanwhile):
             // the section's sequence numbers are the next ones.
             let w = inner.current_wal_number();
             inner.two_phase.add_prep(w);

@@ -301,6 +301,7 @@ impl DbInner {
             batch,
             WriteSpecial {
                 callback: Some(callback),
+                after_earlier_writes: true,
                 ..Default::default()
             },
         )
@@ -603,9 +604,13 @@ impl DbInner {
                 st.memtables()
             }
         };
-        if let Some(cb) = lone.as_mut().and_then(|d| d.callback.take()) {
+        if let Some(d) = lone.as_mut()
+            && let Some(cb) = d.callback.take()
+        {
             // Exclusive writers are groups of one (`build_group`).
-            self.wait_for_pending_writes();
+            if d.after_earlier_writes {
+                self.wait_for_pending_writes();
+            }
             cb(self)?;
         }
         debug_assert!(

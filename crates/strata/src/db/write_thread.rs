@@ -44,9 +44,11 @@ const YIELD_LIMIT: Duration = Duration::from_micros(100);
 
 /// What a writer brings and what it gets back.
 /// Runs in the WAL stage just before a writer's batch gets its sequence
-/// numbers, with every earlier write visible and no other write able to
-/// start (RocksDB's `WriteCallback`); an error fails the write, nothing of
-/// it written. Optimistic transactions validate with it.
+/// numbers, with no other write able to start, and (with
+/// [`WriteSpecial::after_earlier_writes`]) every earlier write visible
+/// (RocksDB's `WriteCallback`); an error fails the write, nothing of it
+/// written. Optimistic transactions validate with it; two-phase commit
+/// records where its sections go.
 pub(crate) type WriteCallback = Box<dyn FnOnce(&super::DbInner) -> crate::Result<()> + Send>;
 
 /// What makes a write special (each makes the writer a group of its
@@ -54,6 +56,9 @@ pub(crate) type WriteCallback = Box<dyn FnOnce(&super::DbInner) -> crate::Result
 #[derive(Default)]
 pub(crate) struct WriteSpecial {
     pub(crate) callback: Option<WriteCallback>,
+    /// The callback waits until every earlier write is visible (memtable
+    /// inserts in flight finished) before it runs.
+    pub(crate) after_earlier_writes: bool,
     /// The batch goes to the WAL only: it takes no sequence numbers and
     /// reaches no memtable (a prepared section, a rollback marker).
     pub(crate) wal_only: bool,
@@ -70,6 +75,7 @@ pub(crate) struct WriterData {
     pub(crate) batch: WriteBatch,
     /// Taken by the leader of the writer's group (always its own group).
     pub(crate) callback: Option<WriteCallback>,
+    pub(crate) after_earlier_writes: bool,
     pub(crate) wal_batch: Option<WriteBatch>,
     /// Set by whoever completes the writer.
     pub(crate) result: Option<Result<()>>,
@@ -108,6 +114,7 @@ impl Writer {
             data: Mutex::new(WriterData {
                 batch,
                 callback: special.callback,
+                after_earlier_writes: special.after_earlier_writes,
                 wal_batch: special.wal_batch,
                 result: None,
                 group: None,
