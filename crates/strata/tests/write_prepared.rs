@@ -544,7 +544,7 @@ fn two_phase_transfers_survive_repeated_power_losses() {
             write_policy: policy,
             ..Default::default()
         };
-        let mut model = vec![START; N];
+        let mut model = [START; N];
         // Undecided prepared transactions: name -> (account, new balance).
         let mut undecided: BTreeMap<String, Vec<(usize, u64)>> = BTreeMap::new();
         let mut next = 0u64;
@@ -654,5 +654,111 @@ fn two_phase_transfers_survive_repeated_power_losses() {
             drop((kept, alive));
             drop(db);
         }
+    }
+}
+
+/// Concurrent two-phase transfers share write groups (a group's WAL
+/// record then holds several prepared sections and markers): after a
+/// power loss, exactly the transactions left prepared come back, the
+/// committed balances keep the total, and committing the recovered ones
+/// keeps it too. Both write policies.
+#[test]
+fn concurrent_two_phase_writes_recover_from_shared_wal_records() {
+    use std::sync::Mutex;
+    for policy in [
+        TxnDBWritePolicy::WriteCommitted,
+        TxnDBWritePolicy::WritePrepared,
+    ] {
+        let fs = MemFileSystem::new();
+        let topts = TransactionDBOptions {
+            write_policy: policy,
+            ..Default::default()
+        };
+        let db = TransactionDB::open(opts(&fs), topts.clone(), "/db").unwrap();
+        for i in 0..ACCOUNTS {
+            db.put(&wo(), &account(i), START.to_string().as_bytes())
+                .unwrap();
+        }
+        let left: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            let mut kept_all = Vec::new();
+            let handles: Vec<_> = (0..4u64)
+                .map(|w| {
+                    let (db, left) = (&db, &left);
+                    s.spawn(move || {
+                        let mut rng = Rng(w * 31 + 7);
+                        let mut kept = Vec::new();
+                        for n in 0..150 {
+                            let from = rng.below(ACCOUNTS as u64) as usize;
+                            let to =
+                                (from + 1 + rng.below(ACCOUNTS as u64 - 1) as usize) % ACCOUNTS;
+                            let mut t = db.begin_transaction(
+                                wo(),
+                                TransactionOptions {
+                                    lock_timeout: 20,
+                                    deadlock_detect: true,
+                                    ..Default::default()
+                                },
+                            );
+                            let name = format!("c{w}-{n}");
+                            t.set_name(&name).unwrap();
+                            let got = (|| -> strata::Result<(u64, u64)> {
+                                Ok((
+                                    parse(t.get_for_update(&ro(), &account(from), true)?),
+                                    parse(t.get_for_update(&ro(), &account(to), true)?),
+                                ))
+                            })();
+                            // A deadlock or a lock held by a transaction
+                            // left prepared.
+                            let Ok((a, b)) = got else { continue };
+                            let amount = rng.below(a + 1);
+                            t.put(&account(from), (a - amount).to_string().as_bytes())
+                                .unwrap();
+                            t.put(&account(to), (b + amount).to_string().as_bytes())
+                                .unwrap();
+                            t.prepare().unwrap();
+                            // The last few stay prepared (holding their
+                            // keys' locks until the crash).
+                            match rng.below(6) {
+                                0 if n >= 145 => {
+                                    left.lock().unwrap().push(name);
+                                    kept.push(t);
+                                }
+                                1 => t.rollback().unwrap(),
+                                _ => t.commit().unwrap(),
+                            }
+                        }
+                        kept
+                    })
+                })
+                .collect();
+            for h in handles {
+                kept_all.push(h.join().unwrap());
+            }
+            fs.crash_drop_unsynced();
+            drop(kept_all);
+        });
+        drop(db);
+        let db = TransactionDB::open(opts(&fs), topts, "/db").unwrap();
+        let total = || -> u64 {
+            (0..ACCOUNTS)
+                .map(|i| parse(db.get(&ro(), &account(i)).unwrap()))
+                .sum()
+        };
+        assert_eq!(total(), ACCOUNTS as u64 * START, "{policy:?}");
+        let mut recovered = db.get_all_prepared_transactions().unwrap();
+        let mut names: Vec<String> = recovered
+            .iter()
+            .map(|t| t.name().unwrap().to_string())
+            .collect();
+        names.sort();
+        let mut want = left.into_inner().unwrap();
+        want.sort();
+        assert_eq!(names, want, "{policy:?}");
+        for t in &mut recovered {
+            t.commit().unwrap();
+        }
+        drop(recovered);
+        assert_eq!(total(), ACCOUNTS as u64 * START, "{policy:?}");
     }
 }

@@ -16,12 +16,10 @@ use arc_swap::ArcSwap;
 
 use super::column_family::ColumnFamilyDescriptor;
 use super::consistency::check_consistency;
-use super::two_phase::{self, RecoveredPrepared, WalRecord};
-use super::write::insert_batch;
+use super::two_phase::{self, RecoveredPrepared};
 use super::{CfData, DB, DEFAULT_COLUMN_FAMILY_NAME, DbInner, DbState};
 use crate::cache::TableCache;
 use crate::error::{Error, Result};
-use crate::format::write_batch::BatchRecord;
 use crate::format::{InternalKeyComparator, WriteBatch};
 use crate::fs::{FileSystemRef, default_fs};
 use crate::options::{ColumnFamilyOptions, Options, WalRecoveryMode};
@@ -539,59 +537,16 @@ impl DbInner {
                         }
                     }
                 }
-                let first_seq = batch.sequence();
-                let end = match two_phase::classify(&batch) {
-                    Ok(WalRecord::Prepared { name, persisted }) => {
-                        if !self.options.allow_2pc {
-                            return Err(Error::NotSupported(format!(
-                                "WAL #{w} holds prepared transaction {name:?}: open with \
-                                 allow_2pc (a TransactionDB)"
-                            )));
-                        }
-                        // A WritePrepared section's data was in the
-                        // memtables from its prepare: it is again.
-                        let end = if persisted {
-                            Some(insert_batch(&batch, first_seq, &mems, Some(&skip))?)
-                        } else {
-                            None
-                        };
-                        prepared.insert(
-                            name.clone(),
-                            RecoveredPrepared {
-                                name,
-                                batch,
-                                wal: w,
-                                persisted,
-                            },
-                        );
-                        match end {
-                            Some(end) => end,
-                            None => continue,
-                        }
-                    }
-                    Ok(WalRecord::Plain) => {
-                        // Commit markers bring their prepared sections'
-                        // data, at the marker's sequence numbers.
-                        let mut seq = first_seq;
-                        for r in batch.iter() {
-                            match r {
-                                Ok(BatchRecord::Commit(name)) => {
-                                    let name = String::from_utf8_lossy(name);
-                                    if let Some(p) = prepared.remove(name.as_ref())
-                                        && !p.persisted
-                                    {
-                                        seq = insert_batch(&p.batch, seq, &mems, Some(&skip))?;
-                                    }
-                                }
-                                Ok(BatchRecord::Rollback(name)) => {
-                                    prepared.remove(String::from_utf8_lossy(name).as_ref());
-                                }
-                                _ => {}
-                            }
-                        }
-                        insert_batch(&batch, seq, &mems, Some(&skip))?
-                    }
-                    Err(e) => match mode {
+                let end = match two_phase::replay_record(
+                    &batch,
+                    w,
+                    &mems,
+                    &skip,
+                    self.options.allow_2pc,
+                    &mut prepared,
+                ) {
+                    Ok(end) => end,
+                    Err(e @ Error::Corruption { .. }) => match mode {
                         WalRecoveryMode::PointInTime => {
                             stop = true;
                             break;
@@ -599,6 +554,7 @@ impl DbInner {
                         WalRecoveryMode::SkipAnyCorruptedRecords => continue,
                         _ => return Err(e.relocate(&name, offset)),
                     },
+                    Err(e) => return Err(e),
                 };
                 max_seq = max_seq.max(end.saturating_sub(1));
             }

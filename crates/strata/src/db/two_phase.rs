@@ -122,42 +122,118 @@ pub(crate) fn marker(t: ValueType, name: &str) -> Result<WriteBatch> {
     WriteBatch::from_bytes(rep)
 }
 
-/// What a WAL record is to recovery.
-pub(crate) enum WalRecord {
-    /// Data (and maybe commit or rollback markers, in order).
-    Plain,
-    /// A prepared section named so; `persisted`: a WritePrepared one,
-    /// whose data goes to the memtables now.
-    Prepared { name: String, persisted: bool },
-}
-
-pub(crate) fn classify(batch: &WriteBatch) -> Result<WalRecord> {
-    let mut it = batch.iter();
-    match it.next() {
-        Some(Ok(BatchRecord::BeginPrepare)) => {}
-        Some(Err(e)) => return Err(e),
-        _ => return Ok(WalRecord::Plain),
-    }
-    let begin = batch.data()[HEADER_LEN];
-    if begin == ValueType::BeginUnprepareXid as u8 {
-        return Err(Error::NotSupported(
-            "a WriteUnprepared transaction's section (BeginUnprepareXID) in the WAL".into(),
-        ));
-    }
-    let persisted = begin == ValueType::BeginPersistedPrepareXid as u8;
-    for r in it {
-        if let BatchRecord::EndPrepare(name) = r? {
-            return Ok(WalRecord::Prepared {
-                name: String::from_utf8_lossy(name).into_owned(),
-                persisted,
-            });
+/// Replays one WAL record in order: its data at its sequence numbers, and
+/// the two-phase commit sections and markers inside it (a write group's
+/// record may hold several). A WriteCommitted section (`BeginPrepareXID`)
+/// takes no sequence numbers and is kept aside until its commit marker
+/// applies its data there; a WritePrepared section
+/// (`BeginPersistedPrepareXID`) is applied at once (its data was in the
+/// memtables from its prepare) and kept as prepared; a rollback marker
+/// drops its section. Sections still open at the end of the WALs are the
+/// undecided transactions. Returns the sequence number after the
+/// record's last entry.
+pub(crate) fn replay_record(
+    batch: &WriteBatch,
+    wal: u64,
+    mems: &super::MemTables,
+    skip: &dyn Fn(u32) -> bool,
+    allow_2pc: bool,
+    prepared: &mut BTreeMap<String, RecoveredPrepared>,
+) -> Result<SequenceNumber> {
+    let mut seq = batch.sequence();
+    // The section being read: WritePrepared, its first sequence, its data.
+    let mut section: Option<(bool, SequenceNumber, WriteBatch)> = None;
+    for r in batch.iter() {
+        match r? {
+            BatchRecord::BeginPrepare {
+                unprepared: true, ..
+            } => {
+                return Err(Error::NotSupported(format!(
+                    "WAL #{wal} holds a WriteUnprepared transaction's section (BeginUnprepareXID)"
+                )));
+            }
+            BatchRecord::BeginPrepare { persisted, .. } => {
+                if !allow_2pc {
+                    return Err(Error::NotSupported(format!(
+                        "WAL #{wal} holds a prepared transaction: open with allow_2pc (a \
+                         TransactionDB)"
+                    )));
+                }
+                if section.is_some() {
+                    return Err(Error::corruption("", 0, "nested prepared sections"));
+                }
+                section = Some((persisted, seq, WriteBatch::new()));
+            }
+            BatchRecord::EndPrepare(name) => {
+                let Some((persisted, first, mut data)) = section.take() else {
+                    return Err(Error::corruption(
+                        "",
+                        0,
+                        "end of a prepared section that did not begin",
+                    ));
+                };
+                data.set_sequence(first);
+                let name = String::from_utf8_lossy(name).into_owned();
+                prepared.insert(
+                    name.clone(),
+                    RecoveredPrepared {
+                        name,
+                        batch: data,
+                        wal,
+                        persisted,
+                    },
+                );
+            }
+            BatchRecord::Commit(name) => {
+                if let Some(p) = prepared.remove(String::from_utf8_lossy(name).as_ref())
+                    && !p.persisted
+                {
+                    seq = super::write::insert_batch(&p.batch, seq, mems, Some(skip))?;
+                }
+            }
+            BatchRecord::Rollback(name) => {
+                prepared.remove(String::from_utf8_lossy(name).as_ref());
+            }
+            other => {
+                if let Some((persisted, _, data)) = &mut section {
+                    append_record(data, &other)?;
+                    if !*persisted {
+                        continue;
+                    }
+                }
+                if super::write::insert_record(other, seq, mems, Some(skip))? {
+                    seq += 1;
+                }
+            }
         }
     }
-    Err(Error::corruption(
-        "",
-        0,
-        "prepared section without its end marker",
-    ))
+    if section.is_some() {
+        return Err(Error::corruption(
+            "",
+            0,
+            "prepared section without its end marker",
+        ));
+    }
+    Ok(seq)
+}
+
+/// Adds a data record of a prepared section to `data` (log data and no-ops
+/// carry nothing).
+fn append_record(data: &mut WriteBatch, r: &BatchRecord<'_>) -> Result<()> {
+    match *r {
+        BatchRecord::Put { cf, key, value } => data.put_cf(cf, key, value),
+        BatchRecord::Delete { cf, key } => data.delete_cf(cf, key),
+        BatchRecord::SingleDelete { cf, key } => data.single_delete_cf(cf, key),
+        BatchRecord::Merge { cf, key, value } => data.merge_cf(cf, key, value),
+        BatchRecord::DeleteRange { cf, begin, end } => data.delete_range_cf(cf, begin, end),
+        BatchRecord::BlobIndex { .. } | BatchRecord::PutEntity { .. } => {
+            return Err(Error::NotSupported(
+                "blob indexes and wide columns in a prepared section".into(),
+            ));
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 impl DbInner {
@@ -190,18 +266,17 @@ impl DbInner {
         let section = prepared_section(data, name, ValueType::BeginPrepareXid)?;
         let wal = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let got = Arc::clone(&wal);
-        let callback = Box::new(move |inner: &DbInner| {
+        let hook = Box::new(move |inner: &DbInner, _first| {
             // Under the WAL stage: this WAL is current until the write.
             let w = inner.current_wal_number();
             inner.two_phase.add_prep(w);
             got.store(w, std::sync::atomic::Ordering::Release);
-            Ok(())
         });
         let r = self.write_special(
             opts,
             section,
             WriteSpecial {
-                callback: Some(callback),
+                stage_hook: Some(hook),
                 wal_only: true,
                 ..Default::default()
             },
@@ -241,17 +316,19 @@ impl DbInner {
         cfs.dedup();
         // Before sequence numbers are allocated the memtables are the
         // ones the data goes to: they keep the section's WAL.
-        let callback = Box::new(move |inner: &DbInner| {
+        let hook = Box::new(move |inner: &DbInner, _first| {
             for cf in cfs {
-                inner.super_version(cf)?.mem.reference_prep_wal(prep_wal);
+                // A dropped column family's data goes nowhere.
+                if let Ok(sv) = inner.super_version(cf) {
+                    sv.mem.reference_prep_wal(prep_wal);
+                }
             }
-            Ok(())
         });
         self.write_special(
             opts,
             data,
             WriteSpecial {
-                callback: Some(callback),
+                stage_hook: Some(hook),
                 wal_batch: Some(marker(ValueType::CommitXid, name)?),
                 ..Default::default()
             },
@@ -296,24 +373,22 @@ impl DbInner {
         let count = u64::from(section.count());
         let got = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
         let seen = Arc::clone(&got);
-        let callback = Box::new(move |inner: &DbInner| {
-            // Under the WAL stage (no other write allocates meanwhile):
-            // the section's sequence numbers are the next ones.
+        let hook = Box::new(move |inner: &DbInner, first: SequenceNumber| {
+            // In the WAL stage, before the section's sequence numbers are
+            // published.
             let w = inner.current_wal_number();
             inner.two_phase.add_prep(w);
-            let first = inner.write_path.last_allocated.load(Ordering::Acquire) + 1;
             if count > 0 {
                 inner.commit_table.add_prepared(first, first + count - 1);
             }
             seen.0.store(w, Ordering::Release);
             seen.1.store(first, Ordering::Release);
-            Ok(())
         });
         let r = self.write_special(
             opts,
             section,
             WriteSpecial {
-                callback: Some(callback),
+                stage_hook: Some(hook),
                 ..Default::default()
             },
         );
@@ -375,21 +450,18 @@ impl DbInner {
         wal_marker: WriteBatch,
         wal_only_marker: bool,
     ) -> Result<()> {
-        use std::sync::atomic::Ordering;
         self.check_2pc()?;
         let taken = u64::from(batch.count()).max(1);
-        let callback = Box::new(move |inner: &DbInner| {
+        let hook = Box::new(move |inner: &DbInner, first: SequenceNumber| {
             if range.count > 0 {
-                let first = inner.write_path.last_allocated.load(Ordering::Acquire) + 1;
                 inner.commit_table.commit(range.first, first + taken - 1);
             }
-            Ok(())
         });
         self.write_special(
             opts,
             batch,
             WriteSpecial {
-                callback: Some(callback),
+                stage_hook: Some(hook),
                 wal_batch: wal_only_marker.then_some(wal_marker),
                 reserve_seq: true,
                 ..Default::default()

@@ -615,13 +615,16 @@ impl DbInner {
         }
         debug_assert!(
             group.len() == 1 || group.iter().all(|w| !w.exclusive),
-            "a writer with a callback shares its group"
+            "an exclusive writer shares its group"
         );
         let first_seq = self.write_path.last_allocated.load(Ordering::Acquire) + 1;
         let last_seq = if let Some(d) = &mut lone {
             // A group of one writes its own batch (no merged copy), or
             // the WAL batch it brought.
             d.batch.set_sequence(first_seq);
+            if let Some(hook) = d.stage_hook.take() {
+                hook(self, first_seq);
+            }
             if lead_opts.disable_wal {
                 self.unlogged_write(bytes);
             } else if let Some(wb) = &mut d.wal_batch {
@@ -638,14 +641,23 @@ impl DbInner {
                 first_seq + seqs_taken(d.batch.count(), group[0].reserve_seq) - 1
             }
         } else {
+            // One WAL record, each writer's part in order (recovery
+            // replays it so: `two_phase::replay_record`): its batch, or the
+            // WAL batch it brought; WAL-only parts take no sequence numbers.
             let mut seq = first_seq;
             let mut merged = (!lead_opts.disable_wal).then(|| WriteBatch::with_capacity(bytes));
             for w in group {
                 let mut d = lock(&w.data);
+                debug_assert!(!w.reserve_seq, "reserved sequences are groups of one");
                 d.batch.set_sequence(seq);
-                seq += u64::from(d.batch.count());
+                if let Some(hook) = d.stage_hook.take() {
+                    hook(self, seq);
+                }
+                if !w.wal_only {
+                    seq += u64::from(d.batch.count());
+                }
                 if let Some(m) = &mut merged {
-                    m.append(&d.batch);
+                    m.append(d.wal_batch.as_ref().unwrap_or(&d.batch));
                 }
             }
             match &mut merged {
@@ -984,10 +996,45 @@ fn memtable_entry(r: BatchRecord<'_>) -> Result<Option<MemTableEntry<'_>>> {
     }))
 }
 
+/// Inserts one record at `seq` into the memtable of its column family
+/// (unless `skip` says that column family's data in this WAL is already
+/// flushed). Returns whether the record takes a sequence number (log data
+/// and markers do not).
+pub(crate) fn insert_record(
+    r: BatchRecord<'_>,
+    seq: SequenceNumber,
+    mems: &MemTables,
+    skip: Option<&dyn Fn(u32) -> bool>,
+) -> Result<bool> {
+    let Some((cf, t, key, value)) = memtable_entry(r)? else {
+        return Ok(false);
+    };
+    if skip.is_some_and(|f| f(cf)) {
+        return Ok(true);
+    }
+    if !MemTable::entry_fits(key.len(), value.len()) {
+        // Only a damaged WAL can get here (writes are checked first).
+        return Err(Error::InvalidArgument(format!(
+            "record too large for a memtable: key {} bytes, value {} bytes",
+            key.len(),
+            value.len()
+        )));
+    }
+    match mems.get(&cf) {
+        Some(m) => m.add(seq, t, key, value),
+        None => {
+            return Err(Error::InvalidArgument(format!(
+                "Invalid column family specified in write batch: {cf}"
+            )));
+        }
+    }
+    Ok(true)
+}
+
 /// Inserts every record of `batch` (sequence numbers from `first_seq`)
-/// into the memtables of its column families. `min_log` (recovery) skips
-/// column families whose data in this WAL is already flushed: it maps a
-/// column family to whether to skip it.
+/// into the memtables of its column families. `skip` (recovery) says
+/// which column families' data in this WAL is already flushed. Returns
+/// the sequence number after the last record's.
 pub(crate) fn insert_batch(
     batch: &WriteBatch,
     first_seq: SequenceNumber,
@@ -996,29 +1043,9 @@ pub(crate) fn insert_batch(
 ) -> Result<SequenceNumber> {
     let mut seq = first_seq;
     for r in batch.iter() {
-        let Some((cf, t, key, value)) = memtable_entry(r?)? else {
-            continue;
-        };
-        let skipped = skip.is_some_and(|f| f(cf));
-        if !skipped && !MemTable::entry_fits(key.len(), value.len()) {
-            // Only a damaged WAL can get here (writes are checked first).
-            return Err(Error::InvalidArgument(format!(
-                "record too large for a memtable: key {} bytes, value {} bytes",
-                key.len(),
-                value.len()
-            )));
+        if insert_record(r?, seq, mems, skip)? {
+            seq += 1;
         }
-        if !skipped {
-            match mems.get(&cf) {
-                Some(m) => m.add(seq, t, key, value),
-                None => {
-                    return Err(Error::InvalidArgument(format!(
-                        "Invalid column family specified in write batch: {cf}"
-                    )));
-                }
-            }
-        }
-        seq += 1;
     }
     Ok(seq)
 }

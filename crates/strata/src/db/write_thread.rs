@@ -51,14 +51,22 @@ const YIELD_LIMIT: Duration = Duration::from_micros(100);
 /// records where its sections go.
 pub(crate) type WriteCallback = Box<dyn FnOnce(&super::DbInner) -> crate::Result<()> + Send>;
 
-/// What makes a write special (each makes the writer a group of its
-/// own): a callback, a WAL-only batch, or a different batch for the WAL.
+/// Run by a group's leader in the WAL stage, with the writer's first
+/// sequence number, after its batch got its sequence numbers and before
+/// any of them is published (RocksDB's `PreReleaseCallback`). Two-phase
+/// commit records where its sections go with it.
+pub(crate) type StageHook = Box<dyn FnOnce(&super::DbInner, crate::format::SequenceNumber) + Send>;
+
+/// What makes a write special: a callback (the writer is then a group of
+/// its own), a stage hook, a WAL-only batch, a different batch for the
+/// WAL, or a reserved sequence number (a group of its own).
 #[derive(Default)]
 pub(crate) struct WriteSpecial {
     pub(crate) callback: Option<WriteCallback>,
     /// The callback waits until every earlier write is visible (memtable
     /// inserts in flight finished) before it runs.
     pub(crate) after_earlier_writes: bool,
+    pub(crate) stage_hook: Option<StageHook>,
     /// The batch goes to the WAL only: it takes no sequence numbers and
     /// reaches no memtable (a prepared section, a rollback marker).
     pub(crate) wal_only: bool,
@@ -76,6 +84,7 @@ pub(crate) struct WriterData {
     /// Taken by the leader of the writer's group (always its own group).
     pub(crate) callback: Option<WriteCallback>,
     pub(crate) after_earlier_writes: bool,
+    pub(crate) stage_hook: Option<StageHook>,
     pub(crate) wal_batch: Option<WriteBatch>,
     /// Set by whoever completes the writer.
     pub(crate) result: Option<Result<()>>,
@@ -88,7 +97,8 @@ pub(crate) struct Writer {
     state: AtomicU8,
     thread: Thread,
     pub(crate) opts: WriteOptions,
-    /// Special (see [`WriteSpecial`]): the writer is a group of its own.
+    /// A callback or a reserved sequence number: the writer is a group of
+    /// its own.
     pub(crate) exclusive: bool,
     pub(crate) wal_only: bool,
     /// See [`WriteSpecial::reserve_seq`].
@@ -104,10 +114,7 @@ impl Writer {
             state: AtomicU8::new(STATE_INIT),
             thread: std::thread::current(),
             opts,
-            exclusive: special.callback.is_some()
-                || special.wal_only
-                || special.wal_batch.is_some()
-                || special.reserve_seq,
+            exclusive: special.callback.is_some() || special.reserve_seq,
             wal_only: special.wal_only,
             reserve_seq: special.reserve_seq,
             size: batch.byte_size(),
@@ -115,6 +122,7 @@ impl Writer {
                 batch,
                 callback: special.callback,
                 after_earlier_writes: special.after_earlier_writes,
+                stage_hook: special.stage_hook,
                 wal_batch: special.wal_batch,
                 result: None,
                 group: None,

@@ -81,7 +81,13 @@ pub enum BatchRecord<'a> {
         value: &'a [u8],
     },
     LogData(&'a [u8]),
-    BeginPrepare,
+    /// The start of a prepared section: `BeginPrepareXID` (WriteCommitted),
+    /// `BeginPersistedPrepareXID` (`persisted`: WritePrepared) or
+    /// `BeginUnprepareXID` (`unprepared`: WriteUnprepared).
+    BeginPrepare {
+        persisted: bool,
+        unprepared: bool,
+    },
     EndPrepare(&'a [u8]),
     Commit(&'a [u8]),
     CommitWithTimestamp {
@@ -395,9 +401,18 @@ impl<'a> BatchIter<'a> {
                 value: d.length_prefixed()?,
             },
             V::LogData => BatchRecord::LogData(d.length_prefixed()?),
-            V::BeginPrepareXid | V::BeginPersistedPrepareXid | V::BeginUnprepareXid => {
-                BatchRecord::BeginPrepare
-            }
+            V::BeginPrepareXid => BatchRecord::BeginPrepare {
+                persisted: false,
+                unprepared: false,
+            },
+            V::BeginPersistedPrepareXid => BatchRecord::BeginPrepare {
+                persisted: true,
+                unprepared: false,
+            },
+            V::BeginUnprepareXid => BatchRecord::BeginPrepare {
+                persisted: true,
+                unprepared: true,
+            },
             V::EndPrepareXid => BatchRecord::EndPrepare(d.length_prefixed()?),
             V::CommitXid => BatchRecord::Commit(d.length_prefixed()?),
             V::CommitXidAndTimestamp => BatchRecord::CommitWithTimestamp {
