@@ -10,7 +10,10 @@
 //! (95%) or rolled back. With `--optimistic_transaction_db` the same
 //! without names or prepare. Without either, one write batch per insert.
 //! Conflicts, lock timeouts and deadlocks are counted as aborts; any
-//! other error stops the benchmark.
+//! other error stops the benchmark. As in RocksDB, optimistic transactions
+//! without `--transaction_set_snapshot` may lose updates (a plain get is
+//! not validated, and a write is checked only from the moment it is
+//! made), so their verification can fail without an engine fault.
 
 use strata::utilities::transactions::{
     OptimisticTransactionDB, OptimisticTransactionOptions, Transaction, TransactionDB,
