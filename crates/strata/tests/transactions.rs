@@ -772,16 +772,7 @@ fn bottommost_compaction_zeroes_sequence_numbers_no_snapshot_needs() {
 
 // --------------------------------------------------------- bank invariant
 
-const ACCOUNTS: usize = 20;
-const START: u64 = 1000;
-
-fn account(i: usize) -> Vec<u8> {
-    format!("acct{i:03}").into_bytes()
-}
-
-fn parse(v: Option<Vec<u8>>) -> u64 {
-    String::from_utf8(v.unwrap()).unwrap().parse().unwrap()
-}
+use common::bank::{ACCOUNTS, START, account, parse};
 
 /// Threads move money between accounts in transactions while a checker
 /// reads every account at one snapshot: the total never changes. `run`
@@ -1130,24 +1121,8 @@ fn rocksdb_ldb_prints_our_two_phase_markers_and_refuses_a_plain_open() {
         p.prepare().unwrap();
         drop((t, r, p));
     }
-    let wal = std::fs::read_dir(&path)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "log"))
-        .expect("a WAL");
-    let out = common::rocksdb::ldb()
-        .unwrap()
-        .arg("dump_wal")
-        .arg(format!("--walfile={}", wal.display()))
-        .arg("--print_value")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "ldb dump_wal: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (ok, text, err) = common::bank::ldb_dump_wal(&path).unwrap();
+    assert!(ok, "ldb dump_wal: {text}{err}");
     let hex = |s: &str| s.bytes().map(|b| format!("{b:02X}")).collect::<String>();
     for want in [
         "BEGIN_PREPARE".to_string(),

@@ -362,16 +362,7 @@ fn the_commit_table_evicts_without_changing_what_snapshots_see() {
     }
 }
 
-const ACCOUNTS: usize = 20;
-const START: u64 = 1000;
-
-fn account(i: usize) -> Vec<u8> {
-    format!("acct{i:03}").into_bytes()
-}
-
-fn parse(v: Option<Vec<u8>>) -> u64 {
-    String::from_utf8(v.unwrap()).unwrap().parse().unwrap()
-}
+use common::bank::{ACCOUNTS, START, account, parse};
 
 #[test]
 fn bank_transfers_keep_the_total_with_two_phase_write_prepared_transactions() {
@@ -495,26 +486,11 @@ fn rocksdb_ldb_names_the_write_prepared_marker() {
         r.rollback().unwrap();
         drop((t, r));
     }
-    let wal = std::fs::read_dir(&path)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "log"))
-        .expect("a WAL");
-    let out = common::rocksdb::ldb()
-        .unwrap()
-        .arg("dump_wal")
-        .arg(format!("--walfile={}", wal.display()))
-        .arg("--print_value")
-        .output()
-        .unwrap();
     // RocksDB's dump_wal prints with a WriteCommitted handler, which stops
     // at a WritePrepared section by name (as it does on RocksDB's own
     // WritePrepared WALs): our marker is the one RocksDB knows.
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (_, out, err) = common::bank::ldb_dump_wal(&path).unwrap();
+    let text = format!("{out}{err}");
     assert!(
         text.contains("WritePrepared/WriteUnprepared txn tag"),
         "ldb dump_wal on a WritePrepared WAL: {text}"

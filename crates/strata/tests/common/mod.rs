@@ -2,6 +2,7 @@
 //! parts it uses with `mod common;`).
 #![allow(dead_code)]
 
+pub mod bank;
 pub mod figures;
 pub mod history;
 pub mod rocksdb;
