@@ -374,3 +374,76 @@ fn replicate(mode: &str) {
     assert_eq!(l, f, "{mode}: the follower differs from its leader");
     assert_eq!(applied, leader.latest_sequence_number());
 }
+
+#[test]
+fn two_phase_commit_records_tail_without_false_gaps_under_both_policies() {
+    use strata::utilities::transactions::{
+        TransactionDB, TransactionDBOptions, TransactionOptions, TxnDBWritePolicy,
+    };
+    for policy in [
+        TxnDBWritePolicy::WriteCommitted,
+        TxnDBWritePolicy::WritePrepared,
+    ] {
+        let fs = MemFileSystem::new();
+        let tdo = TransactionDBOptions {
+            write_policy: policy,
+            ..Default::default()
+        };
+        let db = TransactionDB::open(mem_opts(&fs, 0), tdo, "/db").unwrap();
+        let wo = WriteOptions::default();
+        // Each plain put's sequence, as the database numbered it.
+        let mut plain = BTreeMap::new();
+        let mut mark = |db: &TransactionDB, k: String| {
+            db.put(&wo, k.as_bytes(), b"v").unwrap();
+            plain.insert(k, db.db().latest_sequence_number());
+        };
+        for i in 0..6 {
+            mark(&db, format!("p{i}a"));
+            let mut t = db.begin_transaction(wo, TransactionOptions::default());
+            t.set_name(&format!("t{i}")).unwrap();
+            t.put(format!("t{i}x").as_bytes(), b"1").unwrap();
+            t.put(format!("t{i}y").as_bytes(), b"2").unwrap();
+            t.delete(format!("t{i}z").as_bytes()).unwrap();
+            mark(&db, format!("p{i}b"));
+            match i % 3 {
+                0 => {
+                    t.prepare().unwrap();
+                    mark(&db, format!("p{i}c"));
+                    t.commit().unwrap();
+                }
+                1 => {
+                    t.prepare().unwrap();
+                    t.rollback().unwrap();
+                }
+                _ => t.commit().unwrap(),
+            }
+        }
+        mark(&db, "last".into());
+        for start in [1, 5, 9] {
+            let mut it = db.db().get_updates_since(start).unwrap();
+            let mut seen = BTreeMap::new();
+            let mut prev = 0;
+            while it.valid() {
+                let b = it.get_batch();
+                assert!(b.sequence >= prev, "{policy:?}: batches in order");
+                prev = b.sequence;
+                for r in b.write_batch.iter() {
+                    if let strata::BatchRecord::Put { key, .. } = r.unwrap()
+                        && (key.starts_with(b"p") || key == b"last")
+                    {
+                        seen.insert(String::from_utf8(key.to_vec()).unwrap(), b.sequence);
+                    }
+                }
+                it.next();
+            }
+            it.status()
+                .unwrap_or_else(|e| panic!("{policy:?} from {start}: {e}"));
+            let want: BTreeMap<_, _> = plain
+                .iter()
+                .filter(|(_, s)| **s >= start)
+                .map(|(k, s)| (k.clone(), *s))
+                .collect();
+            assert_eq!(seen, want, "{policy:?} from {start}");
+        }
+    }
+}

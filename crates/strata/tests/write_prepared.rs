@@ -362,6 +362,76 @@ fn the_commit_table_evicts_without_changing_what_snapshots_see() {
     }
 }
 
+/// A compaction filter that holds the first compaction reaching key `a`
+/// until the test lets it go.
+struct Gate {
+    armed: AtomicBool,
+    entered: std::sync::mpsc::SyncSender<()>,
+    release: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl strata::compaction_filter::CompactionFilter for Gate {
+    fn name(&self) -> &str {
+        "Gate"
+    }
+    fn filter(&self, _: usize, key: &[u8], _: &[u8]) -> strata::compaction_filter::Decision {
+        if key == b"a" && self.armed.swap(false, Ordering::AcqRel) {
+            self.entered.send(()).unwrap();
+            self.release.lock().unwrap().recv().unwrap();
+        }
+        strata::compaction_filter::Decision::Keep
+    }
+}
+
+#[test]
+fn a_commit_during_a_compaction_keeps_what_a_snapshot_taken_meanwhile_sees() {
+    // The compaction reads the snapshot list when it starts; a snapshot
+    // taken while it runs, before a prepared transaction commits, must
+    // still read the value the commit replaces, and must not see the
+    // committed one (as it would if the bottommost output zeroed its
+    // sequence number).
+    let fs = MemFileSystem::new();
+    let (entered, entered_rx) = std::sync::mpsc::sync_channel(1);
+    let (release_tx, release) = std::sync::mpsc::sync_channel(1);
+    let gate = Arc::new(Gate {
+        armed: AtomicBool::new(false),
+        entered,
+        release: std::sync::Mutex::new(release),
+    });
+    let mut o = opts(&fs);
+    o.cf.compaction_filter = Some(Arc::clone(&gate) as _);
+    let db = TransactionDB::open(o, wp(), "/db").unwrap();
+    db.put(&wo(), b"a", b"x").unwrap();
+    db.put(&wo(), b"k", b"old").unwrap();
+    db.db().flush().unwrap();
+    let mut t = named(&db, "t");
+    t.put(b"k", b"new").unwrap();
+    t.put(b"m", b"new").unwrap();
+    t.prepare().unwrap();
+    db.db().flush().unwrap();
+    gate.armed.store(true, Ordering::Release);
+    std::thread::scope(|s| {
+        let job = s.spawn(|| db.db().compact_range(None, None));
+        entered_rx.recv().unwrap();
+        let snap = db.db().snapshot();
+        t.commit().unwrap();
+        release_tx.send(()).unwrap();
+        job.join().unwrap().unwrap();
+        let before = at(snap.sequence());
+        assert_eq!(get(&db, &before, "k").as_deref(), Some("old"));
+        assert_eq!(get(&db, &before, "m"), None);
+        assert_eq!(get(&db, &ro(), "k").as_deref(), Some("new"));
+        // A compaction that knows the snapshot keeps both.
+        compact(&db);
+        assert_eq!(get(&db, &before, "k").as_deref(), Some("old"));
+        assert_eq!(get(&db, &before, "m"), None);
+        drop(snap);
+        compact(&db);
+        assert_eq!(get(&db, &ro(), "k").as_deref(), Some("new"));
+        assert_eq!(get(&db, &ro(), "m").as_deref(), Some("new"));
+    });
+}
+
 use common::bank::{ACCOUNTS, START, account, parse};
 
 #[test]

@@ -247,7 +247,7 @@ impl DbInner {
             }
         } else {
             kind = "compaction";
-            let snapshots: Vec<u64> = st.snapshots.keys().copied().collect();
+            let mut view = self.begin_job_view(&mut st);
             let mut table_options = opts.table_options(c.cf_id, &cf_name);
             if !opts.compression_per_level.is_empty() {
                 let base_level =
@@ -266,8 +266,9 @@ impl DbInner {
             // Inputs are opened (through the shared table cache) with the
             // options user reads use; compaction iterators bypass the block
             // cache and verify checksums per read.
-            let r = self.write_compaction_outputs(c, &opts, table_options, snapshots);
+            let r = self.write_compaction_outputs(c, &opts, table_options, &view);
             st = self.lock_state();
+            self.end_job_view(&mut st, &mut view);
             let out = match r {
                 Ok(out) => out,
                 Err(e) => {
@@ -352,7 +353,7 @@ impl DbInner {
         c: &Compaction,
         opts: &crate::options::ColumnFamilyOptions,
         table_options: crate::table::TableOptions,
-        snapshots: Vec<u64>,
+        view: &super::commit_table::JobView,
     ) -> std::result::Result<job::JobOutput, job::JobError> {
         let fail = |error| job::JobError {
             error,
@@ -405,12 +406,12 @@ impl DbInner {
             table_options,
             rules: CompactionRules {
                 ucmp: opts.comparator.clone(),
-                snapshots,
+                snapshots: view.snapshots.clone(),
                 merge_operator: opts.merge_operator.clone(),
                 filter: opts.compaction_filter.clone(),
                 output_level: c.output_level,
                 zero_bottom_seqnos: c.output_level >= 1,
-                snapshot_checker: self.commit_table.checker(),
+                snapshot_checker: view.checker.clone(),
             },
             input_tombstones: tombstones,
             new_file_number: &new_file_number,

@@ -165,9 +165,13 @@ impl CommitTable {
     /// Evicts committed ranges no reader can tell from plain writes (see
     /// the module's invariants). `visible` is the visible sequence now;
     /// `snapshots` the live snapshots, ascending.
+    ///
+    /// Passes may run concurrently, each with the list it read: a pass
+    /// evicts no commit above its own `visible`, since a snapshot taken
+    /// after its list was read lies at or above that.
     pub(crate) fn evict(&self, visible: SequenceNumber, snapshots: &[SequenceNumber]) {
         let mut inner = write(&self.inner);
-        let bound = inner.next_bound;
+        let bound = inner.next_bound.min(visible);
         let mut evicted_max = 0;
         let doomed: Vec<SequenceNumber> = inner
             .ranges
@@ -193,7 +197,7 @@ impl CommitTable {
             inner.ranges.remove(&f);
         }
         inner.committed = inner.ranges.values().filter(|r| r.commit.is_some()).count();
-        inner.next_bound = visible;
+        inner.next_bound = inner.next_bound.max(visible);
         self.reset_floor(&inner);
     }
 
@@ -208,12 +212,67 @@ impl CommitTable {
     }
 }
 
-impl CommitTable {
-    /// The checker flushes and compactions consult while entries of
-    /// prepared transactions are tracked (`None`: sequence order rules).
-    /// Ranges entered later belong to writes their inputs do not hold.
-    pub(crate) fn checker(self: &Arc<Self>) -> Option<crate::compaction::SnapshotCheckerRef> {
-        (!self.is_empty()).then(|| Arc::clone(self) as crate::compaction::SnapshotCheckerRef)
+/// What a flush or a compaction sees of snapshots and commits, fixed
+/// when the job starts (RocksDB's job snapshot, `GetSnapshotContext`).
+///
+/// The job reads the snapshot list once, but the commit table keeps
+/// changing under it: a transaction may commit, and a snapshot be taken
+/// before that commit, while the job runs. So while prepared entries are
+/// tracked, the job registers a snapshot of its own at the visible
+/// sequence `job` and asks the table about `min(snapshot, job)`: an
+/// entry committed after the job started counts as uncommitted (kept,
+/// shadowing nothing), as the job cannot know which later snapshots see
+/// it. The registered snapshot keeps eviction from forgetting a commit
+/// the job still tells apart.
+pub(crate) struct JobView {
+    /// Live snapshots when the job started, ascending (the job's own
+    /// excluded: nothing the job reads as committed lies above it).
+    pub(crate) snapshots: Vec<SequenceNumber>,
+    /// `None` when no range was tracked: sequence order rules.
+    pub(crate) checker: Option<crate::compaction::SnapshotCheckerRef>,
+    /// The job's registered snapshot, released when the job ends.
+    pub(crate) pinned: Option<SequenceNumber>,
+}
+
+impl JobView {
+    /// A view for a job no commit can race (recovery): the table as it is.
+    pub(crate) fn quiescent(table: &Arc<CommitTable>) -> JobView {
+        JobView {
+            snapshots: Vec::new(),
+            checker: (!table.is_empty())
+                .then(|| Arc::clone(table) as crate::compaction::SnapshotCheckerRef),
+            pinned: None,
+        }
+    }
+
+    /// A view whose commits are those visible at `job`, registered by the
+    /// caller as a snapshot (so eviction keeps what the view tells apart).
+    pub(crate) fn at(
+        table: &Arc<CommitTable>,
+        snapshots: Vec<SequenceNumber>,
+        job: SequenceNumber,
+    ) -> JobView {
+        JobView {
+            snapshots,
+            checker: Some(Arc::new(AtJobSnapshot {
+                table: Arc::clone(table),
+                job,
+            })),
+            pinned: Some(job),
+        }
+    }
+}
+
+/// The commit table seen from a job snapshot: commits after it do not
+/// count.
+struct AtJobSnapshot {
+    table: Arc<CommitTable>,
+    job: SequenceNumber,
+}
+
+impl SnapshotChecker for AtJobSnapshot {
+    fn is_in_snapshot(&self, seq: SequenceNumber, snapshot: SequenceNumber) -> bool {
+        self.table.is_in_snapshot(seq, snapshot.min(self.job))
     }
 }
 
@@ -294,5 +353,47 @@ mod tests {
         t.evict(90, &[]);
         t.evict(90, &[]);
         assert!(t.is_empty());
+    }
+
+    #[test]
+    fn a_pass_with_an_older_snapshot_list_evicts_nothing_newer_than_it_saw() {
+        let t = CommitTable::default();
+        t.add_prepared(55, 55);
+        t.commit(55, 80);
+        // Pass A reads no snapshot at visible 50; then a snapshot is taken
+        // at 60; pass B reads it at visible 100 and runs first.
+        t.evict(100, &[60]);
+        assert!(!t.is_in_snapshot(55, 60));
+        // Pass B's bound (100) covers the commit, but pass A's list
+        // predates the snapshot at 60: A may evict nothing above 50.
+        t.evict(50, &[]);
+        assert_eq!(t.max_evicted(), 0);
+        assert!(
+            !t.is_in_snapshot(55, 60),
+            "the snapshot at 60 predates the commit"
+        );
+        // A later pass that sees the snapshot released evicts it.
+        t.evict(120, &[]);
+        assert!(t.is_in_snapshot(55, 60));
+    }
+
+    #[test]
+    fn a_job_view_counts_commits_after_its_snapshot_as_uncommitted() {
+        let t = Arc::new(CommitTable::default());
+        t.add_prepared(10, 11);
+        let view = JobView::at(&t, vec![5], 15);
+        let c = view.checker.as_deref().unwrap();
+        assert!(c.is_in_snapshot(4, MAX), "plain entries stay visible");
+        assert!(!c.is_in_snapshot(10, MAX));
+        t.commit(10, 20);
+        assert!(t.is_in_snapshot(10, MAX));
+        assert!(
+            !c.is_in_snapshot(10, MAX),
+            "committed after the job snapshot"
+        );
+        assert!(!c.is_in_snapshot(11, 25));
+        let quiet = JobView::quiescent(&t);
+        assert!(quiet.checker.as_deref().unwrap().is_in_snapshot(10, MAX));
+        assert_eq!(view.pinned, Some(15));
     }
 }

@@ -12,6 +12,7 @@
 
 use std::sync::{Arc, PoisonError};
 
+use super::commit_table::JobView;
 use super::{DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::format::dbformat::is_empty_range_tombstone;
@@ -100,12 +101,12 @@ impl DbInner {
         let next_log = cf.imms.get(n).map(|(_, w)| *w).unwrap_or(cf.mem_wal);
         let opts = cf.options.clone();
         let name = cf.name.clone();
-        let snapshots: Vec<SequenceNumber> = st.snapshots.keys().copied().collect();
+        let mut view = self.begin_job_view(&mut st);
         let number = st.versions.new_file_number();
         st.files.add_pending_output(number);
         drop(st);
         let started = std::time::Instant::now();
-        let meta = self.write_level0_table(&mems, cf_id, &name, &opts, number, &snapshots);
+        let meta = self.write_level0_table(&mems, cf_id, &name, &opts, number, &view);
         let micros = started.elapsed().as_micros() as u64;
         // RocksDB's SyncClosedLogs: the WALs this flush makes obsolete for
         // this column family may still hold other column families' data,
@@ -116,6 +117,7 @@ impl DbInner {
             Ok(())
         };
         let mut st = self.lock_state();
+        self.end_job_view(&mut st, &mut view);
         st.files.release_pending_output(number);
         let meta = meta?;
         if let Err(e) = synced {
@@ -197,7 +199,7 @@ impl DbInner {
         cf_name: &str,
         opts: &ColumnFamilyOptions,
         number: u64,
-        snapshots: &[SequenceNumber],
+        view: &JobView,
     ) -> Result<Option<FileMetaData>> {
         let icmp = crate::format::InternalKeyComparator::new(opts.comparator.clone());
         let children: Vec<Box<dyn InternalIterator + Send>> = mems
@@ -229,8 +231,7 @@ impl DbInner {
         table_options.compression = opts.compression_for_flush();
         let mut builder = TableBuilder::new(table_options, file)?;
         builder.set_identity(&self.db_id, &self.db_session_id, number);
-        let checker = self.commit_table.checker();
-        let mut filter = ShadowFilter::new(snapshots, checker.as_deref());
+        let mut filter = ShadowFilter::new(&view.snapshots, view.checker.as_deref());
         while it.valid() {
             let p = parse_internal_key(it.key())
                 .ok_or_else(|| Error::corruption("", 0, "bad internal key in memtable"))?;

@@ -188,6 +188,21 @@ pub(crate) struct DbState {
 }
 
 impl DbState {
+    /// Registers a snapshot at `seq` (counted: several may share it).
+    pub(crate) fn add_snapshot(&mut self, seq: SequenceNumber) {
+        *self.snapshots.entry(seq).or_insert(0) += 1;
+    }
+
+    /// Releases one snapshot registered at `seq`.
+    pub(crate) fn release_snapshot(&mut self, seq: SequenceNumber) {
+        if let Some(n) = self.snapshots.get_mut(&seq) {
+            *n -= 1;
+            if *n == 0 {
+                self.snapshots.remove(&seq);
+            }
+        }
+    }
+
     /// Forgets the memtable map after an active memtable was replaced or a
     /// column family created or dropped, and tells the write path.
     /// REQUIRES: `write_mutex` is held (or the DB is still opening).

@@ -585,7 +585,9 @@ impl DbInner {
             self.install_super_versions(&mut st);
             return Ok(());
         }
-        // Flush what was replayed, then start a fresh WAL.
+        // Flush what was replayed, then start a fresh WAL. Nothing commits
+        // meanwhile: the commit table stands still.
+        let view = super::commit_table::JobView::quiescent(&self.commit_table);
         let new_wal = st.versions.new_file_number();
         let ids: Vec<u32> = st.cfs.keys().copied().collect();
         for id in ids {
@@ -599,7 +601,7 @@ impl DbInner {
                 let mem = Arc::clone(&cf.mem);
                 let (name, opts) = (cf.name.clone(), cf.options.clone());
                 if let Some(meta) =
-                    self.write_level0_table(&[mem], id, &name, &opts, number, &[])?
+                    self.write_level0_table(&[mem], id, &name, &opts, number, &view)?
                 {
                     edit.new_files.push((0, meta));
                 }

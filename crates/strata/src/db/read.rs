@@ -45,13 +45,7 @@ impl Snapshot {
 impl Drop for Snapshot {
     fn drop(&mut self) {
         if let Some(db) = self.db.upgrade() {
-            let mut st = db.lock_state();
-            if let Some(n) = st.snapshots.get_mut(&self.seq) {
-                *n -= 1;
-                if *n == 0 {
-                    st.snapshots.remove(&self.seq);
-                }
-            }
+            db.lock_state().release_snapshot(self.seq);
         }
     }
 }
@@ -681,7 +675,7 @@ impl DbInner {
         let _ = self.visible_sequence();
         let mut st = self.lock_state();
         let seq = self.last_sequence.load(Ordering::Acquire);
-        *st.snapshots.entry(seq).or_insert(0) += 1;
+        st.add_snapshot(seq);
         Snapshot {
             seq,
             db: Arc::downgrade(self),

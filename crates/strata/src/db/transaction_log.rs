@@ -13,8 +13,13 @@
 //! `TryAgain` when more was written in a WAL it does not know (create a
 //! new iterator); after an OK end, `next` later picks up batches written
 //! since, as RocksDB's does. Consecutive batches must be contiguous
-//! (`sequence` = previous `sequence` + previous count): a gap ends the
-//! iteration with `Corruption`, as in RocksDB.
+//! (`sequence` = previous `sequence` + the sequence numbers the previous
+//! batch took): a gap ends the iteration with `Corruption`, as in
+//! RocksDB. A batch takes one per counted entry, except entries of a
+//! WriteCommitted prepared section (WAL-only until their commit); a batch
+//! holding a commit or rollback marker may take more (a WriteCommitted
+//! commit applies its section after the marker; a WritePrepared decision
+//! reserves one), so the batch after it may start further on.
 //!
 //! Invariant: `current_last_seq` (the last sequence number of the last
 //! batch returned) only grows, and never passes the visible sequence
@@ -23,6 +28,7 @@
 use std::sync::Arc;
 
 use super::files::{WalFile, WalFileType};
+use super::two_phase::{RecordShape, record_shape};
 use super::{DB, DbInner};
 use crate::error::{Error, Result};
 use crate::format::{SequenceNumber, WriteBatch};
@@ -50,6 +56,9 @@ pub struct TransactionLogIterator {
     batch: Option<WriteBatch>,
     current_seq: SequenceNumber,
     current_last_seq: SequenceNumber,
+    /// The current batch holds a two-phase decision: the next may start
+    /// after `current_last_seq + 1`.
+    open_ended: bool,
     status: Option<Error>,
 }
 
@@ -64,7 +73,7 @@ impl std::fmt::Debug for TransactionLogIterator {
 
 /// A record read from the current WAL.
 enum Read {
-    Batch(WriteBatch),
+    Batch(WriteBatch, RecordShape),
     /// Nothing more in this file for now.
     End,
 }
@@ -82,6 +91,7 @@ impl TransactionLogIterator {
             batch: None,
             current_seq: 0,
             current_last_seq: 0,
+            open_ended: false,
             status: None,
         };
         it.seek_to_start();
@@ -109,9 +119,11 @@ impl TransactionLogIterator {
                     self.status = Some(e);
                     return;
                 }
-                Ok(Read::Batch(b)) => {
+                Ok(Read::Batch(b, shape)) => {
                     let expected = self.current_last_seq + 1;
-                    if b.sequence() != expected {
+                    let contiguous =
+                        b.sequence() == expected || (self.open_ended && b.sequence() > expected);
+                    if !contiguous {
                         self.status = Some(Error::corruption(
                             &self.files[self.file_index].path_name,
                             self.offset,
@@ -123,7 +135,7 @@ impl TransactionLogIterator {
                         ));
                         return;
                     }
-                    self.take(b);
+                    self.take(b, shape);
                     return;
                 }
                 Ok(Read::End) => {
@@ -177,10 +189,10 @@ impl TransactionLogIterator {
     }
 
     /// Makes `b` the current batch.
-    fn take(&mut self, b: WriteBatch) {
+    fn take(&mut self, b: WriteBatch, shape: RecordShape) {
         self.current_seq = b.sequence();
-        // A batch of log data only takes no sequence number.
-        self.current_last_seq = (b.sequence() + u64::from(b.count())).saturating_sub(1);
+        self.current_last_seq = last_sequence(&b, shape);
+        self.open_ended = shape.decisions;
         self.batch = Some(b);
     }
 
@@ -193,20 +205,23 @@ impl TransactionLogIterator {
                     self.status = Some(e);
                     return;
                 }
-                Ok(Read::Batch(b)) => {
-                    let last = (b.sequence() + u64::from(b.count())).saturating_sub(1);
-                    let reaches = if b.count() == 0 {
+                Ok(Read::Batch(b, shape)) => {
+                    let last = last_sequence(&b, shape);
+                    let reaches = if shape.own_sequences == 0 {
                         b.sequence() >= self.start_seq
                     } else {
                         last >= self.start_seq
                     };
                     if reaches {
                         self.started = true;
-                        self.take(b);
+                        self.take(b, shape);
                         return;
                     }
                     // Before the start: remember where contiguity resumes.
-                    self.current_last_seq = self.current_last_seq.max(last);
+                    if last >= self.current_last_seq {
+                        self.current_last_seq = last;
+                        self.open_ended = shape.decisions;
+                    }
                 }
                 Ok(Read::End) => {
                     if self.file_index + 1 < self.files.len() {
@@ -254,13 +269,15 @@ impl TransactionLogIterator {
                 Error::Corruption { msg, .. } => Error::corruption(&file.path_name, end, msg),
                 e => e,
             })?;
+            let shape =
+                record_shape(&b, file.log_number).map_err(|e| e.relocate(&file.path_name, end))?;
             // Not visible yet (a write still inserting, in the pipelined
             // and unordered modes): leave it for a later read.
             let visible = self.visible();
-            let beyond = if b.count() == 0 {
+            let beyond = if shape.own_sequences == 0 {
                 b.sequence() > visible + 1
             } else {
-                b.sequence() + u64::from(b.count()) - 1 > visible
+                last_sequence(&b, shape) > visible
             };
             if beyond {
                 self.reader = None;
@@ -270,7 +287,7 @@ impl TransactionLogIterator {
             if super::wal_set::parse_predecessor(&b).is_some() {
                 continue;
             }
-            return Ok(Read::Batch(b));
+            return Ok(Read::Batch(b, shape));
         }
     }
 
@@ -295,6 +312,12 @@ impl TransactionLogIterator {
         }
         Ok(None)
     }
+}
+
+/// The last sequence number `b`'s own entries take (the one before it
+/// when they take none).
+fn last_sequence(b: &WriteBatch, shape: RecordShape) -> SequenceNumber {
+    (b.sequence() + shape.own_sequences).saturating_sub(1)
 }
 
 impl DB {

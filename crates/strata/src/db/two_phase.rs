@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use super::DbInner;
+use super::commit_table::JobView;
 use super::write_thread::WriteSpecial;
 use crate::error::{Error, Result};
 use crate::format::write_batch::{BatchRecord, HEADER_LEN};
@@ -122,6 +123,67 @@ pub(crate) fn marker(t: ValueType, name: &str) -> Result<WriteBatch> {
     WriteBatch::from_bytes(rep)
 }
 
+/// What one WAL record holds of two-phase commit, checked for structure
+/// before anything of it is applied.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RecordShape {
+    /// Sequence numbers the record's own data takes: every counted entry
+    /// except those of WriteCommitted sections (WAL-only until commit).
+    pub(crate) own_sequences: u64,
+    /// Whether it holds a prepared section.
+    pub(crate) sections: bool,
+    /// Whether it holds a commit or rollback marker: a WriteCommitted
+    /// commit applies its section's data after the marker's sequence
+    /// number, and a WritePrepared decision reserves one, so the record
+    /// may take more sequence numbers than `own_sequences`.
+    pub(crate) decisions: bool,
+}
+
+/// Reads `batch`'s structure: sections begin and end in the record, never
+/// nested; WriteUnprepared sections are `NotSupported` (naming `wal`).
+pub(crate) fn record_shape(batch: &WriteBatch, wal: u64) -> Result<RecordShape> {
+    let mut shape = RecordShape::default();
+    // Inside a section: whether it is WAL-only (WriteCommitted).
+    let mut section: Option<bool> = None;
+    for r in batch.iter() {
+        match r? {
+            BatchRecord::BeginPrepare {
+                unprepared: true, ..
+            } => {
+                return Err(Error::NotSupported(format!(
+                    "WAL #{wal} holds a WriteUnprepared transaction's section (BeginUnprepareXID)"
+                )));
+            }
+            BatchRecord::BeginPrepare { persisted, .. } => {
+                if section.is_some() {
+                    return Err(Error::corruption("", 0, "nested prepared sections"));
+                }
+                section = Some(!persisted);
+                shape.sections = true;
+            }
+            BatchRecord::EndPrepare(_) if section.take().is_none() => {
+                return Err(Error::corruption(
+                    "",
+                    0,
+                    "end of a prepared section that did not begin",
+                ));
+            }
+            BatchRecord::EndPrepare(_) => {}
+            BatchRecord::Commit(_) | BatchRecord::Rollback(_) => shape.decisions = true,
+            r if r.is_counted() && section != Some(true) => shape.own_sequences += 1,
+            _ => {}
+        }
+    }
+    if section.is_some() {
+        return Err(Error::corruption(
+            "",
+            0,
+            "prepared section without its end marker",
+        ));
+    }
+    Ok(shape)
+}
+
 /// Replays one WAL record in order: its data at its sequence numbers, and
 /// the two-phase commit sections and markers inside it (a write group's
 /// record may hold several). A WriteCommitted section (`BeginPrepareXID`)
@@ -140,37 +202,24 @@ pub(crate) fn replay_record(
     allow_2pc: bool,
     prepared: &mut BTreeMap<String, RecoveredPrepared>,
 ) -> Result<SequenceNumber> {
+    // Nothing is applied from a record whose structure is wrong.
+    let shape = record_shape(batch, wal)?;
+    if shape.sections && !allow_2pc {
+        return Err(Error::NotSupported(format!(
+            "WAL #{wal} holds a prepared transaction: open with allow_2pc (a TransactionDB)"
+        )));
+    }
     let mut seq = batch.sequence();
     // The section being read: WritePrepared, its first sequence, its data.
     let mut section: Option<(bool, SequenceNumber, WriteBatch)> = None;
     for r in batch.iter() {
         match r? {
-            BatchRecord::BeginPrepare {
-                unprepared: true, ..
-            } => {
-                return Err(Error::NotSupported(format!(
-                    "WAL #{wal} holds a WriteUnprepared transaction's section (BeginUnprepareXID)"
-                )));
-            }
             BatchRecord::BeginPrepare { persisted, .. } => {
-                if !allow_2pc {
-                    return Err(Error::NotSupported(format!(
-                        "WAL #{wal} holds a prepared transaction: open with allow_2pc (a \
-                         TransactionDB)"
-                    )));
-                }
-                if section.is_some() {
-                    return Err(Error::corruption("", 0, "nested prepared sections"));
-                }
                 section = Some((persisted, seq, WriteBatch::new()));
             }
             BatchRecord::EndPrepare(name) => {
                 let Some((persisted, first, mut data)) = section.take() else {
-                    return Err(Error::corruption(
-                        "",
-                        0,
-                        "end of a prepared section that did not begin",
-                    ));
+                    unreachable!("record_shape checked the sections");
                 };
                 data.set_sequence(first);
                 let name = String::from_utf8_lossy(name).into_owned();
@@ -207,13 +256,7 @@ pub(crate) fn replay_record(
             }
         }
     }
-    if section.is_some() {
-        return Err(Error::corruption(
-            "",
-            0,
-            "prepared section without its end marker",
-        ));
-    }
+    debug_assert!(section.is_none(), "record_shape checked the sections");
     Ok(seq)
 }
 
@@ -489,6 +532,36 @@ impl DbInner {
         self.commit_table.evict(visible, &snapshots);
     }
 
+    /// Fixes what a flush or compaction starting now sees (see
+    /// [`JobView`]); the caller ends it with [`DbInner::end_job_view`]
+    /// under the state lock once the job's reads are done.
+    pub(crate) fn begin_job_view(&self, st: &mut super::DbState) -> JobView {
+        let snapshots: Vec<SequenceNumber> = st.snapshots.keys().copied().collect();
+        if self.commit_table.is_empty() {
+            // Ranges entered from now on belong to writes the job's
+            // inputs (sealed memtables, table files) do not hold.
+            return JobView {
+                snapshots,
+                checker: None,
+                pinned: None,
+            };
+        }
+        // Every commit at or below the visible sequence is in the table
+        // (entered before its sequence number was published).
+        let job = self
+            .last_sequence
+            .load(std::sync::atomic::Ordering::Acquire);
+        st.add_snapshot(job);
+        JobView::at(&self.commit_table, snapshots, job)
+    }
+
+    /// Releases the snapshot a job view registered.
+    pub(crate) fn end_job_view(&self, st: &mut super::DbState, view: &mut JobView) {
+        if let Some(job) = view.pinned.take() {
+            st.release_snapshot(job);
+        }
+    }
+
     /// The prepared sections recovery left (once: the transaction layer
     /// owns them after).
     pub(crate) fn take_recovered_prepared(&self) -> Vec<RecoveredPrepared> {
@@ -508,5 +581,90 @@ impl DbInner {
                 .chain(c.imms.iter().map(|(m, _)| m.min_prep_wal()))
         });
         mems.flatten().chain(self.two_phase.min_prep_wal()).min()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::InternalKeyComparator;
+    use crate::memtable::MemTable;
+    use crate::util::comparator::bytewise;
+
+    fn section(data: &WriteBatch, name: &str, persisted: bool) -> WriteBatch {
+        let begin = if persisted {
+            ValueType::BeginPersistedPrepareXid
+        } else {
+            ValueType::BeginPrepareXid
+        };
+        prepared_section(data, name, begin).unwrap()
+    }
+
+    fn two(k: &[u8]) -> WriteBatch {
+        let mut b = WriteBatch::new();
+        b.put(k, b"1");
+        b.delete(k);
+        b
+    }
+
+    #[test]
+    fn a_record_shape_counts_what_takes_sequence_numbers() {
+        let mut b = two(b"a");
+        b.append(&section(&two(b"b"), "wc", false));
+        b.append(&section(&two(b"c"), "wp", true));
+        b.append(&marker(ValueType::CommitXid, "old").unwrap());
+        let shape = record_shape(&b, 7).unwrap();
+        assert_eq!(b.count(), 6);
+        assert_eq!(
+            shape.own_sequences, 4,
+            "the WriteCommitted section takes none"
+        );
+        assert!(shape.sections && shape.decisions);
+        let plain = record_shape(&two(b"a"), 7).unwrap();
+        assert_eq!(
+            plain,
+            RecordShape {
+                own_sequences: 2,
+                sections: false,
+                decisions: false
+            }
+        );
+    }
+
+    #[test]
+    fn a_structurally_damaged_record_applies_nothing() {
+        let icmp = InternalKeyComparator::new(bytewise());
+        let mut mems = super::super::MemTables::default();
+        mems.insert(0, Arc::new(MemTable::new(icmp)));
+        // Data, then a section that begins inside another one.
+        let inner = section(&two(b"b"), "inner", true);
+        let mut outer = two(b"x");
+        outer.append(&inner);
+        let mut b = two(b"a");
+        b.append(&section(&outer, "outer", true));
+        b.set_sequence(10);
+        let mut prepared = BTreeMap::new();
+        let err = replay_record(&b, 3, &mems, &|_| false, true, &mut prepared).unwrap_err();
+        assert!(matches!(err, Error::Corruption { .. }), "{err:?}");
+        assert!(mems[&0].is_empty(), "nothing applied before the damage");
+        assert!(prepared.is_empty());
+        // A WriteUnprepared section is named, not called damage.
+        let mut rep = two(b"a").into_bytes();
+        rep.push(ValueType::BeginUnprepareXid as u8);
+        rep.push(ValueType::EndPrepareXid as u8);
+        rep.extend_from_slice(&[1, b'u']);
+        let b = WriteBatch::from_bytes(rep).unwrap();
+        let err = replay_record(&b, 3, &mems, &|_| false, true, &mut prepared).unwrap_err();
+        assert!(
+            matches!(&err, Error::NotSupported(m) if m.contains("WAL #3") && m.contains("WriteUnprepared")),
+            "{err:?}"
+        );
+        assert!(mems[&0].is_empty());
+        // Without allow_2pc a section is NotSupported before anything applies.
+        let mut b = two(b"a");
+        b.append(&section(&two(b"b"), "wc", false));
+        let err = replay_record(&b, 3, &mems, &|_| false, false, &mut prepared).unwrap_err();
+        assert!(matches!(err, Error::NotSupported(_)), "{err:?}");
+        assert!(mems[&0].is_empty());
     }
 }
