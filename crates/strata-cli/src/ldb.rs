@@ -47,6 +47,7 @@ pub const COMMANDS: &[&str] = &[
     "stats",
     "get_property",
     "list_live_files_metadata",
+    "dump_live_files",
     "checkpoint",
     "write_extern_sst",
     "ingest_extern_sst",
@@ -459,7 +460,18 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
         }
         "dump_wal" => {
             let path = f.get("walfile").ok_or("Failed: --walfile is required")?;
-            dump_wal(&mut out, path, f.bool("header")?, f.bool("print_value")?)?;
+            let write_committed = match f.get("write_committed") {
+                None | Some("true") | Some("1") => true,
+                Some("false") | Some("0") => false,
+                Some(v) => return Err(format!("Failed: bad --write_committed={v}")),
+            };
+            dump_wal(
+                &mut out,
+                path,
+                f.bool("header")?,
+                f.bool("print_value")?,
+                write_committed,
+            )?;
         }
         "checkpoint" => {
             // ldb's `checkpoint --checkpoint_dir=DIR`: flushes, then makes
@@ -713,8 +725,48 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
             writeln!(out, "{size}").map_err(|e| e.to_string())?;
         }
         "manifest_dump" => {
-            let text = strata::tools::manifest_dump(db_path, f.get("path")).map_err(err)?;
-            write!(out, "{text}").map_err(|e| e.to_string())?;
+            // As ldb: the one MANIFEST in the directory unless --path.
+            let path = match f.get("path") {
+                Some(p) => p.to_string(),
+                None => {
+                    let fs = strata::fs::default_fs();
+                    let names = fs.children(std::path::Path::new(db_path)).map_err(|e| {
+                        format!("Failed: {e}: Failed to list the content of {db_path}")
+                    })?;
+                    let mut found = names.into_iter().filter(|n| {
+                        matches!(
+                            strata::tools::filename::parse_file_name(n),
+                            Some((_, strata::tools::filename::FileType::Descriptor))
+                        )
+                    });
+                    let Some(one) = found.next() else {
+                        return Err(format!("Failed: No MANIFEST found in {db_path}"));
+                    };
+                    if found.next().is_some() {
+                        return Err(
+                            "Failed: Multiple MANIFEST files found; use --path to select one"
+                                .into(),
+                        );
+                    }
+                    format!("{}/{one}", db_path.trim_end_matches('/'))
+                }
+            };
+            let verbose = f.bool("verbose")?;
+            if verbose {
+                writeln!(out, "Processing Manifest file {path}").map_err(|e| e.to_string())?;
+            }
+            let text = strata::tools::manifest_dump_with(
+                strata::fs::default_fs().as_ref(),
+                std::path::Path::new(db_path),
+                Some(std::path::Path::new(&path)),
+                verbose,
+                c.key_hex,
+            )
+            .map_err(|e| format!("Failed: Error in processing file {path} {e}"))?;
+            out.write_all(&text).map_err(|e| e.to_string())?;
+            if verbose {
+                writeln!(out, "Processing Manifest file {path} done").map_err(|e| e.to_string())?;
+            }
         }
         "compact" => {
             // ldb's `compact`: CompactRange over [from, to] with the
@@ -748,6 +800,15 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
                 .property_cf(&cf(&db, f)?, name)
                 .ok_or_else(|| format!("Failed: failed to get property: {name}"))?;
             writeln!(out, "{name}: {v}").map_err(|e| e.to_string())?;
+        }
+        "dump_live_files" => {
+            // ldb's DBFileDumperCommand: the MANIFEST, each column
+            // family's tables (entries and properties), its blob files
+            // (none: Strata writes none), then every WAL.
+            let db = open(db_path, c.f, true)?;
+            drop(out);
+            dump_live_files(&db, db_path)?;
+            return Ok(());
         }
         "list_live_files_metadata" => {
             let sort = f.bool("sort_by_filename")?;
@@ -813,16 +874,86 @@ fn live_files_metadata(
     s
 }
 
+/// `ldb dump_live_files` on an open database (see its command).
+fn dump_live_files(db: &DB, db_path: &str) -> Result<(), String> {
+    let rule = "==============================";
+    let fs = strata::fs::default_fs();
+    let dir = std::path::Path::new(db_path);
+    println!("Manifest File\n{rule}");
+    match strata::tools::version::read_current_file(fs.as_ref(), dir) {
+        Ok(name) => {
+            let path = db_options::normalize_path(&format!("{db_path}/{name}"));
+            println!("{path}");
+            match strata::tools::manifest_dump_with(
+                fs.as_ref(),
+                dir,
+                Some(std::path::Path::new(&path)),
+                false,
+                false,
+            ) {
+                Ok(text) => {
+                    let mut o = std::io::stdout().lock();
+                    o.write_all(&text).map_err(|e| e.to_string())?;
+                }
+                Err(e) => eprintln!("Error in processing file {path} {e}"),
+            }
+        }
+        Err(_) => eprintln!(
+            "Error when reading CURRENT file {}",
+            db_options::normalize_path(&format!("{db_path}/CURRENT"))
+        ),
+    }
+    println!();
+    let metas = db.live_files_metadata();
+    for name in db.column_families() {
+        println!("Column family name: {name}\n{rule}\n\nSST Files\n{rule}");
+        let mut files: Vec<_> = metas
+            .iter()
+            .filter(|m| m.column_family_name == name)
+            .collect();
+        // Level by level, each in its version's order.
+        files.sort_by_key(|m| m.level);
+        for m in files {
+            let path = db_options::normalize_path(&format!("{db_path}/{}", m.name));
+            println!("{path} level:{}\n------------------------------", m.level);
+            crate::sst_dump::dump_for_ldb(std::path::Path::new(&path))?;
+            println!();
+        }
+        println!("Blob Files\n{rule}");
+    }
+    println!();
+    println!("Write Ahead Log Files\n{rule}");
+    match db.sorted_wal_files() {
+        Err(_) => eprintln!("Error when getting WAL files"),
+        Ok(wals) => {
+            let out = std::io::stdout();
+            let mut out = out.lock();
+            for w in wals {
+                let path = format!("{}{}", db_path.trim_end_matches('/'), w.path_name);
+                writeln!(out, "{path}").map_err(|e| e.to_string())?;
+                dump_wal(&mut out, &path, true, true, true)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `ldb dump_wal`: one line per WAL record (`sequence,count,byte
+/// size,offset,` then each entry as RocksDB's InMemoryHandler prints it).
+/// `write_committed` is ldb's `--write_committed` (default true): the
+/// policy whose markers print; another policy's section stops the dump
+/// with RocksDB's error, as ldb does.
 fn dump_wal(
     out: &mut impl Write,
     path: &str,
     header: bool,
     print_value: bool,
+    write_committed: bool,
 ) -> Result<(), String> {
     let fs = strata::fs::default_fs();
     let file = fs
         .new_sequential_file(std::path::Path::new(path))
-        .map_err(err)?;
+        .map_err(|e| format!("Failed: Failed to open WAL file {e}"))?;
     let number = std::path::Path::new(path)
         .file_name()
         .and_then(|n| n.to_str())
@@ -830,16 +961,25 @@ fn dump_wal(
         .map_or(0, |(n, _)| n);
     let mut r = LogReader::new(file, number);
     if header {
-        writeln!(out, "Sequence,Count,ByteSize,Physical Offset,Key(s)")
+        let value = if print_value { " : value " } else { "" };
+        writeln!(out, "Sequence,Count,ByteSize,Physical Offset,Key(s){value}")
             .map_err(|e| e.to_string())?;
     }
+    let hex = |b: &[u8]| format!("0x{}", to_hex(b));
+    let policy_error = |what: &str| {
+        format!(
+            "Not implemented: {what}. If it is not due to corruption, the WAL must be emptied \
+             before changing the WritePolicy."
+        )
+    };
     loop {
         let rec = match r.read_record() {
             Ok(Some(rec)) => rec,
             Ok(None) => break,
             Err(e) => return Err(format!("Failed: {}", e.into_error(path))),
         };
-        let b = WriteBatch::from_bytes(rec).map_err(err)?;
+        let b = WriteBatch::from_bytes(rec)
+            .map_err(|e| format!("Failed: Parsing write batch failed: {e}"))?;
         let mut line = format!(
             "{},{},{},{},",
             b.sequence(),
@@ -847,29 +987,95 @@ fn dump_wal(
             b.byte_size(),
             r.last_record_offset()
         );
+        let mut error = None;
         for rec in b.iter() {
-            let rec = rec.map_err(err)?;
-            let (name, cf, key, value): (&str, u32, &[u8], Option<&[u8]>) = match rec {
-                BatchRecord::Put { cf, key, value } => ("PUT", cf, key, Some(value)),
-                BatchRecord::Delete { cf, key } => ("DELETE", cf, key, None),
-                BatchRecord::SingleDelete { cf, key } => ("SINGLE_DELETE", cf, key, None),
-                BatchRecord::DeleteRange { cf, begin, end } => {
-                    ("DELETE_RANGE", cf, begin, Some(end))
-                }
-                BatchRecord::Merge { cf, key, value } => ("MERGE", cf, key, Some(value)),
-                BatchRecord::LogData(_) => {
-                    line.push_str("LOG_DATA ");
-                    continue;
-                }
-                _ => {
-                    line.push_str("OTHER ");
-                    continue;
+            let rec = match rec {
+                Ok(rec) => rec,
+                Err(e) => {
+                    error = Some(e.to_string());
+                    break;
                 }
             };
-            line.push_str(&format!("{name}({cf}) : 0x{} ", to_hex(key)));
-            if print_value && let Some(v) = value {
-                line.push_str(&format!(": 0x{} ", to_hex(v)));
+            let key_value = |line: &mut String, name: &str, cf: u32, key: &[u8], value: &[u8]| {
+                line.push_str(&format!("{name}({cf}) : {} ", hex(key)));
+                if print_value {
+                    line.push_str(&format!(": {} ", hex(value)));
+                }
+            };
+            match rec {
+                BatchRecord::Put { cf, key, value } => key_value(&mut line, "PUT", cf, key, value),
+                BatchRecord::Merge { cf, key, value } => {
+                    key_value(&mut line, "MERGE", cf, key, value)
+                }
+                BatchRecord::Delete { cf, key } => {
+                    line.push_str(&format!("DELETE({cf}) : {} ", hex(key)));
+                }
+                BatchRecord::SingleDelete { cf, key } => {
+                    line.push_str(&format!("SINGLE_DELETE({cf}) : {} ", hex(key)));
+                }
+                BatchRecord::DeleteRange { cf, begin, end } => {
+                    line.push_str(&format!(
+                        "DELETE_RANGE({cf}) : {} {} ",
+                        hex(begin),
+                        hex(end)
+                    ));
+                }
+                BatchRecord::PutEntity { cf, key, .. } => {
+                    line.push_str(&format!("PUT_ENTITY({cf}) : {} ", hex(key)));
+                }
+                BatchRecord::BlobIndex { .. } => {
+                    error = Some("Invalid argument: PutBlobIndexCF not implemented".into());
+                }
+                BatchRecord::LogData(_) => {}
+                BatchRecord::Noop => line.push_str("NOOP "),
+                BatchRecord::BeginPrepare {
+                    persisted,
+                    unprepared,
+                } => {
+                    line.push_str(&format!("BEGIN_PREPARE({unprepared}) "));
+                    error = match (unprepared, persisted, write_committed) {
+                        (true, _, true) => Some(policy_error(
+                            "WriteUnprepared txn tag when write_after_commit_ is enabled (in \
+                             default WriteCommitted mode)",
+                        )),
+                        (true, _, false) => Some(policy_error(
+                            "WriteUnprepared txn tag when write_before_prepare_ is disabled (in \
+                             WriteCommitted/WritePrepared mode)",
+                        )),
+                        (false, true, true) => Some(policy_error(
+                            "WritePrepared/WriteUnprepared txn tag when write_after_commit_ is \
+                             enabled (in default WriteCommitted mode)",
+                        )),
+                        (false, false, false) => Some(policy_error(
+                            "WriteCommitted txn tag when write_after_commit_ is disabled (in \
+                             WritePrepared/WriteUnprepared mode)",
+                        )),
+                        _ => None,
+                    };
+                }
+                BatchRecord::EndPrepare(xid) => {
+                    line.push_str(&format!("END_PREPARE({}) ", hex(xid)));
+                }
+                BatchRecord::Commit(xid) => line.push_str(&format!("COMMIT({}) ", hex(xid))),
+                BatchRecord::CommitWithTimestamp { ts, xid } => {
+                    line.push_str(&format!(
+                        "COMMIT_WITH_TIMESTAMP({}, {}) ",
+                        hex(xid),
+                        hex(ts)
+                    ));
+                }
+                BatchRecord::Rollback(xid) => {
+                    line.push_str(&format!("ROLLBACK({}) ", hex(xid)));
+                }
             }
+            if error.is_some() {
+                break;
+            }
+        }
+        if let Some(e) = error {
+            // As ldb 7.8.3: the record's line is dropped and the command
+            // fails.
+            return Err(format!("Failed: Print write batch error: {e}"));
         }
         writeln!(out, "{line}").map_err(|e| e.to_string())?;
     }

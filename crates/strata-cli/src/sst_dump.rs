@@ -2,6 +2,7 @@
 //! same flags and line shapes (`'k1' seq:0, type:1 => v1`).
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use strata::tools::format::iterator::InternalIterator;
 use strata::tools::format::parse_internal_key;
 use strata::tools::table::block::KeyOrder;
 use strata::tools::table::footer::BlockHandle;
-use strata::tools::table::table_properties::{TableProperties, UNKNOWN_COLUMN_FAMILY};
+use strata::tools::table::table_properties::TableProperties;
 use strata::tools::table::{Table, TableOptions};
 
 use crate::flags::{Flags, from_hex, to_hex};
@@ -86,6 +87,19 @@ pub fn run(f: &Flags) -> Result<(), String> {
     }
 }
 
+/// `b` as C's `%s` prints it: up to its first NUL byte.
+fn c_str(b: &[u8]) -> &[u8] {
+    b.iter().position(|&c| c == 0).map_or(b, |n| &b[..n])
+}
+
+fn show_bytes(b: &[u8], hex: bool) -> Vec<u8> {
+    if hex {
+        to_hex(b).into_bytes()
+    } else {
+        b.to_vec()
+    }
+}
+
 fn show(b: &[u8], hex: bool) -> String {
     if hex {
         to_hex(b)
@@ -147,6 +161,59 @@ fn dump_one(fs: &dyn FileSystem, path: &Path, s: &Settings) -> Result<(), String
     Ok(())
 }
 
+/// ldb's `DumpSstFile(options, file, output_hex=false,
+/// show_properties=true)`, as `dump_live_files` prints each table: its
+/// entries, then its properties as `name=value` lines. A table that cannot
+/// be read is reported on stderr, as ldb does.
+pub fn dump_for_ldb(path: &Path) -> Result<(), String> {
+    if !path.to_string_lossy().ends_with(".sst") {
+        println!("Invalid sst file name.");
+        return Ok(());
+    }
+    println!("Process {}", path.display());
+    let fs = default_fs();
+    let opened = fs.file_size(path).and_then(|size| {
+        let file = fs.new_random_access_file(path)?;
+        Table::open(
+            file,
+            &path.to_string_lossy(),
+            size,
+            &TableOptions::default(),
+        )
+    });
+    let table = match opened {
+        Ok(t) => Arc::new(t),
+        Err(e) => {
+            eprintln!("Error in reading SST {} {e}", path.display());
+            return Ok(());
+        }
+    };
+    println!(
+        "Sst file format: {}",
+        match table.kind() {
+            strata::tools::table::footer::TableKind::BlockBased => "block-based",
+            strata::tools::table::footer::TableKind::Plain => "plain table",
+        }
+    );
+    let settings = Settings {
+        command: "scan".into(),
+        output_hex: false,
+        show_properties: true,
+        from: None,
+        to: None,
+        read_num: None,
+        verify_checksum: false,
+    };
+    if let Err(e) = scan(&table, &settings, true) {
+        eprintln!("Error in reading SST {} {e}", path.display());
+    }
+    println!(
+        "\nTable Properties:\n{}",
+        table.properties().to_string_with("\n", "=")
+    );
+    Ok(())
+}
+
 fn scan(table: &Arc<Table>, s: &Settings, print: bool) -> Result<(), String> {
     let mut it = table.iter();
     match &s.from {
@@ -169,13 +236,23 @@ fn scan(table: &Arc<Table>, s: &Settings, print: bool) -> Result<(), String> {
                     break;
                 }
                 if print {
-                    println!(
-                        "'{}' seq:{}, type:{} => {}",
-                        show(p.user_key, s.output_hex),
-                        p.sequence,
-                        p.value_type as u8,
-                        show(it.value(), s.output_hex)
+                    // Raw bytes, as RocksDB prints them: through printf's
+                    // `%s`, so the key's text and the value each end at a
+                    // NUL byte (a binary key prints as `' => ...`).
+                    let mut key = b"'".to_vec();
+                    key.extend_from_slice(&show_bytes(p.user_key, s.output_hex));
+                    key.extend_from_slice(
+                        format!("' seq:{}, type:{}", p.sequence, p.value_type as u8).as_bytes(),
                     );
+                    let value = show_bytes(it.value(), s.output_hex);
+                    let mut line = c_str(&key).to_vec();
+                    line.extend_from_slice(b" => ");
+                    line.extend_from_slice(c_str(&value));
+                    line.push(b'\n');
+                    std::io::stdout()
+                        .lock()
+                        .write_all(&line)
+                        .map_err(|e| e.to_string())?;
                 }
             }
             None => println!("Internal Key [{}] parse error!", to_hex(key)),
@@ -325,98 +402,18 @@ fn raw_dump(table: &Arc<Table>) -> strata::Result<String> {
     Ok(out)
 }
 
-/// RocksDB's `TableProperties::ToString` as sst_dump prints it.
+/// The properties as sst_dump prints them: RocksDB's
+/// `TableProperties::ToString("\n  ", ": ")`, then the user-collected
+/// properties.
 fn properties_text(p: &TableProperties, file_size: u64) -> String {
     let mut o = String::new();
     let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    let avg = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
     let _ = writeln!(o, "Table Properties:\n------------------------------");
-    let _ = writeln!(o, "  # data blocks: {}", p.num_data_blocks);
-    let _ = writeln!(o, "  # entries: {}", p.num_entries);
-    let _ = writeln!(o, "  # deletions: {}", p.num_deletions);
-    let _ = writeln!(o, "  # merge operands: {}", p.num_merge_operands);
-    let _ = writeln!(o, "  # range deletions: {}", p.num_range_deletions);
-    let _ = writeln!(o, "  raw key size: {}", p.raw_key_size);
+    // The last property's delimiter indents the next line.
+    let _ = write!(o, "  {}", p.to_string_with("\n  ", ": "));
     let _ = writeln!(
         o,
-        "  raw average key size: {:.6}",
-        avg(p.raw_key_size, p.num_entries)
-    );
-    let _ = writeln!(o, "  raw value size: {}", p.raw_value_size);
-    let _ = writeln!(
-        o,
-        "  raw average value size: {:.6}",
-        avg(p.raw_value_size, p.num_entries)
-    );
-    let _ = writeln!(o, "  data block size: {}", p.data_size);
-    let _ = writeln!(
-        o,
-        "  index block size (user-key? {}, delta-value? {}): {}",
-        p.index_key_is_user_key, p.index_value_is_delta_encoded, p.index_size
-    );
-    let _ = writeln!(o, "  filter block size: {}", p.filter_size);
-    let _ = writeln!(o, "  # entries for filter: {}", p.num_filter_entries);
-    let _ = writeln!(
-        o,
-        "  (estimated) table size: {}",
-        p.data_size + p.index_size + p.filter_size
-    );
-    let policy = if p.filter_policy_name.is_empty() {
-        "N/A".to_string()
-    } else {
-        s(&p.filter_policy_name)
-    };
-    let _ = writeln!(o, "  filter policy name: {policy}");
-    let _ = writeln!(
-        o,
-        "  prefix extractor name: {}",
-        s(&p.prefix_extractor_name)
-    );
-    let cf = if p.column_family_id == UNKNOWN_COLUMN_FAMILY {
-        "N/A".to_string()
-    } else {
-        p.column_family_id.to_string()
-    };
-    let _ = writeln!(o, "  column family ID: {cf}");
-    let _ = writeln!(o, "  column family name: {}", s(&p.column_family_name));
-    let _ = writeln!(o, "  comparator name: {}", s(&p.comparator_name));
-    let _ = writeln!(o, "  merge operator name: {}", s(&p.merge_operator_name));
-    let _ = writeln!(
-        o,
-        "  property collectors names: {}",
-        s(&p.property_collectors_names)
-    );
-    let _ = writeln!(o, "  SST file compression algo: {}", s(&p.compression_name));
-    let _ = writeln!(
-        o,
-        "  SST file compression options: {}",
-        s(&p.compression_options)
-    );
-    let _ = writeln!(o, "  creation time: {}", p.creation_time);
-    let _ = writeln!(o, "  time stamp of earliest key: {}", p.oldest_key_time);
-    let _ = writeln!(o, "  file creation time: {}", p.file_creation_time);
-    let _ = writeln!(
-        o,
-        "  slow compression estimated data size: {}",
-        p.slow_compression_estimated_data_size
-    );
-    let _ = writeln!(
-        o,
-        "  fast compression estimated data size: {}",
-        p.fast_compression_estimated_data_size
-    );
-    let _ = writeln!(o, "  DB identity: {}", s(&p.db_id));
-    let _ = writeln!(o, "  DB session identity: {}", s(&p.db_session_id));
-    let _ = writeln!(o, "  DB host id: {}", s(&p.db_host_id));
-    let _ = writeln!(o, "  original file number: {}", p.orig_file_number);
-    let _ = writeln!(
-        o,
-        "  Sequence number to time mapping: {}",
-        s(&p.seqno_to_time_mapping)
-    );
-    let _ = writeln!(
-        o,
-        "  Raw user collected properties\n------------------------------"
+        "Raw user collected properties\n------------------------------"
     );
     for (k, v) in &p.user_collected {
         let _ = writeln!(o, "  # {}: 0x{}", s(k), to_hex(v));

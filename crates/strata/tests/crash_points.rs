@@ -235,7 +235,8 @@ fn run(point: &'static str, seed: u64) -> Result<bool, String> {
         use strata::fs::FileSystem;
         let mut d = format!("\nfiles after the crash: {:?}\n", fs.file_names());
         d.push_str(
-            &strata::tools::manifest_dump_with(&fs, std::path::Path::new("/db"), None)
+            &strata::tools::manifest_dump_with(&fs, std::path::Path::new("/db"), None, true, false)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .unwrap_or_else(|e| format!("manifest_dump: {e}")),
         );
         for p in fs.file_names() {

@@ -289,3 +289,40 @@ fn writes_after_flushing_column_families_one_by_one_survive_reopen() {
         );
     }
 }
+
+#[test]
+fn each_open_leaves_one_manifest_and_a_rolled_one_goes_too() {
+    // Every open writes a new MANIFEST; the one CURRENT named before is
+    // deleted (as RocksDB's PurgeObsoleteFiles does), and so is one that a
+    // roll past max_manifest_file_size replaced.
+    let fs = MemFileSystem::new();
+    let mut o = opts(&fs, WalRecoveryMode::PointInTime);
+    let manifests = || {
+        fs.file_names()
+            .into_iter()
+            .filter(|p| p.to_string_lossy().contains("MANIFEST-"))
+            .count()
+    };
+    for round in 0..3 {
+        let db = DB::open(o.clone(), "/db").unwrap();
+        db.put(&WriteOptions::default(), &key(round), b"v").unwrap();
+        db.flush().unwrap();
+        assert_eq!(manifests(), 1, "round {round}: {:?}", fs.file_names());
+        db.close().unwrap();
+    }
+    o.max_manifest_file_size = 1;
+    let db = DB::open(o.clone(), "/db").unwrap();
+    for i in 0..5 {
+        db.put(&WriteOptions::default(), &key(i), b"w").unwrap();
+        db.flush().unwrap();
+        assert_eq!(manifests(), 1, "after roll {i}: {:?}", fs.file_names());
+    }
+    drop(db);
+    let db = DB::open(o, "/db").unwrap();
+    for i in 0..5 {
+        assert_eq!(
+            db.get(&ReadOptions::default(), &key(i)).unwrap().as_deref(),
+            Some(&b"w"[..])
+        );
+    }
+}

@@ -35,7 +35,12 @@ pub fn rocksdb_tool(name: &str) -> Option<Command> {
 
 /// Runs a command, feeding `stdin`, and returns stdout; panics with stderr
 /// on failure.
-pub fn run(mut cmd: Command, stdin: &[u8]) -> String {
+pub fn run(cmd: Command, stdin: &[u8]) -> String {
+    String::from_utf8_lossy(&run_bytes(cmd, stdin)).into_owned()
+}
+
+/// [`run`], returning stdout's bytes as they are.
+pub fn run_bytes(mut cmd: Command, stdin: &[u8]) -> Vec<u8> {
     let desc = format!("{cmd:?}");
     let mut child = cmd
         .stdin(Stdio::piped())
@@ -56,7 +61,7 @@ pub fn run(mut cmd: Command, stdin: &[u8]) -> String {
         String::from_utf8_lossy(&out.stderr),
         String::from_utf8_lossy(&out.stdout)
     );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    out.stdout
 }
 
 /// Entry lines (`'k' seq:N, type:T => v`) of an sst_dump scan.

@@ -139,8 +139,8 @@ impl FileLifecycle {
 }
 
 impl DbInner {
-    /// Deletes WALs and tables nothing needs any more (unless file
-    /// deletions are disabled).
+    /// Deletes WALs, tables and MANIFESTs nothing needs any more (unless
+    /// file deletions are disabled).
     pub(crate) fn delete_obsolete_files(&self, st: &mut DbState) {
         // Under a background error nothing is deleted: after a failed
         // MANIFEST write or sync the file on disk may still hold the edit
@@ -193,13 +193,22 @@ impl DbInner {
         let Ok(children) = self.fs.children(&self.dbname) else {
             return;
         };
+        let manifest = st.versions.manifest_file_number();
         for name in children {
-            if let Some((num, FileType::Table)) = parse_file_name(&name)
-                && !live.contains(&num)
-            {
-                self.table_cache.evict(num);
-                crate::crash_point!("obsolete::before_delete_table");
-                let _ = self.fs.delete_file(&self.dbname.join(&name));
+            match parse_file_name(&name) {
+                Some((num, FileType::Table)) if !live.contains(&num) => {
+                    self.table_cache.evict(num);
+                    crate::crash_point!("obsolete::before_delete_table");
+                    let _ = self.fs.delete_file(&self.dbname.join(&name));
+                }
+                // MANIFESTs CURRENT no longer names (CURRENT's switch is
+                // durable: its directory was synced), as RocksDB's
+                // PurgeObsoleteFiles keeps only the current one and newer.
+                Some((num, FileType::Descriptor)) if num < manifest => {
+                    crate::crash_point!("obsolete::before_delete_manifest");
+                    let _ = self.fs.delete_file(&self.dbname.join(&name));
+                }
+                _ => {}
             }
         }
     }

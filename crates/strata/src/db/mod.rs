@@ -393,14 +393,18 @@ impl DB {
             })
     }
 
-    /// Names of the live column families, default first.
+    /// Names of the live column families, in creation (id) order: the
+    /// default first.
     pub fn column_families(&self) -> Vec<String> {
         let st = self.inner.lock_state();
-        st.cfs
+        let mut cfs: Vec<(u32, String)> = st
+            .cfs
             .values()
             .filter(|c| !c.dropped)
-            .map(|c| c.name.clone())
-            .collect()
+            .map(|c| (c.id, c.name.clone()))
+            .collect();
+        cfs.sort_unstable();
+        cfs.into_iter().map(|(_, n)| n).collect()
     }
 
     /// The number of levels of a column family (RocksDB's `NumberLevels`).

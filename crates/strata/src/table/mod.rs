@@ -22,6 +22,7 @@ pub mod sst_file_writer;
 pub mod table_builder;
 pub mod table_properties;
 pub mod table_reader;
+pub mod unique_id;
 
 pub use compression::CompressionType;
 pub use factory::{Table, TableBuilder, TableIter};

@@ -110,6 +110,109 @@ int_props! {
 }
 
 impl TableProperties {
+    /// RocksDB 7.8.3's `TableProperties::ToString(prop_delim, kv_delim)`:
+    /// every property as `name<kv_delim>value<prop_delim>`, in its order
+    /// (sst_dump prints it with `"\n  ", ": "`, ldb with `"\n", "="`).
+    pub fn to_string_with(&self, prop_delim: &str, kv_delim: &str) -> String {
+        let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let avg = |a: u64, b: u64| {
+            let v = if b == 0 { 0.0 } else { a as f64 / b as f64 };
+            format!("{v:.6}")
+        };
+        let or_na = |b: &[u8]| {
+            if b.is_empty() {
+                "N/A".to_string()
+            } else {
+                s(b)
+            }
+        };
+        let unique = super::unique_id::internal_unique_id(
+            &s(&self.db_id),
+            &s(&self.db_session_id),
+            self.orig_file_number,
+        )
+        .map_or_else(|_| "N/A".to_string(), super::unique_id::public_unique_id);
+        let index_name = format!(
+            "index block size (user-key? {}, delta-value? {})",
+            self.index_key_is_user_key, self.index_value_is_delta_encoded
+        );
+        let pairs: [(&str, String); 34] = [
+            ("# data blocks", self.num_data_blocks.to_string()),
+            ("# entries", self.num_entries.to_string()),
+            ("# deletions", self.num_deletions.to_string()),
+            ("# merge operands", self.num_merge_operands.to_string()),
+            ("# range deletions", self.num_range_deletions.to_string()),
+            ("raw key size", self.raw_key_size.to_string()),
+            (
+                "raw average key size",
+                avg(self.raw_key_size, self.num_entries),
+            ),
+            ("raw value size", self.raw_value_size.to_string()),
+            (
+                "raw average value size",
+                avg(self.raw_value_size, self.num_entries),
+            ),
+            ("data block size", self.data_size.to_string()),
+            (&index_name, self.index_size.to_string()),
+            ("filter block size", self.filter_size.to_string()),
+            ("# entries for filter", self.num_filter_entries.to_string()),
+            (
+                "(estimated) table size",
+                (self.data_size + self.index_size + self.filter_size).to_string(),
+            ),
+            ("filter policy name", or_na(&self.filter_policy_name)),
+            ("prefix extractor name", s(&self.prefix_extractor_name)),
+            (
+                "column family ID",
+                if self.column_family_id == UNKNOWN_COLUMN_FAMILY {
+                    "N/A".to_string()
+                } else {
+                    self.column_family_id.to_string()
+                },
+            ),
+            ("column family name", s(&self.column_family_name)),
+            ("comparator name", s(&self.comparator_name)),
+            ("merge operator name", s(&self.merge_operator_name)),
+            (
+                "property collectors names",
+                s(&self.property_collectors_names),
+            ),
+            ("SST file compression algo", s(&self.compression_name)),
+            ("SST file compression options", s(&self.compression_options)),
+            ("creation time", self.creation_time.to_string()),
+            (
+                "time stamp of earliest key",
+                self.oldest_key_time.to_string(),
+            ),
+            ("file creation time", self.file_creation_time.to_string()),
+            (
+                "slow compression estimated data size",
+                self.slow_compression_estimated_data_size.to_string(),
+            ),
+            (
+                "fast compression estimated data size",
+                self.fast_compression_estimated_data_size.to_string(),
+            ),
+            ("DB identity", s(&self.db_id)),
+            ("DB session identity", s(&self.db_session_id)),
+            ("DB host id", s(&self.db_host_id)),
+            ("original file number", self.orig_file_number.to_string()),
+            ("unique ID", unique),
+            (
+                "Sequence number to time mapping",
+                s(&self.seqno_to_time_mapping),
+            ),
+        ];
+        let mut out = String::new();
+        for (name, value) in pairs {
+            out.push_str(name);
+            out.push_str(kv_delim);
+            out.push_str(&value);
+            out.push_str(prop_delim);
+        }
+        out
+    }
+
     fn string_fields(&self) -> Vec<(&'static str, &Vec<u8>)> {
         vec![
             ("rocksdb.creating.db.identity", &self.db_id),

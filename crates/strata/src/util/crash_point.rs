@@ -28,6 +28,7 @@ pub const POINTS: &[&str] = &[
     "replace::after_rename",
     "obsolete::before_delete_wal",
     "obsolete::before_delete_table",
+    "obsolete::before_delete_manifest",
     "open::after_wal_replay",
     // Checkpoints: after each file linked or copied into the staging
     // directory, and after the staging directory took the final name.

@@ -2,29 +2,35 @@
 //! `VersionEdit::DebugString`, `Version::DebugString` and
 //! `InternalKey::DebugString`, as `ldb manifest_dump` prints them.
 //!
+//! The dumps are bytes, as RocksDB prints them: user keys appear raw
+//! (unless in hex), so a binary key prints as RocksDB's does; the
+//! `String` forms replace what is not UTF-8.
+//!
 //! Invariant: formatting never fails or panics on any field value (bad keys
 //! print as `(bad)` plus an escaped dump, as in RocksDB).
 
-use std::fmt::{self, Write};
+use std::fmt;
+use std::io::Write as _;
 
 use super::edit::{BlobFileAddition, BlobFileGarbage, FileMetaData, VersionEdit, WalAddition};
 use super::version::Version;
 use crate::format::dbformat::parse_internal_key;
+pub use crate::table::unique_id::public_unique_id;
 
 /// Upper-case hex, as RocksDB's `Slice::ToString(true)`.
 pub fn hex(b: &[u8]) -> String {
     let mut s = String::with_capacity(b.len() * 2);
     for x in b {
-        let _ = write!(s, "{x:02X}");
+        s.push_str(&format!("{x:02X}"));
     }
     s
 }
 
-fn raw_or_hex(b: &[u8], as_hex: bool) -> String {
+fn push_raw_or_hex(out: &mut Vec<u8>, b: &[u8], as_hex: bool) {
     if as_hex {
-        hex(b)
+        out.extend_from_slice(hex(b).as_bytes());
     } else {
-        String::from_utf8_lossy(b).into_owned()
+        out.extend_from_slice(b);
     }
 }
 
@@ -35,7 +41,7 @@ fn escape(b: &[u8]) -> String {
         if (b' '..=b'~').contains(&c) {
             s.push(char::from(c));
         } else {
-            let _ = write!(s, "\\x{c:02x}");
+            s.push_str(&format!("\\x{c:02x}"));
         }
     }
     s
@@ -43,67 +49,34 @@ fn escape(b: &[u8]) -> String {
 
 /// `'user_key' seq:N, type:T`, or `(bad)<escaped bytes>`.
 pub fn internal_key_debug_string(ikey: &[u8], as_hex: bool) -> String {
+    String::from_utf8_lossy(&internal_key_debug_bytes(ikey, as_hex)).into_owned()
+}
+
+/// [`internal_key_debug_string`] with the user key's bytes as they are.
+pub fn internal_key_debug_bytes(ikey: &[u8], as_hex: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(ikey.len() + 24);
+    push_key(&mut out, ikey, as_hex);
+    out
+}
+
+fn push_key(out: &mut Vec<u8>, ikey: &[u8], as_hex: bool) {
     match parse_internal_key(ikey) {
-        Some(p) => format!(
-            "'{}' seq:{}, type:{}",
-            raw_or_hex(p.user_key, as_hex),
-            p.sequence,
-            p.value_type as u8
-        ),
-        None => format!("(bad){}", escape(ikey)),
+        Some(p) => {
+            out.push(b'\'');
+            push_raw_or_hex(out, p.user_key, as_hex);
+            let _ = write!(out, "' seq:{}, type:{}", p.sequence, p.value_type as u8);
+        }
+        None => {
+            let _ = write!(out, "(bad){}", escape(ikey));
+        }
     }
 }
 
-fn xxh3_avalanche(mut h: u64) -> u64 {
-    h ^= h >> 37;
-    h = h.wrapping_mul(0x1656_6791_9E37_79F9);
-    h ^ (h >> 32)
-}
-
-fn mul128(a: u64, b: u64) -> (u64, u64) {
-    let p = u128::from(a) * u128::from(b);
-    ((p >> 64) as u64, p as u64)
-}
-
-/// RocksDB's `BijectiveHash2x64` with seed 0: `(high, low)`.
-fn bijective_hash_2x64(in_high: u64, in_low: u64) -> (u64, u64) {
-    let bitflipl: u64 = 0x5997_3f00_3336_2349;
-    let bitfliph: u64 = 0xc202_7976_92d6_3d58;
-    let (mut hi, mut lo) = mul128(in_low ^ in_high ^ bitflipl, 0x9E37_79B1_85EB_CA87);
-    lo = lo.wrapping_add(0x03c0_0000_0000_0000);
-    let h = in_high ^ bitfliph;
-    hi = hi
-        .wrapping_add(h)
-        .wrapping_add(u64::from(h as u32).wrapping_mul(0x85EB_CA76));
-    lo ^= hi.swap_bytes();
-    let (hi2, lo2) = mul128(lo, 0xC2B2_AE3D_27D4_EB4F);
-    let hi = hi2.wrapping_add(hi.wrapping_mul(0xC2B2_AE3D_27D4_EB4F));
-    (xxh3_avalanche(hi), xxh3_avalanche(lo2))
-}
-
-/// RocksDB's public form of an internal unique id, e.g.
-/// `9B30B73CAAF728BB-FC1BE081D05FB599`.
-pub fn public_unique_id(internal: [u64; 2]) -> String {
-    // Offsets so that no external id is all zeros (RocksDB kHi/kLoOffsetForZero).
-    let (hi, lo) = bijective_hash_2x64(
-        internal[1].wrapping_add(17_391_078_804_906_429_400),
-        internal[0].wrapping_add(6_417_269_962_128_484_497),
-    );
-    let mut bytes = lo.to_le_bytes().to_vec();
-    bytes.extend_from_slice(&hi.to_le_bytes());
-    let h = hex(&bytes);
-    format!("{}-{}", &h[..16], &h[16..])
-}
-
-fn add_file_string(out: &mut String, level: u32, f: &FileMetaData, as_hex: bool) {
-    let _ = write!(
-        out,
-        "\n  AddFile: {level} {} {} {} .. {}",
-        f.number,
-        f.file_size,
-        internal_key_debug_string(&f.smallest, as_hex),
-        internal_key_debug_string(&f.largest, as_hex)
-    );
+fn add_file_string(out: &mut Vec<u8>, level: u32, f: &FileMetaData, as_hex: bool) {
+    let _ = write!(out, "\n  AddFile: {level} {} {} ", f.number, f.file_size);
+    push_key(out, &f.smallest, as_hex);
+    out.extend_from_slice(b" .. ");
+    push_key(out, &f.largest, as_hex);
     if f.oldest_blob_file_number != 0 {
         let _ = write!(out, " blob_file:{}", f.oldest_blob_file_number);
     }
@@ -167,40 +140,49 @@ impl fmt::Display for WalAddition {
 impl VersionEdit {
     /// RocksDB's `VersionEdit::DebugString(hex_key)`.
     pub fn debug_string(&self, as_hex: bool) -> String {
-        let mut r = String::from("VersionEdit {");
-        let mut line = |name: &str, v: &dyn fmt::Display| {
+        String::from_utf8_lossy(&self.debug_bytes(as_hex)).into_owned()
+    }
+
+    /// [`VersionEdit::debug_string`] with keys' bytes as they are.
+    pub fn debug_bytes(&self, as_hex: bool) -> Vec<u8> {
+        let mut r = b"VersionEdit {".to_vec();
+        let line = |r: &mut Vec<u8>, name: &str, v: &dyn fmt::Display| {
             let _ = write!(r, "\n  {name}: {v}");
         };
         if let Some(v) = &self.db_id {
-            line("DB ID", v);
+            line(&mut r, "DB ID", v);
         }
         if let Some(v) = &self.comparator {
-            line("Comparator", v);
+            line(&mut r, "Comparator", v);
         }
         if let Some(v) = self.log_number {
-            line("LogNumber", &v);
+            line(&mut r, "LogNumber", &v);
         }
         if let Some(v) = self.prev_log_number {
-            line("PrevLogNumber", &v);
+            line(&mut r, "PrevLogNumber", &v);
         }
         if let Some(v) = self.next_file_number {
-            line("NextFileNumber", &v);
+            line(&mut r, "NextFileNumber", &v);
         }
         if let Some(v) = self.max_column_family {
-            line("MaxColumnFamily", &v);
+            line(&mut r, "MaxColumnFamily", &v);
         }
         if let Some(v) = self.min_log_number_to_keep {
-            line("MinLogNumberToKeep", &v);
+            line(&mut r, "MinLogNumberToKeep", &v);
         }
         if let Some(v) = self.last_sequence {
-            line("LastSeq", &v);
+            line(&mut r, "LastSeq", &v);
         }
         for (level, key) in &self.compact_cursors {
-            let s = format!("{level} {}", internal_key_debug_string(key, as_hex));
-            line("CompactCursor", &s);
+            let _ = write!(r, "\n  CompactCursor: {level} ");
+            push_key(&mut r, key, as_hex);
         }
-        for (level, number) in &self.deleted_files {
-            line("DeleteFile", &format!("{level} {number}"));
+        // RocksDB keeps deleted files in an ordered set.
+        let mut deleted = self.deleted_files.clone();
+        deleted.sort_unstable();
+        deleted.dedup();
+        for (level, number) in &deleted {
+            line(&mut r, "DeleteFile", &format!("{level} {number}"));
         }
         for (level, f) in &self.new_files {
             add_file_string(&mut r, *level, f, as_hex);
@@ -222,15 +204,16 @@ impl VersionEdit {
             let _ = write!(r, "\n  ColumnFamilyAdd: {name}");
         }
         if self.column_family_drop {
-            r.push_str("\n  ColumnFamilyDrop");
+            r.extend_from_slice(b"\n  ColumnFamilyDrop");
         }
         if let Some(n) = self.remaining_entries {
             let _ = write!(r, "\n  AtomicGroup: {n} entries remains");
         }
         if let Some(ts) = &self.full_history_ts_low {
-            let _ = write!(r, "\n FullHistoryTsLow: {}", raw_or_hex(ts, as_hex));
+            r.extend_from_slice(b"\n FullHistoryTsLow: ");
+            push_raw_or_hex(&mut r, ts, as_hex);
         }
-        r.push_str("\n}\n");
+        r.extend_from_slice(b"\n}\n");
         r
     }
 }
@@ -246,36 +229,35 @@ impl Version {
     /// RocksDB's `Version::DebugString(hex)`: one `--- level N ---` header
     /// per level and one line per file.
     pub fn debug_string(&self, as_hex: bool) -> String {
-        let mut r = String::new();
+        String::from_utf8_lossy(&self.debug_bytes_numbered(as_hex, self.version_number()))
+            .into_owned()
+    }
+
+    /// [`Version::debug_string`] in bytes, showing `version_number` (a
+    /// dump numbers versions as RocksDB's recovery would).
+    pub(crate) fn debug_bytes_numbered(&self, as_hex: bool, version_number: u64) -> Vec<u8> {
+        let mut r = Vec::new();
         for level in 0..self.num_levels() {
-            let _ = write!(
-                r,
-                "--- level {level} --- version# {}",
-                self.version_number()
-            );
+            let _ = write!(r, "--- level {level} --- version# {version_number}");
             if let Some(c) = self.compact_cursor(level) {
-                let _ = write!(
-                    r,
-                    " --- compact_cursor: {}",
-                    internal_key_debug_string(c, as_hex)
-                );
+                r.extend_from_slice(b" --- compact_cursor: ");
+                push_key(&mut r, c, as_hex);
             }
-            r.push_str(" ---\n");
+            r.extend_from_slice(b" ---\n");
             for f in self.files(level) {
                 let _ = write!(
                     r,
-                    " {}:{}[{} .. {}][{} .. {}]",
-                    f.number,
-                    f.file_size,
-                    f.smallest_seqno,
-                    f.largest_seqno,
-                    internal_key_debug_string(&f.smallest, as_hex),
-                    internal_key_debug_string(&f.largest, as_hex)
+                    " {}:{}[{} .. {}][",
+                    f.number, f.file_size, f.smallest_seqno, f.largest_seqno
                 );
+                push_key(&mut r, &f.smallest, as_hex);
+                r.extend_from_slice(b" .. ");
+                push_key(&mut r, &f.largest, as_hex);
+                r.push(b']');
                 if f.oldest_blob_file_number != 0 {
                     let _ = write!(r, " blob_file:{}", f.oldest_blob_file_number);
                 }
-                r.push('\n');
+                r.push(b'\n');
             }
         }
         r

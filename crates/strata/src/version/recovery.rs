@@ -171,32 +171,7 @@ impl VersionSet {
         let mut cfs = BTreeMap::new();
         cfs.insert(0, EditApplier::new_cf(&opts, 0, DEFAULT_COLUMN_FAMILY_NAME));
         let mut applier = EditApplier::new(&opts, cfs, EditParams::default());
-        let mut group: Vec<(u64, VersionEdit)> = Vec::new();
-        let mut group_size = 0u64;
-        while let Some((offset, edit)) = reader.next_edit()? {
-            let bad_group = || Error::corruption(&shown, offset, "corrupted atomic group");
-            let Some(remaining) = edit.remaining_entries else {
-                if !group.is_empty() {
-                    return Err(bad_group());
-                }
-                applier
-                    .apply(&edit)
-                    .map_err(|e| e.relocate(&shown, offset))?;
-                continue;
-            };
-            if group.is_empty() {
-                group_size = u64::from(remaining) + 1;
-            }
-            group.push((offset, edit));
-            if group.len() as u64 + u64::from(remaining) != group_size {
-                return Err(bad_group());
-            }
-            if group.len() as u64 == group_size {
-                for (off, e) in group.drain(..) {
-                    applier.apply(&e).map_err(|err| err.relocate(&shown, off))?;
-                }
-            }
-        }
+        replay_edits(&mut reader, &mut applier, |_| {})?;
         // An incomplete group at the end was never committed: dropped.
         let end = reader.end_offset();
         let p = applier.params.clone();
@@ -278,4 +253,43 @@ impl VersionSet {
         }
         Ok(vs)
     }
+}
+
+/// Applies every edit of `reader` to `applier`, atomic groups whole (an
+/// incomplete group at the end was never committed: dropped), calling
+/// `on_edit` on each edit read (RocksDB's `VersionEditHandler::Iterate`).
+pub(crate) fn replay_edits(
+    reader: &mut ManifestReader,
+    applier: &mut EditApplier<'_>,
+    mut on_edit: impl FnMut(&VersionEdit),
+) -> Result<()> {
+    let shown = reader.name().to_string();
+    let mut group: Vec<(u64, VersionEdit)> = Vec::new();
+    let mut group_size = 0u64;
+    while let Some((offset, edit)) = reader.next_edit()? {
+        on_edit(&edit);
+        let bad_group = || Error::corruption(&shown, offset, "corrupted atomic group");
+        let Some(remaining) = edit.remaining_entries else {
+            if !group.is_empty() {
+                return Err(bad_group());
+            }
+            applier
+                .apply(&edit)
+                .map_err(|e| e.relocate(&shown, offset))?;
+            continue;
+        };
+        if group.is_empty() {
+            group_size = u64::from(remaining) + 1;
+        }
+        group.push((offset, edit));
+        if group.len() as u64 + u64::from(remaining) != group_size {
+            return Err(bad_group());
+        }
+        if group.len() as u64 == group_size {
+            for (off, e) in group.drain(..) {
+                applier.apply(&e).map_err(|err| err.relocate(&shown, off))?;
+            }
+        }
+    }
+    Ok(())
 }
