@@ -965,14 +965,17 @@ fn compact(
     db: &DB,
     cf: &ColumnFamilyHandle,
     r: (Option<&[u8]>, Option<&[u8]>),
-    bottommost: c_uchar,
+    o: Option<&rocksdb_compactoptions_t>,
 ) {
+    let bottommost = o.map_or(1, |o| o.bottommost_level_compaction);
     let opts = CompactRangeOptions {
         bottommost_level_compaction: match bottommost {
             0 => BottommostLevelCompaction::Skip,
             1 => BottommostLevelCompaction::IfHaveCompactionFilter,
             _ => BottommostLevelCompaction::Force,
         },
+        change_level: o.is_some_and(|o| o.change_level),
+        target_level: o.map_or(-1, |o| o.target_level),
     };
     // RocksDB's C compact_range reports no error.
     let _ = db.compact_range_cf_opt(cf, r.0, r.1, &opts);
@@ -990,7 +993,7 @@ pub unsafe extern "C" fn rocksdb_compact_range(
         if let Ok(db) = db_of(db) {
             // SAFETY: the keys address their lengths.
             let r = unsafe { range(start_key, start_key_len, limit_key, limit_key_len) };
-            compact(db, &db.default_cf(), r, 1);
+            compact(db, &db.default_cf(), r, None);
         }
     })
 }
@@ -1008,7 +1011,7 @@ pub unsafe extern "C" fn rocksdb_compact_range_cf(
         if let (Ok(db), Ok(cf)) = (db_of(db), cf_of(cf)) {
             // SAFETY: the keys address their lengths.
             let r = unsafe { range(start_key, start_key_len, limit_key, limit_key_len) };
-            compact(db, cf, r, 1);
+            compact(db, cf, r, None);
         }
     })
 }
@@ -1026,7 +1029,7 @@ pub unsafe extern "C" fn rocksdb_compact_range_opt(
         // SAFETY: NULL or live objects.
         if let (Ok(db), Some(o)) = (db_of(db), unsafe { opt.as_ref() }) {
             let r = unsafe { range(start_key, start_key_len, limit_key, limit_key_len) };
-            compact(db, &db.default_cf(), r, o.bottommost_level_compaction);
+            compact(db, &db.default_cf(), r, Some(o));
         }
     })
 }
@@ -1045,7 +1048,7 @@ pub unsafe extern "C" fn rocksdb_compact_range_cf_opt(
         // SAFETY: NULL or live objects.
         if let (Ok(db), Ok(cf), Some(o)) = (db_of(db), cf_of(cf), unsafe { opt.as_ref() }) {
             let r = unsafe { range(start_key, start_key_len, limit_key, limit_key_len) };
-            compact(db, cf, r, o.bottommost_level_compaction);
+            compact(db, cf, r, Some(o));
         }
     })
 }

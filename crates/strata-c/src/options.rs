@@ -99,6 +99,8 @@ pub struct rocksdb_flushoptions_t {
 pub struct rocksdb_compactoptions_t {
     pub exclusive_manual_compaction: bool,
     pub bottommost_level_compaction: c_uchar,
+    pub change_level: bool,
+    pub target_level: c_int,
 }
 
 pub struct rocksdb_universal_compaction_options_t {
@@ -1513,6 +1515,8 @@ pub extern "C" fn rocksdb_compactoptions_create() -> *mut rocksdb_compactoptions
     into_raw(rocksdb_compactoptions_t {
         exclusive_manual_compaction: true,
         bottommost_level_compaction: 1,
+        change_level: false,
+        target_level: -1,
     })
 }
 
@@ -1545,4 +1549,28 @@ getter!(
     rocksdb_compactoptions_get_bottommost_level_compaction,
     c_uchar,
     |o| o.bottommost_level_compaction
+);
+setter!(
+    rocksdb_compactoptions_t,
+    rocksdb_compactoptions_set_change_level,
+    c_uchar,
+    |o, v| o.change_level = v != 0
+);
+getter!(
+    rocksdb_compactoptions_t,
+    rocksdb_compactoptions_get_change_level,
+    c_uchar,
+    |o| o.change_level as c_uchar
+);
+setter!(
+    rocksdb_compactoptions_t,
+    rocksdb_compactoptions_set_target_level,
+    c_int,
+    |o, v| o.target_level = v
+);
+getter!(
+    rocksdb_compactoptions_t,
+    rocksdb_compactoptions_get_target_level,
+    c_int,
+    |o| o.target_level
 );

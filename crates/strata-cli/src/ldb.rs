@@ -48,6 +48,8 @@ pub const COMMANDS: &[&str] = &[
     "get_property",
     "list_live_files_metadata",
     "dump_live_files",
+    "change_compaction_style",
+    "reduce_levels",
     "checkpoint",
     "write_extern_sst",
     "ingest_extern_sst",
@@ -83,18 +85,19 @@ impl Ctx<'_> {
             Ok(s.as_bytes().to_vec())
         }
     }
-    fn key_out(&self, b: &[u8]) -> String {
+    /// A key as ldb prints it: `0x`-hex, or its bytes as they are.
+    fn key_out(&self, b: &[u8]) -> Vec<u8> {
         if self.key_hex {
-            format!("0x{}", to_hex(b))
+            format!("0x{}", to_hex(b)).into_bytes()
         } else {
-            String::from_utf8_lossy(b).into_owned()
+            b.to_vec()
         }
     }
-    fn value_out(&self, b: &[u8]) -> String {
+    fn value_out(&self, b: &[u8]) -> Vec<u8> {
         if self.value_hex {
-            format!("0x{}", to_hex(b))
+            format!("0x{}", to_hex(b)).into_bytes()
         } else {
-            String::from_utf8_lossy(b).into_owned()
+            b.to_vec()
         }
     }
     /// A value as stored: with `--ttl`, stamped with the current time.
@@ -113,6 +116,20 @@ impl Ctx<'_> {
             Ok(v)
         }
     }
+}
+
+/// `b` as C's `%s` prints it: up to its first NUL byte (ldb prints keys
+/// and values with printf, so a binary key or value ends there).
+fn c_str(b: &[u8]) -> &[u8] {
+    b.iter().position(|&c| c == 0).map_or(b, |n| &b[..n])
+}
+
+/// Writes `parts` and a newline, each part cut as `%s` cuts it.
+fn write_c_line(out: &mut impl Write, parts: &[&[u8]]) -> Result<(), String> {
+    for p in parts {
+        out.write_all(c_str(p)).map_err(|e| e.to_string())?;
+    }
+    out.write_all(b"\n").map_err(|e| e.to_string())
 }
 
 fn err(e: strata::Error) -> String {
@@ -176,6 +193,43 @@ fn db_options(db: &str, f: &Flags) -> Result<(Options, Vec<ColumnFamilyDescripto
     Ok((opts, descs))
 }
 
+/// Opens the database read-write with `adjust` applied to every column
+/// family's options (ldb's `OverrideBaseCFOptions`).
+fn open_adjusted(
+    db: &str,
+    f: &Flags,
+    adjust: impl Fn(&mut ColumnFamilyOptions),
+) -> Result<DB, String> {
+    let (mut opts, mut descs) = db_options(db, f)?;
+    adjust(&mut opts.cf);
+    for d in &mut descs {
+        adjust(&mut d.options);
+    }
+    DB::open_cf(opts, db, descs).map_err(err)
+}
+
+/// `files per level ...: a,b,c` over every level of `cf`.
+fn files_per_level(db: &DB, cf: &ColumnFamilyHandle) -> Result<Vec<usize>, String> {
+    let n = db.number_levels(cf).map_err(err)?;
+    (0..n)
+        .map(|l| {
+            let v = db
+                .property_cf(cf, &format!("rocksdb.num-files-at-level{l}"))
+                .unwrap_or_default();
+            v.trim()
+                .parse()
+                .map_err(|_| format!("Failed: bad level count {v}"))
+        })
+        .collect()
+}
+
+fn join(v: &[usize]) -> String {
+    v.iter()
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 fn open(db: &str, f: &Flags, read_only: bool) -> Result<DB, String> {
     open_with(db, f, read_only).map(|(d, _)| d)
 }
@@ -228,8 +282,7 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
                 .get_cf(&ReadOptions::default(), &cf(&db, f)?, &k)
                 .map_err(err)?
             {
-                Some(v) => writeln!(out, "{}", c.value_out(c.stored_out(&v)?))
-                    .map_err(|e| e.to_string())?,
+                Some(v) => write_c_line(&mut out, &[&c.value_out(c.stored_out(&v)?)])?,
                 None => return Err("Failed: Get failed: NotFound: ".into()),
             }
         }
@@ -306,7 +359,12 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
                         let k = c.key_in(t[1])?;
                         match db.get_cf(&ReadOptions::default(), &h, &k) {
                             Ok(Some(v)) => {
-                                format!("{} ==> {}", c.key_out(&k), c.value_out(c.stored_out(&v)?))
+                                // One printf of the whole line: it ends at
+                                // the first NUL.
+                                let mut line = c.key_out(&k);
+                                line.extend_from_slice(b" ==> ");
+                                line.extend_from_slice(&c.value_out(c.stored_out(&v)?));
+                                String::from_utf8_lossy(c_str(&line)).into_owned()
                             }
                             Ok(None) => {
                                 // ldb stops at a missing key and fails with
@@ -363,6 +421,22 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
             if ttl_end < ttl_start {
                 return Err("Error: End time can't be less than start time".into());
             }
+            // dump's --count_only (a value size histogram instead of the
+            // entries) and --count_delim[=C] (counts and sizes per key
+            // prefix up to C, '.' by default), as ldb 7.8.3.
+            let count_only = cmd == "dump" && f.bool("count_only")?;
+            let delim: Option<u8> = if cmd != "dump" {
+                None
+            } else {
+                match f.get("count_delim") {
+                    Some(v) if !v.is_empty() && v != "true" => Some(v.as_bytes()[0]),
+                    Some(_) => Some(b'.'),
+                    None => None,
+                }
+            };
+            let mut vsize = strata::tools::util::histogram::Histogram::new();
+            // The current prefix, its count and its bytes.
+            let mut group: Option<(Vec<u8>, u64, u64)> = None;
             let mut n = 0u64;
             while it.valid() {
                 if to.as_deref().is_some_and(|t| it.key() >= t) || max_keys.is_some_and(|m| n >= m)
@@ -389,14 +463,58 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
                 } else {
                     it.value()
                 };
-                writeln!(out, "{}{sep}{}", c.key_out(it.key()), c.value_out(v))
-                    .map_err(|e| e.to_string())?;
+                if let Some(d) = delim {
+                    let k = it.key();
+                    let prefix =
+                        k[..k.iter().position(|&b| b == d || b == 0).unwrap_or(k.len())].to_vec();
+                    let size = (k.len() + it.value().len()) as u64;
+                    match &mut group {
+                        Some((p, count, bytes)) if *p == prefix => {
+                            *count += 1;
+                            *bytes += size;
+                        }
+                        _ => {
+                            if let Some((p, count, bytes)) = group.take() {
+                                write_c_line(
+                                    &mut out,
+                                    &[&p, format!(" => count:{count}\tsize:{bytes}").as_bytes()],
+                                )?;
+                            }
+                            group = Some((prefix, 1, size));
+                        }
+                    }
+                }
+                if count_only {
+                    vsize.add(it.value().len() as u64);
+                }
+                if count_only || delim.is_some() {
+                    // Counted, not printed.
+                } else if cmd == "scan" {
+                    // printf("%.*s : %.*s"): each ends at its first NUL.
+                    write_c_line(&mut out, &[&c.key_out(it.key()), b" : ", &c.value_out(v)])?;
+                } else {
+                    // One printf of the whole `key ==> value` line.
+                    let mut line = c.key_out(it.key());
+                    line.extend_from_slice(sep.as_bytes());
+                    line.extend_from_slice(&c.value_out(v));
+                    write_c_line(&mut out, &[&line])?;
+                }
                 n += 1;
                 it.next();
             }
             it.status().map_err(err)?;
-            if cmd == "dump" {
+            if delim.is_some() {
+                let (p, count, bytes) = group.unwrap_or_default();
+                write_c_line(
+                    &mut out,
+                    &[&p, format!(" => count:{count}\tsize:{bytes}").as_bytes()],
+                )?;
+            } else if cmd == "dump" {
                 writeln!(out, "Keys in range: {n}").map_err(|e| e.to_string())?;
+            }
+            if count_only {
+                writeln!(out, "Value size distribution: \n{}", vsize.report())
+                    .map_err(|e| e.to_string())?;
             }
         }
         "load" => {
@@ -660,16 +778,12 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
                             .unwrap_or(strata::tools::format::ValueType::Value),
                     );
                     let value = if c.value_hex {
-                        to_hex(&v.value)
+                        to_hex(&v.value).into_bytes()
                     } else {
-                        String::from_utf8_lossy(&v.value).into_owned()
+                        v.value.clone()
                     };
-                    writeln!(
-                        out,
-                        "{} => {value}",
-                        strata::tools::version::internal_key_debug_string(&key, c.key_hex)
-                    )
-                    .map_err(|e| e.to_string())?;
+                    let key = strata::tools::version::internal_key_debug_bytes(&key, c.key_hex);
+                    write_c_line(&mut out, &[&key, b" => ", &value])?;
                 }
                 if max_keys > 0 && count >= max_keys {
                     break;
@@ -776,6 +890,7 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
             let db = open(db_path, c.f, false)?;
             let opts = CompactRangeOptions {
                 bottommost_level_compaction: BottommostLevelCompaction::Force,
+                ..Default::default()
             };
             db.compact_range_cf_opt(&cf(&db, f)?, from.as_deref(), to.as_deref(), &opts)
                 .map_err(|e| format!("Failed: Compaction failed: {e}"))?;
@@ -800,6 +915,102 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
                 .property_cf(&cf(&db, f)?, name)
                 .ok_or_else(|| format!("Failed: failed to get property: {name}"))?;
             writeln!(out, "{name}: {v}").map_err(|e| e.to_string())?;
+        }
+        "change_compaction_style" => {
+            // ldb's ChangeCompactionStyleCommand: level (0) to universal
+            // (1) only; compacts everything into one file in level 0.
+            let style = |name: &str, what: &str| -> Result<i64, String> {
+                match f.get(name).map(str::parse::<i64>) {
+                    Some(Ok(v @ (0 | 1))) => Ok(v),
+                    _ => Err(format!(
+                        "Failed: Use --{name} to specify {what} compaction style. Check ldb help \
+                         for proper compaction style value.\n"
+                    )),
+                }
+            };
+            let old = style("old_compaction_style", "old")?;
+            let new = style("new_compaction_style", "new")?;
+            if old == new {
+                return Err(
+                    "Failed: Old compaction style is the same as new compaction style. \
+                            Nothing to do.\n"
+                        .into(),
+                );
+            }
+            if old == 1 && new == 0 {
+                return Err(
+                    "Failed: Convert from universal compaction to level compaction. \
+                            Nothing to do.\n"
+                        .into(),
+                );
+            }
+            let db = open_adjusted(db_path, c.f, |o| {
+                o.disable_auto_compactions = true;
+                o.target_file_size_base = i32::MAX as u64;
+                o.target_file_size_multiplier = 1;
+                o.max_bytes_for_level_base = i32::MAX as u64;
+                o.max_bytes_for_level_multiplier = 1.0;
+            })?;
+            let handle = cf(&db, f)?;
+            let before = files_per_level(&db, &handle)?;
+            writeln!(out, "files per level before compaction: {}", join(&before))
+                .map_err(|e| e.to_string())?;
+            let opts = CompactRangeOptions {
+                change_level: true,
+                target_level: 0,
+                ..Default::default()
+            };
+            db.compact_range_cf_opt(&handle, None, None, &opts)
+                .map_err(|e| format!("Failed: Compaction failed: {e}"))?;
+            let after = files_per_level(&db, &handle)?;
+            for (level, &n) in after.iter().enumerate() {
+                let want = usize::from(level == 0);
+                if n != want {
+                    return Err(format!(
+                        "Failed: Number of db files at level {level} after compaction is {n}, \
+                         not {want}.\n"
+                    ));
+                }
+            }
+            writeln!(out, "files per level after compaction: {}", join(&after))
+                .map_err(|e| e.to_string())?;
+            db.close().map_err(err)?;
+        }
+        "reduce_levels" => {
+            // ldb's ReduceDBLevelsCommand: compacts everything into the
+            // deepest level in use, then moves it to level new_levels - 1
+            // in the MANIFEST.
+            let new_levels: i64 = match f.get("new_levels").map(str::parse::<i64>) {
+                Some(Ok(n)) if n > 0 => n,
+                _ => {
+                    return Err("Failed:  Use --new_levels to specify a new level number\n".into());
+                }
+            };
+            if new_levels <= 1 {
+                return Err("Failed: Invalid number of levels.\n".into());
+            }
+            let new_levels = new_levels as usize;
+            let (opts, descs) = db_options(db_path, f)?;
+            let old = strata::db::num_levels_in_use(&opts, db_path, &descs).map_err(err)?;
+            if f.bool("print_old_levels")? {
+                writeln!(out, "The old number of levels in use is {old}")
+                    .map_err(|e| e.to_string())?;
+            }
+            if old <= new_levels {
+                return Ok(());
+            }
+            let db = open_adjusted(db_path, c.f, |o| {
+                o.num_levels = old;
+                // No size-triggered compaction.
+                o.max_bytes_for_level_base = 1 << 50;
+                o.max_bytes_for_level_multiplier = 1.0;
+            })?;
+            writeln!(out, "Compacting the db...").map_err(|e| e.to_string())?;
+            out.flush().map_err(|e| e.to_string())?;
+            db.compact_range_cf_opt(&cf(&db, f)?, None, None, &CompactRangeOptions::default())
+                .map_err(err)?;
+            db.close().map_err(err)?;
+            strata::db::reduce_number_of_levels(&opts, db_path, &descs, new_levels).map_err(err)?;
         }
         "dump_live_files" => {
             // ldb's DBFileDumperCommand: the MANIFEST, each column

@@ -871,3 +871,137 @@ fn dump_wal_prints_two_phase_markers_as_ldb_does() {
         }
     }
 }
+
+/// Copies directory `from` to `to` (flat: a database directory).
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+/// Files per level of `db`, as ldb's list_live_files_metadata shows them.
+fn levels_of(db: &Path) -> Vec<(usize, usize)> {
+    let mut c = ldb(db);
+    c.arg("list_live_files_metadata");
+    let mut level = 0;
+    let mut counts = std::collections::BTreeMap::new();
+    for line in run(c, b"").lines() {
+        if let Some(l) = line.strip_prefix("---------- level ") {
+            level = l.trim_end_matches(" ----------").parse().unwrap();
+        } else if line.ends_with(".sst") {
+            *counts.entry(level).or_insert(0) += 1;
+        }
+    }
+    counts.into_iter().collect()
+}
+
+#[test]
+fn reduce_levels_and_change_compaction_style_match_ldb() {
+    // Copies of a db_bench database with three or more levels in use: ldb and
+    // strata each run reduce_levels and change_compaction_style on one;
+    // the output, the resulting levels and the data are the same, and
+    // bad arguments fail with ldb's messages.
+    let Some(_) = rocksdb_tool("ldb") else { return };
+    let Some(mut bench) = rocksdb_tool("db_bench") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    bench
+        .args([
+            "--benchmarks=fillrandom,flush",
+            "--num=60000",
+            "--value_size=40",
+            "--write_buffer_size=131072",
+            "--target_file_size_base=131072",
+            "--max_bytes_for_level_base=262144",
+            "--max_bytes_for_level_multiplier=2",
+            "--seed=7",
+        ])
+        .arg(format!("--db={}", src.display()));
+    run(bench, b"");
+    let mut scan = ldb(&src);
+    scan.arg("scan").arg("--hex");
+    let data = run(scan, b"");
+    assert!(levels_of(&src).len() >= 3, "{:?}", levels_of(&src));
+    let both = |args: &[&str]| -> Vec<(String, Vec<(usize, usize)>)> {
+        let name = args[0];
+        [true, false]
+            .into_iter()
+            .map(|theirs| {
+                let db = dir
+                    .path()
+                    .join(format!("{name}-{}", if theirs { "ldb" } else { "strata" }));
+                copy_dir(&src, &db);
+                let mut c = if theirs { ldb(&db) } else { ours(&db) };
+                c.args(args);
+                let out = run(c, b"");
+                let mut scan = ldb(&db);
+                scan.arg("scan").arg("--hex");
+                assert_eq!(run(scan, b""), data, "{args:?} by {}", db.display());
+                (out, levels_of(&db))
+            })
+            .collect()
+    };
+    let r = both(&["reduce_levels", "--new_levels=2", "--print_old_levels"]);
+    assert_eq!(r[0], r[1]);
+    let old: usize = r[0].0["The old number of levels in use is ".len()..]
+        .lines()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        old >= 3 && r[0].0.ends_with("Compacting the db...\n"),
+        "{}",
+        r[0].0
+    );
+    assert_eq!(r[0].1.iter().map(|l| l.0).collect::<Vec<_>>(), [1]);
+    let c = both(&[
+        "change_compaction_style",
+        "--old_compaction_style=0",
+        "--new_compaction_style=1",
+    ]);
+    assert_eq!(c[0], c[1]);
+    assert_eq!(c[0].1, [(0, 1)]);
+    for args in [
+        &["reduce_levels"][..],
+        &["reduce_levels", "--new_levels=1"],
+        &[
+            "change_compaction_style",
+            "--old_compaction_style=1",
+            "--new_compaction_style=0",
+        ],
+        &[
+            "change_compaction_style",
+            "--old_compaction_style=0",
+            "--new_compaction_style=0",
+        ],
+        &[
+            "change_compaction_style",
+            "--old_compaction_style=7",
+            "--new_compaction_style=1",
+        ],
+    ] {
+        let out = |mut c: std::process::Command| {
+            c.args(args);
+            let o = c.output().unwrap();
+            (
+                o.status.success(),
+                String::from_utf8_lossy(&o.stdout).into_owned(),
+                String::from_utf8_lossy(&o.stderr).into_owned(),
+            )
+        };
+        let (a, b) = (out(ldb(&src)), out(ours(&src)));
+        assert!(!a.0 && !b.0, "{args:?}: both fail");
+        assert_eq!(
+            format!("{}{}", a.1, a.2),
+            format!("{}{}", b.1, b.2),
+            "{args:?}"
+        );
+    }
+}

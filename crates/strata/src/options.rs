@@ -417,11 +417,13 @@ impl ColumnFamilyOptions {
                 "target_file_size_base and max_bytes_for_level_base must be positive".into(),
             );
         }
+        // RocksDB takes any positive multiplier (1 keeps every level the
+        // size of the base, as ldb's reduce_levels opens with).
         if !(self.max_bytes_for_level_multiplier.is_finite()
-            && self.max_bytes_for_level_multiplier > 1.0)
+            && self.max_bytes_for_level_multiplier > 0.0)
         {
             return bad(format!(
-                "max_bytes_for_level_multiplier {} must be greater than 1",
+                "max_bytes_for_level_multiplier {} must be positive",
                 self.max_bytes_for_level_multiplier
             ));
         }

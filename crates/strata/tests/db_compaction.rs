@@ -127,6 +127,7 @@ fn manual_compaction_reaches_the_bottom_and_drops_garbage() {
     let want = scan(&db);
     let force = CompactRangeOptions {
         bottommost_level_compaction: BottommostLevelCompaction::Force,
+        ..Default::default()
     };
     db.compact_range_cf_opt(&db.default_cf(), None, None, &force)
         .unwrap();
@@ -165,6 +166,7 @@ fn snapshots_survive_compaction() {
     }
     let force = CompactRangeOptions {
         bottommost_level_compaction: BottommostLevelCompaction::Force,
+        ..Default::default()
     };
     db.compact_range_cf_opt(&db.default_cf(), None, None, &force)
         .unwrap();
@@ -518,6 +520,7 @@ fn an_open_iterator_keeps_compacted_files_readable() {
     let mut it = db.iter(&ReadOptions::default()).unwrap();
     let force = CompactRangeOptions {
         bottommost_level_compaction: BottommostLevelCompaction::Force,
+        ..Default::default()
     };
     db.compact_range_cf_opt(&db.default_cf(), None, None, &force)
         .unwrap();
@@ -818,4 +821,99 @@ fn compression_per_level_picks_each_tables_codec_as_rocksdb() {
     let mut back = strata::ColumnFamilyOptions::default();
     parsed.apply_cf("default", &mut back).unwrap();
     assert_eq!(back.compression_per_level, o.cf.compression_per_level);
+}
+
+fn files_per_level(db: &DB) -> Vec<usize> {
+    (0..db.number_levels(&db.default_cf()).unwrap())
+        .map(|l| {
+            db.property(&format!("rocksdb.num-files-at-level{l}"))
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn compact_range_change_level_moves_the_result_as_rocksdb_refits() {
+    // RocksDB's CompactRangeOptions::change_level: after the compaction
+    // the files of the level the data ended in move to target_level (or,
+    // with -1, to the smallest empty level above that holds them); moves
+    // across non-empty levels and FIFO are refused.
+    let fs = MemFileSystem::new();
+    let mut o = opts(&fs);
+    o.cf.disable_auto_compactions = true;
+    o.cf.max_bytes_for_level_base = 64 << 20;
+    let db = DB::open(o.clone(), "/db").unwrap();
+    let w = WriteOptions::default();
+    for round in 0..3 {
+        for i in 0..600 {
+            db.put(&w, &key(i), &value(i, round)).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let want = scan(&db);
+    // Data in L0 and L3 (compact_files puts a file deep).
+    let l0 = db.live_files_metadata();
+    let deep = l0.iter().map(|m| m.file_number).max().unwrap();
+    db.compact_files(&db.default_cf(), &[deep], 3).unwrap();
+    let cro = |target_level| CompactRangeOptions {
+        change_level: true,
+        target_level,
+        ..Default::default()
+    };
+    db.compact_range_cf_opt(&db.default_cf(), None, None, &cro(-1))
+        .unwrap();
+    // Everything went to L3 (the deepest level holding data), then up to
+    // L1: the smallest empty level whose target holds it.
+    let levels = files_per_level(&db);
+    assert!(levels[1] > 0, "{levels:?}");
+    assert!(
+        levels.iter().enumerate().all(|(l, &n)| (l == 1) == (n > 0)),
+        "{levels:?}"
+    );
+    assert_eq!(scan(&db), want);
+    db.compact_range_cf_opt(&db.default_cf(), None, None, &cro(5))
+        .unwrap();
+    let levels = files_per_level(&db);
+    assert!(
+        levels.iter().enumerate().all(|(l, &n)| (l == 5) == (n > 0)),
+        "{levels:?}"
+    );
+    // L5 in the way from L2 down to L6: refused, nothing moved.
+    db.put(&w, b"zz", b"1").unwrap();
+    db.flush().unwrap();
+    db.compact_files(
+        &db.default_cf(),
+        &[db.live_files_metadata()
+            .iter()
+            .find(|m| m.level == 0)
+            .unwrap()
+            .file_number],
+        2,
+    )
+    .unwrap();
+    let e = db
+        .compact_range_cf_opt(&db.default_cf(), Some(b"zz"), Some(b"zz"), &cro(6))
+        .unwrap_err();
+    assert!(matches!(e, strata::Error::NotSupported(_)), "{e}");
+    let e = db
+        .compact_range_cf_opt(&db.default_cf(), None, None, &cro(9))
+        .unwrap_err();
+    assert!(matches!(e, strata::Error::InvalidArgument(_)), "{e}");
+    drop(db);
+    // Reopened: the moves are in the MANIFEST.
+    let db = DB::open(o, "/db").unwrap();
+    let mut want = want;
+    want.insert(b"zz".to_vec(), b"1".to_vec());
+    assert_eq!(scan(&db), want);
+    drop(db);
+    let fifo = MemFileSystem::new();
+    let mut o = opts(&fifo);
+    o.cf.compaction_style = CompactionStyle::Fifo;
+    let db = DB::open(o, "/db").unwrap();
+    let e = db
+        .compact_range_cf_opt(&db.default_cf(), None, None, &cro(0))
+        .unwrap_err();
+    assert!(matches!(e, strata::Error::InvalidArgument(_)), "{e}");
 }

@@ -565,6 +565,7 @@ fn run_seed(seed: u64, set: &OptionSet) {
                     } else {
                         BottommostLevelCompaction::IfHaveCompactionFilter
                     },
+                    ..Default::default()
                 };
                 d.compact_range_cf_opt(&d.default_cf(), Some(&a), Some(&b), &o)
                     .unwrap();

@@ -798,6 +798,7 @@ impl Run<'_> {
                     } else {
                         BottommostLevelCompaction::IfHaveCompactionFilter
                     },
+                    ..Default::default()
                 };
                 outcome(db.compact_range_cf_opt(
                     &db.default_cf(),

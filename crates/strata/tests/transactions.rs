@@ -721,6 +721,7 @@ fn optimistic_conflicts_survive_a_bottommost_compaction() {
         drop(g);
         let force = strata::db::CompactRangeOptions {
             bottommost_level_compaction: strata::db::BottommostLevelCompaction::Force,
+            ..Default::default()
         };
         db.db()
             .compact_range_cf_opt(&db.db().default_cf(), None, None, &force)
@@ -758,6 +759,7 @@ fn bottommost_compaction_zeroes_sequence_numbers_no_snapshot_needs() {
     drop(snap);
     let force = strata::db::CompactRangeOptions {
         bottommost_level_compaction: strata::db::BottommostLevelCompaction::Force,
+        ..Default::default()
     };
     db.compact_range_cf_opt(&db.default_cf(), None, None, &force)
         .unwrap();

@@ -1136,6 +1136,16 @@ extern STRATA_C_API void rocksdb_compactoptions_set_bottommost_level_compaction(
     unsigned char);
 extern STRATA_C_API unsigned char rocksdb_compactoptions_get_bottommost_level_compaction(
     rocksdb_compactoptions_t*);
+extern STRATA_C_API void rocksdb_compactoptions_set_change_level(
+    rocksdb_compactoptions_t*,
+    unsigned char);
+extern STRATA_C_API unsigned char rocksdb_compactoptions_get_change_level(
+    rocksdb_compactoptions_t*);
+extern STRATA_C_API void rocksdb_compactoptions_set_target_level(
+    rocksdb_compactoptions_t*,
+    int);
+extern STRATA_C_API int rocksdb_compactoptions_get_target_level(
+    rocksdb_compactoptions_t*);
 
 /* ---- User callbacks: comparators, merge operators, compaction filters, prefix
    extractors ---- */

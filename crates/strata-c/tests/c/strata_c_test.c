@@ -343,6 +343,12 @@ static void test_options(void) {
   CHECK(rocksdb_compactoptions_get_exclusive_manual_compaction(co) == 0);
   rocksdb_compactoptions_set_bottommost_level_compaction(co, 2);
   CHECK(rocksdb_compactoptions_get_bottommost_level_compaction(co) == 2);
+  CHECK(rocksdb_compactoptions_get_change_level(co) == 0);
+  CHECK(rocksdb_compactoptions_get_target_level(co) == -1);
+  rocksdb_compactoptions_set_change_level(co, 1);
+  rocksdb_compactoptions_set_target_level(co, 3);
+  CHECK(rocksdb_compactoptions_get_change_level(co) == 1);
+  CHECK(rocksdb_compactoptions_get_target_level(co) == 3);
   rocksdb_compactoptions_destroy(co);
 
   rocksdb_fifo_compaction_options_t* fifo = rocksdb_fifo_compaction_options_create();
@@ -650,10 +656,15 @@ static void test_basic(void) {
   rocksdb_compactoptions_t* co = rocksdb_compactoptions_create();
   rocksdb_compactoptions_set_bottommost_level_compaction(co, 2);
   rocksdb_compact_range_opt(db, co, "a", 1, "z", 1);
+  /* RocksDB's change_level: the compacted data moves to level 0. */
+  rocksdb_compactoptions_set_change_level(co, 1);
+  rocksdb_compactoptions_set_target_level(co, 0);
+  rocksdb_compact_range_opt(db, co, NULL, 0, NULL, 0);
   rocksdb_compactoptions_destroy(co);
   CHECK_GET(db, ro, "b3", "v3!");
   char* prop = rocksdb_property_value(db, "rocksdb.num-files-at-level0");
   CHECK(prop != NULL);
+  CHECK(strcmp(prop, "1") == 0);
   rocksdb_free(prop);
   CHECK(rocksdb_property_value(db, "rocksdb.no-such-property") == NULL);
   uint64_t keys_est = 0;

@@ -480,6 +480,7 @@ pub fn compact(sh: &Shared, ts: &mut ThreadState) -> R {
     ts.rand.next(); // SelectDB
     let cro = strata::db::CompactRangeOptions {
         bottommost_level_compaction: strata::db::BottommostLevelCompaction::Force,
+        ..Default::default()
     };
     sh.db
         .compact_range_cf_opt(&sh.db.default_cf(), None, None, &cro)

@@ -36,10 +36,27 @@ pub enum BottommostLevelCompaction {
     Force,
 }
 
-/// Options of `compact_range`.
-#[derive(Clone, Copy, Debug, Default)]
+/// Options of `compact_range` (RocksDB's `CompactRangeOptions`).
+#[derive(Clone, Copy, Debug)]
 pub struct CompactRangeOptions {
     pub bottommost_level_compaction: BottommostLevelCompaction,
+    /// After compacting, move the files of the level the data ended in to
+    /// `target_level` (or, when that is negative, to the smallest empty
+    /// level above it that can hold them): RocksDB's `ReFitLevel`. Levels
+    /// between must be empty.
+    pub change_level: bool,
+    /// See `change_level`; -1 (the default) picks the level.
+    pub target_level: i32,
+}
+
+impl Default for CompactRangeOptions {
+    fn default() -> Self {
+        CompactRangeOptions {
+            bottommost_level_compaction: BottommostLevelCompaction::default(),
+            change_level: false,
+            target_level: -1,
+        }
+    }
 }
 
 /// One live table file (RocksDB's `LiveFileMetaData`).
@@ -169,13 +186,33 @@ impl DbInner {
                 "compaction on a read-only database".into(),
             ));
         }
+        if o.change_level
+            && self
+                .lock_state()
+                .cfs
+                .get(&cf_id)
+                .is_some_and(|cf| cf.options.compaction_style == CompactionStyle::Fifo)
+        {
+            return Err(Error::InvalidArgument(
+                "FIFO compaction does not support change_level.".into(),
+            ));
+        }
         self.flush(cf_id)?;
         let st = self.begin_manual()?;
-        let (st, result) = self.compact_range_locked(st, cf_id, begin, end, o);
+        let (mut st, result) = self.compact_range_locked(st, cf_id, begin, end, o);
+        // Still alone (manual mode): no compaction runs while files move.
+        let result = match result {
+            Ok(Some(level)) if o.change_level => {
+                self.refit_level(&mut st, cf_id, level, o.target_level)
+            }
+            r => r.map(|_| ()),
+        };
         self.end_manual(st);
         result
     }
 
+    /// Returns the level the range's data ended in (`None`: no file
+    /// overlaps it).
     fn compact_range_locked<'a>(
         &'a self,
         mut st: Guard<'a>,
@@ -183,7 +220,7 @@ impl DbInner {
         begin: Option<&[u8]>,
         end: Option<&[u8]>,
         o: &CompactRangeOptions,
-    ) -> (Guard<'a>, Result<()>) {
+    ) -> (Guard<'a>, Result<Option<usize>>) {
         let Some(cf) = st.cfs.get(&cf_id) else {
             return (
                 st,
@@ -205,7 +242,7 @@ impl DbInner {
         }
         let style = opts.compaction_style;
         if style == CompactionStyle::Fifo {
-            return (st, Ok(()));
+            return (st, Ok(None));
         }
         let n = opts.num_levels;
         let bottom_rewrite = match o.bottommost_level_compaction {
@@ -216,7 +253,7 @@ impl DbInner {
         if style == CompactionStyle::Universal {
             // Everything into the last level, as RocksDB does.
             let Some(v) = st.versions.current(cf_id) else {
-                return (st, Ok(()));
+                return (st, Ok(None));
             };
             let inputs: Vec<LevelInputs> = (0..n)
                 .filter(|&l| v.num_files(l) > 0)
@@ -226,7 +263,7 @@ impl DbInner {
                 })
                 .collect();
             if inputs.is_empty() {
-                return (st, Ok(()));
+                return (st, Ok(None));
             }
             let c = Compaction {
                 cf_id,
@@ -241,23 +278,28 @@ impl DbInner {
                 allow_trivial_move: false,
                 version: v,
             };
-            return self.run_manual(st, &c);
+            let (st, r) = self.run_manual(st, &c);
+            return (st, r.map(|()| Some(n - 1)));
         }
         // Leveled: each level's overlapping files into the next one, L0
         // into the base level, then (if asked) the last level in place.
         let mut level = 0;
+        // Where the data is once the loop ends: the deepest level holding
+        // some of the range, or the last output.
+        let mut last = None;
         loop {
             let Some(v) = st.versions.current(cf_id) else {
-                return (st, Ok(()));
+                return (st, Ok(last));
             };
             let deepest = (0..n)
                 .rev()
                 .find(|&l| !v.overlapping_files(l, begin, end).is_empty());
             let Some(deepest) = deepest else {
-                return (st, Ok(()));
+                return (st, Ok(last));
             };
+            last = Some(last.unwrap_or(0).max(deepest));
             if level > deepest {
-                return (st, Ok(()));
+                return (st, Ok(last));
             }
             // With a single level, all of L0 (a subset could break L0's
             // sequence order).
@@ -278,7 +320,7 @@ impl DbInner {
                 base_level
             } else if level == deepest || n == 1 {
                 if !bottom_rewrite && n > 1 {
-                    return (st, Ok(()));
+                    return (st, Ok(last));
                 }
                 level
             } else {
@@ -286,13 +328,17 @@ impl DbInner {
             };
             let Some(mut c) = manual_compaction(cf_id, &v, &opts, level, files, output, MANUAL)
             else {
-                return (st, Ok(()));
+                return (st, Ok(last));
             };
             c.allow_trivial_move = output != level;
             let (g, r) = self.run_manual(st, &c);
             st = g;
-            if r.is_err() || output == level {
-                return (st, r);
+            if let Err(e) = r {
+                return (st, Err(e));
+            }
+            last = Some(output.max(last.unwrap_or(0)));
+            if output == level {
+                return (st, Ok(last));
             }
             level = output;
         }

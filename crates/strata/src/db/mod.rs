@@ -28,12 +28,14 @@ mod flush;
 mod get_context;
 mod info_log;
 mod ingest;
+mod offline;
 mod open;
 pub(crate) mod options_file;
 pub mod options_parser;
 mod properties;
 mod publisher;
 mod read;
+mod refit_level;
 mod repair;
 mod scheduler;
 mod stats;
@@ -69,8 +71,9 @@ pub use files::{
     WalFile, WalFileType,
 };
 pub use ingest::IngestExternalFileArg;
+pub use offline::{num_levels_in_use, reduce_number_of_levels, unsafe_remove_sst_file};
 pub use read::{DbIterator, KeyVersion, Snapshot};
-pub use repair::{repair_db, repair_db_cf, unsafe_remove_sst_file};
+pub use repair::{repair_db, repair_db_cf};
 pub use stats::{LevelStats, StallStats};
 pub use super_version::SuperVersion;
 pub use transaction_log::{BatchResult, TransactionLogIterator};

@@ -89,41 +89,6 @@ pub fn repair_db_cf(
     result
 }
 
-/// Removes table `number` from the MANIFEST of the closed database at
-/// `path` (`ldb unsafe_remove_sst_file`): its keys are lost, and deeper
-/// versions of them may show again. The file itself stays (the next
-/// open deletes it as obsolete). For a database whose table is damaged
-/// beyond use; never on an open database (the LOCK is taken).
-pub fn unsafe_remove_sst_file(
-    opts: &Options,
-    path: impl AsRef<Path>,
-    descs: &[ColumnFamilyDescriptor],
-    number: u64,
-) -> Result<()> {
-    let fs = opts.fs.clone().unwrap_or_else(default_fs);
-    let dbname = path.as_ref();
-    let _lock = fs.lock_file(&dbname.join("LOCK"))?;
-    let mut vs = VersionSet::recover_with(
-        Arc::clone(&fs),
-        dbname,
-        super::open::version_set_options(opts, descs),
-        false,
-    )?;
-    let found = vs.column_families().into_iter().find_map(|(id, _)| {
-        let v = vs.current(id)?;
-        let (level, _) = v.all_files().find(|(_, f)| f.number == number)?;
-        Some((id, level))
-    });
-    let Some((id, level)) = found else {
-        return Err(Error::NotFound(format!(
-            "file {number} is not in any level"
-        )));
-    };
-    let mut edit = VersionEdit::default();
-    edit.delete_file(level as u32, number);
-    vs.log_and_apply(id, edit)
-}
-
 /// A table that survived the scan.
 struct TableInfo {
     meta: FileMetaData,

@@ -29,7 +29,7 @@ pub mod version_set;
 
 pub use crate::filename::{FileType, parse_file_name, read_current_file, set_current_file};
 pub use builder::VersionBuilder;
-pub use debug::{hex, internal_key_debug_string, public_unique_id};
+pub use debug::{hex, internal_key_debug_bytes, internal_key_debug_string, public_unique_id};
 pub use dump::dump_manifest;
 pub use edit::{
     BlobFileAddition, BlobFileGarbage, FileMetaData, VersionEdit, WalAddition, WalDeletion,
