@@ -50,6 +50,7 @@ pub const COMMANDS: &[&str] = &[
     "dump_live_files",
     "change_compaction_style",
     "reduce_levels",
+    "update_manifest",
     "checkpoint",
     "write_extern_sst",
     "ingest_extern_sst",
@@ -1011,6 +1012,29 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
                 .map_err(err)?;
             db.close().map_err(err)?;
             strata::db::reduce_number_of_levels(&opts, db_path, &descs, new_levels).map_err(err)?;
+        }
+        "update_manifest" => {
+            // ldb's UpdateManifestCommand (not for a live database).
+            if !f.bool("update_temperatures")? {
+                return Err(
+                    "Failed: No action like --update_temperatures specified for update_manifest"
+                        .into(),
+                );
+            }
+            let (opts, descs) = db_options(db_path, f)?;
+            let changed = strata::db::update_manifest_for_files_state(&opts, db_path, &descs)
+                .map_err(|e| format!("Failed: failed to update manifest: {e}"))?;
+            if f.bool("verbose")? {
+                eprintln!(
+                    "UpdateManifestForFilesState: {}",
+                    if changed == 0 {
+                        "no updates needed".to_string()
+                    } else {
+                        format!("updated {changed} files")
+                    }
+                );
+            }
+            eprintln!("Manifest updates successful");
         }
         "dump_live_files" => {
             // ldb's DBFileDumperCommand: the MANIFEST, each column

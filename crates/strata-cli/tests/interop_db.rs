@@ -900,7 +900,7 @@ fn levels_of(db: &Path) -> Vec<(usize, usize)> {
 }
 
 #[test]
-fn reduce_levels_and_change_compaction_style_match_ldb() {
+fn reduce_levels_change_compaction_style_and_update_manifest_match_ldb() {
     // Copies of a db_bench database with three or more levels in use: ldb and
     // strata each run reduce_levels and change_compaction_style on one;
     // the output, the resulting levels and the data are the same, and
@@ -961,6 +961,9 @@ fn reduce_levels_and_change_compaction_style_match_ldb() {
         r[0].0
     );
     assert_eq!(r[0].1.iter().map(|l| l.0).collect::<Vec<_>>(), [1]);
+    // Every table opens and no temperature differs: nothing to change.
+    let u = both(&["update_manifest", "--update_temperatures"]);
+    assert_eq!(u[0], u[1]);
     let c = both(&[
         "change_compaction_style",
         "--old_compaction_style=0",
@@ -986,6 +989,7 @@ fn reduce_levels_and_change_compaction_style_match_ldb() {
             "--old_compaction_style=7",
             "--new_compaction_style=1",
         ],
+        &["update_manifest"],
     ] {
         let out = |mut c: std::process::Command| {
             c.args(args);

@@ -71,7 +71,10 @@ pub use files::{
     WalFile, WalFileType,
 };
 pub use ingest::IngestExternalFileArg;
-pub use offline::{num_levels_in_use, reduce_number_of_levels, unsafe_remove_sst_file};
+pub use offline::{
+    num_levels_in_use, reduce_number_of_levels, unsafe_remove_sst_file,
+    update_manifest_for_files_state,
+};
 pub use read::{DbIterator, KeyVersion, Snapshot};
 pub use repair::{repair_db, repair_db_cf};
 pub use stats::{LevelStats, StallStats};
