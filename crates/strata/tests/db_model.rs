@@ -687,6 +687,7 @@ fn model_random_sequences() {
         .ok()
         .and_then(|s| s.parse().ok());
     let only_set = std::env::var("STRATA_OPTION_SET").ok();
+    let mut jobs = Vec::new();
     for set in &OPTION_SETS {
         if only_set.as_deref().is_some_and(|n| n != set.name) {
             continue;
@@ -695,15 +696,36 @@ fn model_random_sequences() {
             Some(s) => vec![s],
             None => (1..=seeds).collect(),
         };
-        for seed in list {
-            let r = std::panic::catch_unwind(|| run_seed(seed, set));
-            if r.is_err() {
-                panic!(
-                    "model test failed: replay with STRATA_SEED={seed} (option set {})",
-                    set.name
-                );
-            }
+        jobs.extend(list.into_iter().map(|seed| (seed, set)));
+    }
+    // Seeds are independent (each has its own in-memory file system):
+    // they run on every core, and the first failure is reported.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failed: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&(seed, set)) = jobs.get(i) else {
+                        break;
+                    };
+                    if failed.lock().unwrap().is_some() {
+                        break;
+                    }
+                    if std::panic::catch_unwind(|| run_seed(seed, set)).is_err() {
+                        failed.lock().unwrap().get_or_insert(format!(
+                            "model test failed: replay with STRATA_SEED={seed} (option set {})",
+                            set.name
+                        ));
+                    }
+                }
+            });
         }
+    });
+    if let Some(m) = failed.into_inner().unwrap() {
+        panic!("{m}");
     }
     common::figures::record(
         "G8",

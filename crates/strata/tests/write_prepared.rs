@@ -808,3 +808,78 @@ fn concurrent_two_phase_writes_recover_from_shared_wal_records() {
         assert_eq!(total(), ACCOUNTS as u64 * START, "{policy:?}");
     }
 }
+
+#[test]
+fn recovery_flushes_full_memtables_and_keeps_what_undecided_prepares_hide() {
+    // WALs far larger than the write buffer recovery opens with: replay
+    // writes a level-0 table each time a memtable fills (as RocksDB's
+    // recovery does), and a transaction still undecided there keeps the
+    // value it would replace, through those flushes, the final one, a
+    // compaction and its rollback; one committed later in the WALs and
+    // one rolled back later in the WALs end as they should.
+    let fs = MemFileSystem::new();
+    let filler = |db: &TransactionDB, tag: &str| {
+        for i in 0..400 {
+            db.put(&wo(), format!("f-{tag}-{i:04}").as_bytes(), &[b'x'; 200])
+                .unwrap();
+        }
+    };
+    {
+        let mut o = opts(&fs);
+        o.cf.write_buffer_size = 8 << 20;
+        let db = TransactionDB::open(o, wp(), "/db").unwrap();
+        db.put(&wo(), b"ku", b"old-u").unwrap();
+        db.put(&wo(), b"kc", b"old-c").unwrap();
+        db.put(&wo(), b"kr", b"old-r").unwrap();
+        // The old values and the prepared ones share a memtable that
+        // fills while all three transactions are undecided.
+        let mut u = named(&db, "u");
+        u.put(b"ku", b"new-u").unwrap();
+        u.prepare().unwrap();
+        let mut c = named(&db, "c");
+        c.put(b"kc", b"new-c").unwrap();
+        c.prepare().unwrap();
+        let mut r = named(&db, "r");
+        r.put(b"kr", b"new-r").unwrap();
+        r.prepare().unwrap();
+        filler(&db, "a");
+        filler(&db, "b");
+        c.commit().unwrap();
+        filler(&db, "c");
+        r.rollback().unwrap();
+        filler(&db, "d");
+        drop((u, c, r));
+    }
+    fs.crash_drop_unsynced();
+    let l0 = |db: &TransactionDB| -> usize {
+        db.db()
+            .property("rocksdb.num-files-at-level0")
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let mut o = opts(&fs);
+    o.cf.write_buffer_size = 64 << 10;
+    o.cf.disable_auto_compactions = true;
+    let db = TransactionDB::open(o, wp(), "/db").unwrap();
+    assert!(l0(&db) >= 4, "replay wrote {} tables", l0(&db));
+    let check = |db: &TransactionDB, u: &str| {
+        assert_eq!(get(db, &ro(), "ku").as_deref(), Some(u));
+        assert_eq!(get(db, &ro(), "kc").as_deref(), Some("new-c"));
+        assert_eq!(get(db, &ro(), "kr").as_deref(), Some("old-r"));
+        assert_eq!(
+            get(db, &ro(), "f-d-0399").as_deref(),
+            Some(&"x".repeat(200)[..])
+        );
+    };
+    check(&db, "old-u");
+    compact(&db);
+    check(&db, "old-u");
+    let mut txns = db.get_all_prepared_transactions().unwrap();
+    assert_eq!(txns.len(), 1);
+    txns[0].rollback().unwrap();
+    drop(txns);
+    check(&db, "old-u");
+    compact(&db);
+    check(&db, "old-u");
+}

@@ -417,6 +417,61 @@ fn make_db_id() -> String {
 }
 
 impl DbInner {
+    /// During WAL replay: writes each column family's memtable that filled
+    /// its write buffer to a level-0 table (kept in `tables` for the final
+    /// edit) and gives it a fresh one, so replay holds at most a write
+    /// buffer per column family, as RocksDB's recovery does. Entries of
+    /// WritePrepared sections not yet decided in the WALs read so far
+    /// (`prepared`) are kept as uncommitted: a rollback later in the WALs
+    /// must still find what they hide.
+    fn flush_full_recovery_memtables(
+        &self,
+        st: &mut super::DbState,
+        mems: &mut super::MemTables,
+        prepared: &BTreeMap<String, RecoveredPrepared>,
+        tables: &mut HashMap<u32, Vec<crate::version::FileMetaData>>,
+    ) -> Result<()> {
+        let full: Vec<u32> = st
+            .cfs
+            .iter()
+            .filter(|(_, cf)| super::memtable_full(&cf.mem, cf.options.write_buffer_size))
+            .map(|(&id, _)| id)
+            .collect();
+        if full.is_empty() {
+            return Ok(());
+        }
+        let undecided = Arc::new(super::commit_table::CommitTable::default());
+        for p in prepared.values().filter(|p| p.persisted) {
+            let count = u64::from(p.batch.count());
+            if count > 0 {
+                let first = p.batch.sequence();
+                undecided.add_prepared(first, first + count - 1);
+            }
+        }
+        let view = super::commit_table::JobView::quiescent(&undecided);
+        for id in full {
+            let Some(cf) = st.cfs.get_mut(&id) else {
+                continue;
+            };
+            let number = st.versions.new_file_number();
+            let old = std::mem::replace(
+                &mut cf.mem,
+                super::new_memtable(
+                    &cf.icmp,
+                    &cf.options,
+                    self.options.write_buffer_manager.as_ref(),
+                ),
+            );
+            mems.insert(id, Arc::clone(&cf.mem));
+            let (name, opts) = (cf.name.clone(), cf.options.clone());
+            if let Some(meta) = self.write_level0_table(&[old], id, &name, &opts, number, &view)? {
+                tables.entry(id).or_default().push(meta);
+            }
+        }
+        st.memtables_changed();
+        Ok(())
+    }
+
     /// Replays the WALs newer than what the MANIFEST covers, then (read-write)
     /// flushes the result and starts a new WAL.
     fn recover_wals(self: &Arc<Self>) -> Result<()> {
@@ -444,11 +499,15 @@ impl DbInner {
         wals.sort_unstable();
         let mode = self.options.wal_recovery_mode;
         let mut max_seq = st.versions.last_sequence();
-        let mems: super::MemTables = st
+        let mut mems: super::MemTables = st
             .cfs
             .iter()
             .map(|(id, c)| (*id, Arc::clone(&c.mem)))
             .collect();
+        // Tables written while replaying (a memtable filled up, as
+        // RocksDB's WriteLevel0TableForRecovery): recorded with the final
+        // edit, so a crash before it leaves only obsolete files.
+        let mut replayed_tables: HashMap<u32, Vec<crate::version::FileMetaData>> = HashMap::new();
         let log_numbers: HashMap<u32, u64> = st
             .cfs
             .keys()
@@ -557,6 +616,14 @@ impl DbInner {
                     Err(e) => return Err(e),
                 };
                 max_seq = max_seq.max(end.saturating_sub(1));
+                if !self.read_only {
+                    self.flush_full_recovery_memtables(
+                        &mut st,
+                        &mut mems,
+                        &prepared,
+                        &mut replayed_tables,
+                    )?;
+                }
             }
         }
         // WritePrepared sections still undecided stay invisible (and are
@@ -596,6 +663,9 @@ impl DbInner {
                 log_number: Some(new_wal),
                 ..Default::default()
             };
+            for meta in replayed_tables.remove(&id).unwrap_or_default() {
+                edit.new_files.push((0, meta));
+            }
             if !cf.mem.is_empty() {
                 let number = st.versions.new_file_number();
                 let mem = Arc::clone(&cf.mem);
