@@ -355,3 +355,124 @@ fn a_failed_checkpoint_leaves_no_checkpoint_and_a_working_database() {
     }
     assert!(failed > 0, "no fault surfaced ({made} made)");
 }
+
+#[test]
+fn an_exported_column_family_imports_into_another_database_and_back() {
+    // RocksDB's ExportColumnFamily / CreateColumnFamilyWithImport: the
+    // exported tables (flushed first, several levels, range deletions,
+    // overwrites) become a column family of another database with the
+    // same contents; sequence numbers carry over (the importer's last
+    // sequence rises to them, so its later writes win); imported data
+    // survives a reopen and compactions; comparator mismatch, an empty
+    // list, an existing directory and overlapping tables are refused and
+    // leave no column family behind; move_files removes the export.
+    let fs = MemFileSystem::new();
+    let src = open_cfs(mem_opts(&fs), "/src");
+    let other = src.cf_handle("other").unwrap();
+    let w = WriteOptions::default();
+    for round in 0..3u64 {
+        for i in 0..1500 {
+            src.put_cf(&w, &other, &key(i), format!("v{round}-{i}").as_bytes())
+                .unwrap();
+        }
+    }
+    src.delete_range_cf(&w, &other, &key(100), &key(200))
+        .unwrap();
+    src.delete_cf(&w, &other, &key(300)).unwrap();
+    src.compact_range_cf_opt(&other, None, None, &Default::default())
+        .unwrap();
+    for i in 0..50 {
+        // Unflushed: the export flushes first.
+        src.put_cf(&w, &other, &key(5000 + i), b"tail").unwrap();
+    }
+    let want = scan_cf(&src, "other");
+    let cp = Checkpoint::new(&src).unwrap();
+    let meta = cp
+        .export_column_family(&other, Path::new("/export"))
+        .unwrap();
+    assert_eq!(meta.db_comparator_name, "leveldb.BytewiseComparator");
+    assert!(meta.files.len() > 1, "{:?}", meta.files);
+    assert!(meta.files.iter().all(|m| m.db_path == "/export"));
+    assert!(fs.file_exists(Path::new("/export")) && !fs.file_exists(Path::new("/export.tmp")));
+    assert!(matches!(
+        cp.export_column_family(&other, Path::new("/export")),
+        Err(Error::InvalidArgument(_))
+    ));
+
+    let dst = DB::open(mem_opts(&fs), "/dst").unwrap();
+    dst.put(&w, b"before", b"1").unwrap();
+    let cf = dst
+        .create_column_family_with_import(
+            ColumnFamilyOptions::default(),
+            "imported",
+            &Default::default(),
+            &meta,
+        )
+        .unwrap();
+    assert_eq!(scan_cf(&dst, "imported"), want);
+    assert!(dst.latest_sequence_number() >= src.latest_sequence_number() - 1);
+    // A later write shadows an imported value.
+    dst.put_cf(&w, &cf, &key(7), b"newer").unwrap();
+    let mut want2 = want.clone();
+    want2.insert(key(7), b"newer".to_vec());
+    assert_eq!(scan_cf(&dst, "imported"), want2);
+    dst.compact_range_cf_opt(&cf, None, None, &Default::default())
+        .unwrap();
+    assert_eq!(scan_cf(&dst, "imported"), want2);
+    drop(dst);
+    let descs = ["default", "imported"]
+        .iter()
+        .map(|n| ColumnFamilyDescriptor::new(*n, ColumnFamilyOptions::default()))
+        .collect();
+    let mut o = mem_opts(&fs);
+    o.create_if_missing = false;
+    let dst = DB::open_cf(o, "/dst", descs).unwrap();
+    assert_eq!(scan_cf(&dst, "imported"), want2);
+
+    // Refusals leave no column family.
+    let rev = ColumnFamilyOptions {
+        comparator: Arc::new(strata::ReverseBytewiseComparator),
+        ..Default::default()
+    };
+    let err = dst
+        .create_column_family_with_import(rev, "rev", &Default::default(), &meta)
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    let mut empty = meta.clone();
+    empty.files.clear();
+    let err = dst
+        .create_column_family_with_import(Default::default(), "empty", &Default::default(), &empty)
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    let mut overlapping = meta.clone();
+    for m in &mut overlapping.files {
+        m.level = 1;
+    }
+    overlapping.files.push(overlapping.files[0].clone());
+    let err = dst
+        .create_column_family_with_import(
+            Default::default(),
+            "overlap",
+            &Default::default(),
+            &overlapping,
+        )
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    assert_eq!(dst.column_families(), ["default", "imported"]);
+
+    // Into the source itself, moving the files.
+    let moved = strata::db::ImportColumnFamilyOptions { move_files: true };
+    src.create_column_family_with_import(Default::default(), "copy", &moved, &meta)
+        .unwrap();
+    assert_eq!(scan_cf(&src, "copy"), want);
+    assert!(fs.children(Path::new("/export")).unwrap().is_empty());
+    src.compact_range_cf_opt(
+        &src.cf_handle("copy").unwrap(),
+        None,
+        None,
+        &Default::default(),
+    )
+    .unwrap();
+    assert_eq!(scan_cf(&src, "copy"), want);
+    assert_eq!(scan_cf(&src, "other"), want);
+}

@@ -63,6 +63,8 @@ impl Default for CompactRangeOptions {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiveFileMetaData {
     pub column_family_name: String,
+    /// The directory holding the file (the database's, or an export's).
+    pub db_path: String,
     pub level: usize,
     /// `/NNNNNN.sst`, as RocksDB names it.
     pub name: String,
@@ -780,6 +782,7 @@ impl DB {
                 for (level, f) in v.all_files() {
                     out.push(LiveFileMetaData {
                         column_family_name: cf.name.clone(),
+                        db_path: self.inner.dbname.to_string_lossy().into_owned(),
                         level,
                         name: format!("/{}", crate::filename::table_file_name(f.number)),
                         file_number: f.number,

@@ -26,6 +26,7 @@ mod files;
 mod flow_control;
 mod flush;
 mod get_context;
+mod import;
 mod info_log;
 mod ingest;
 mod offline;
@@ -70,6 +71,7 @@ pub use files::{
     BottommostLevelCompaction, CompactRangeOptions, FileChecksumInfo, KeyRange, LiveFileMetaData,
     WalFile, WalFileType,
 };
+pub use import::{ExportImportFilesMetaData, ImportColumnFamilyOptions};
 pub use ingest::IngestExternalFileArg;
 pub use offline::{
     num_levels_in_use, reduce_number_of_levels, unsafe_remove_sst_file,

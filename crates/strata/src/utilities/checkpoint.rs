@@ -95,6 +95,97 @@ impl<'a> Checkpoint<'a> {
         Ok(seq)
     }
 
+    /// RocksDB's `Checkpoint::ExportColumnFamily`: flushes `cf`, then
+    /// hard-links (or copies) its live tables into `export_dir` (which must
+    /// not exist; staged in `<export_dir>.tmp` and renamed last) and
+    /// returns what [`DB::create_column_family_with_import`] needs to make
+    /// them a column family of another database (or this one).
+    pub fn export_column_family(
+        &self,
+        cf: &crate::db::ColumnFamilyHandle,
+        export_dir: &Path,
+    ) -> Result<crate::db::ExportImportFilesMetaData> {
+        let db = self.db;
+        let fs = &*db.inner.fs;
+        if fs.file_exists(export_dir) {
+            return Err(Error::InvalidArgument("Specified export_dir exists".into()));
+        }
+        let Some(name) = export_dir.file_name() else {
+            return Err(Error::InvalidArgument(
+                "Specified export_dir invalid".into(),
+            ));
+        };
+        let mut tmp_name = name.to_os_string();
+        tmp_name.push(".tmp");
+        let tmp = export_dir.with_file_name(tmp_name);
+        remove_staging_dir(fs, &tmp)?;
+        fs.create_dir_all(&tmp)?;
+        let exported = (|| {
+            db.flush_cf(cf)?;
+            db.disable_file_deletions()?;
+            let files: Vec<crate::db::LiveFileMetaData> = db
+                .live_files_metadata()
+                .into_iter()
+                .filter(|m| m.column_family_name == cf.name)
+                .collect();
+            let linked = (|| {
+                let mut link = true;
+                for m in &files {
+                    let file = m.name.trim_start_matches('/');
+                    let (src, dst) = (db.inner.dbname.join(file), tmp.join(file));
+                    if link {
+                        match fs.link_file(&src, &dst) {
+                            Ok(()) => continue,
+                            Err(Error::NotSupported(_)) => link = false,
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    copy_file(fs, &src, &dst, None)?;
+                }
+                fs.sync_dir(&tmp)
+            })();
+            let enabled = db.enable_file_deletions(false);
+            linked?;
+            enabled?;
+            Ok(files)
+        })();
+        let files = match exported {
+            Ok(files) => files,
+            Err(e) => {
+                let _ = remove_staging_dir(fs, &tmp);
+                return Err(e);
+            }
+        };
+        fs.rename_file(&tmp, export_dir)?;
+        fs.sync_dir(export_dir)?;
+        if let Some(parent) = export_dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs.sync_dir(parent)?;
+        }
+        let comparator = db
+            .inner
+            .lock_state()
+            .cfs
+            .get(&cf.id)
+            .map(|c| c.options.comparator.name().to_string())
+            .ok_or_else(|| Error::InvalidArgument(format!("unknown column family {}", cf.name)))?;
+        db.inner.info_log.log(&format!(
+            "[{}] exported {} tables to {}",
+            cf.name,
+            files.len(),
+            export_dir.display()
+        ));
+        Ok(crate::db::ExportImportFilesMetaData {
+            db_comparator_name: comparator,
+            files: files
+                .into_iter()
+                .map(|mut m| {
+                    m.db_path = export_dir.to_string_lossy().into_owned();
+                    m
+                })
+                .collect(),
+        })
+    }
+
     /// Writes the checkpoint's files into `tmp`. REQUIRES: file deletions
     /// are disabled.
     fn fill(&self, tmp: &Path, log_size_for_flush: u64) -> Result<SequenceNumber> {
