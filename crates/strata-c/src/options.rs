@@ -631,6 +631,18 @@ getter!(
 );
 setter!(
     rocksdb_options_t,
+    rocksdb_options_set_allow_ingest_behind,
+    c_uchar,
+    |o, v| o.opts.allow_ingest_behind = v != 0
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_allow_ingest_behind,
+    c_uchar,
+    |o| o.opts.allow_ingest_behind as c_uchar
+);
+setter!(
+    rocksdb_options_t,
     rocksdb_options_set_manual_wal_flush,
     c_uchar,
     |o, v| o.opts.manual_wal_flush = v != 0

@@ -325,6 +325,17 @@ impl ColumnFamilyOptions {
         o
     }
 
+    /// [`ColumnFamilyOptions::sanitized`] for a database with `db`'s
+    /// options: universal compaction under `allow_ingest_behind` needs a
+    /// level above the reserved last one (RocksDB raises num_levels to 3).
+    pub fn sanitized_for(&self, db: &Options) -> ColumnFamilyOptions {
+        let mut o = self.sanitized();
+        if db.allow_ingest_behind && o.compaction_style == CompactionStyle::Universal {
+            o.num_levels = o.num_levels.max(3);
+        }
+        o
+    }
+
     /// The target size of a compaction output file at `level`.
     pub fn target_file_size(&self, level: usize) -> u64 {
         let mut size = self.target_file_size_base;
@@ -627,6 +638,12 @@ pub struct Options {
     /// sections of committed data not yet flushed) are kept (RocksDB's
     /// `allow_2pc`; `TransactionDB` sets it).
     pub allow_2pc: bool,
+    /// Reserves each column family's last level for files ingested with
+    /// `IngestExternalFileOptions::ingest_behind` (RocksDB's
+    /// `allow_ingest_behind`): compactions keep sequence numbers and
+    /// deletions there as if it held older data, and universal
+    /// compaction never writes to it (num_levels is raised to 3).
+    pub allow_ingest_behind: bool,
     /// Group WAL records stay in the WAL file's buffer until
     /// `DB::flush_wal` (or the buffer fills, or a synced write): a process
     /// crash may lose unflushed writes (RocksDB's `manual_wal_flush`).
@@ -706,6 +723,7 @@ impl Default for Options {
             enable_pipelined_write: false,
             unordered_write: false,
             allow_2pc: false,
+            allow_ingest_behind: false,
             manual_wal_flush: false,
             wal_ttl_seconds: 0,
             wal_size_limit_mb: 0,
@@ -755,9 +773,9 @@ pub struct IngestExternalFileOptions {
     /// Flush memtables whose keys overlap the files (otherwise the
     /// ingestion fails with "External file requires flush").
     pub allow_blocking_flush: bool,
-    /// Put the files under all existing data, in the last level (needs
-    /// `allow_ingest_behind` on the database, which Strata does not offer
-    /// yet: such an ingestion fails as RocksDB's does).
+    /// Put the files under all existing data: into the last level, at
+    /// sequence number 0 (needs `Options::allow_ingest_behind`; the files
+    /// must not overlap each other nor the last level's files).
     pub ingest_behind: bool,
     /// Write the assigned sequence number into the ingested file, as
     /// RocksDB 7.8.3 does by default; otherwise it is kept in the MANIFEST

@@ -726,3 +726,95 @@ fn an_empty_range_deletion_written_by_rocksdb_is_ignored_at_ingestion() {
     assert_eq!(get(&db, "k5").as_deref(), Some("x"));
     assert_eq!(get(&db, "k2").as_deref(), Some("x"));
 }
+
+#[test]
+fn ingest_behind_puts_files_under_all_data_in_the_reserved_last_level() {
+    // RocksDB's allow_ingest_behind with universal compaction: the last
+    // level is reserved; ingest_behind files go there at sequence 0, so
+    // every existing version of a key wins over theirs; compactions keep
+    // sequence numbers (no zeros above) and never touch the reserved
+    // level; files that would not fit there, overlapping lists and
+    // databases without the option are refused.
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("db");
+    let mut o = opts();
+    o.allow_ingest_behind = true;
+    o.cf.compaction_style = strata::options::CompactionStyle::Universal;
+    o.cf.num_levels = 2; // raised to 3: a level above the reserved one
+    let db = DB::open(o.clone(), &db_path).unwrap();
+    assert_eq!(db.number_levels(&db.default_cf()).unwrap(), 3);
+    for round in 0..3 {
+        for k in ["b", "d", "f"] {
+            put(&db, k, &format!("new{round}"));
+        }
+        db.flush().unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    // Universal compaction wrote to the level above the reserved one,
+    // keeping sequence numbers.
+    let (level, smallest, _) = placement(&db, "b");
+    assert_eq!(level, 1);
+    assert!(smallest > 0);
+    let behind = |name: &str, puts: &[(&str, &str)]| {
+        let f = write_sst(&dir.path().join(name), puts);
+        db.ingest_external_file(
+            &[&f],
+            &IngestExternalFileOptions {
+                ingest_behind: true,
+                ..Default::default()
+            },
+        )
+    };
+    behind("a.sst", &[("a", "old"), ("b", "old"), ("c", "old")]).unwrap();
+    assert_eq!(placement(&db, "a"), (2, 0, 0));
+    let want = vec![
+        ("a".to_string(), "old".to_string()),
+        ("b".into(), "new2".into()),
+        ("c".into(), "old".into()),
+        ("d".into(), "new2".into()),
+        ("f".into(), "new2".into()),
+    ];
+    assert_eq!(scan(&db), want);
+    // More writes and compactions leave the reserved level alone.
+    for round in 0..6 {
+        put(&db, "c", &format!("c{round}"));
+        put(&db, "e", &format!("e{round}"));
+        db.flush().unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    assert_eq!(placement(&db, "a"), (2, 0, 0));
+    assert_eq!(get(&db, "c").as_deref(), Some("c5"));
+    assert_eq!(get(&db, "a").as_deref(), Some("old"));
+    // Another file fits beside the first one; one overlapping it does not.
+    behind("x.sst", &[("x", "old"), ("y", "old")]).unwrap();
+    assert_eq!(placement(&db, "x"), (2, 0, 0));
+    let e = behind("o.sst", &[("b", "o"), ("z", "o")]).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("doesn't fit at the bottommost level"),
+        "{e}"
+    );
+    let f1 = write_sst(&dir.path().join("p.sst"), &[("p", "1"), ("r", "1")]);
+    let f2 = write_sst(&dir.path().join("q.sst"), &[("q", "1")]);
+    let e = db
+        .ingest_external_file(
+            &[&f1, &f2],
+            &IngestExternalFileOptions {
+                ingest_behind: true,
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert!(matches!(e, Error::NotSupported(_)), "{e}");
+    drop(db);
+    // Reopened (the option read back from the OPTIONS file too).
+    let db = DB::open(o, &db_path).unwrap();
+    assert_eq!(get(&db, "x").as_deref(), Some("old"));
+    assert_eq!(get(&db, "b").as_deref(), Some("new2"));
+    let file = strata::db::options_parser::load_latest(&db_path)
+        .unwrap()
+        .unwrap();
+    let mut read = Options::default();
+    file.apply_db(&mut read).unwrap();
+    assert!(read.allow_ingest_behind);
+}

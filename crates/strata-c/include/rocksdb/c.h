@@ -905,6 +905,11 @@ extern STRATA_C_API void rocksdb_options_set_unordered_write(
     unsigned char);
 extern STRATA_C_API unsigned char rocksdb_options_get_unordered_write(
     rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_allow_ingest_behind(
+    rocksdb_options_t*,
+    unsigned char);
+extern STRATA_C_API unsigned char rocksdb_options_get_allow_ingest_behind(
+    rocksdb_options_t*);
 extern STRATA_C_API void rocksdb_options_set_manual_wal_flush(
     rocksdb_options_t* opt,
     unsigned char);

@@ -278,6 +278,10 @@ static void test_options(void) {
   CHECK(rocksdb_options_get_unordered_write(o) == 1);
   rocksdb_options_set_manual_wal_flush(o, 1);
   CHECK(rocksdb_options_get_manual_wal_flush(o) == 1);
+  CHECK(rocksdb_options_get_allow_ingest_behind(o) == 0);
+  rocksdb_options_set_allow_ingest_behind(o, 1);
+  CHECK(rocksdb_options_get_allow_ingest_behind(o) == 1);
+  rocksdb_options_set_allow_ingest_behind(o, 0);
   rocksdb_options_set_wal_recovery_mode(o, rocksdb_absolute_consistency_recovery);
   CHECK(rocksdb_options_get_wal_recovery_mode(o) == rocksdb_absolute_consistency_recovery);
   rocksdb_options_set_log_file_time_to_roll(o, 3600);

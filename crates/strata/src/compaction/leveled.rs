@@ -28,6 +28,10 @@ pub struct PickerInput<'a> {
     pub being_compacted: &'a HashSet<u64>,
     /// Unix seconds (FIFO's TTL).
     pub now_seconds: u64,
+    /// The last level is reserved for files ingested behind
+    /// (`Options::allow_ingest_behind`): universal compaction neither
+    /// reads nor writes it.
+    pub reserved_last_level: bool,
 }
 
 impl std::fmt::Debug for PickerInput<'_> {

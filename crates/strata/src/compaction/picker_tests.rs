@@ -293,6 +293,7 @@ fn run_case(case: &Case) -> Vec<String> {
         opts: &s.opts,
         being_compacted: &s.being_compacted,
         now_seconds: s.now,
+        reserved_last_level: false,
     };
     let c = match s.opts.compaction_style {
         CompactionStyle::Level => leveled::pick(&p),

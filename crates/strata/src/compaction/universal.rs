@@ -43,7 +43,8 @@ pub fn sorted_runs(p: &PickerInput<'_>) -> Vec<SortedRun> {
             being_compacted: p.being_compacted.contains(&f.number),
         });
     }
-    for level in 1..v.num_levels() {
+    let levels = v.num_levels() - usize::from(p.reserved_last_level && v.num_levels() > 2);
+    for level in 1..levels {
         let files = v.files(level);
         if files.is_empty() {
             continue;
@@ -166,7 +167,8 @@ fn build(
     let v = p.version;
     let end = start + count;
     let output_level = if end == runs.len() {
-        v.num_levels() - 1
+        // The last level, unless reserved for files ingested behind.
+        v.num_levels() - 1 - usize::from(p.reserved_last_level && v.num_levels() > 2)
     } else if runs[end].level == 0 {
         0
     } else {

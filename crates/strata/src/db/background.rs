@@ -100,6 +100,7 @@ impl DbInner {
                 opts: &cf.options,
                 being_compacted: st.bg_work.being_compacted(),
                 now_seconds: now,
+                reserved_last_level: self.options.allow_ingest_behind,
             };
             let c = match cf.options.compaction_style {
                 CompactionStyle::Level => leveled::pick(&p),
@@ -410,7 +411,9 @@ impl DbInner {
                 merge_operator: opts.merge_operator.clone(),
                 filter: opts.compaction_filter.clone(),
                 output_level: c.output_level,
-                zero_bottom_seqnos: c.output_level >= 1,
+                // RocksDB's iterator is never bottommost under
+                // allow_ingest_behind: entries ingested behind take 0.
+                zero_bottom_seqnos: c.output_level >= 1 && !self.options.allow_ingest_behind,
                 snapshot_checker: view.checker.clone(),
             },
             input_tombstones: tombstones,
@@ -467,6 +470,7 @@ impl DbInner {
                     opts: o,
                     being_compacted: &Default::default(),
                     now_seconds: 0,
+                    reserved_last_level: self.options.allow_ingest_behind,
                 })
                 .len()
             } else {

@@ -43,7 +43,7 @@ impl DB {
                 "create_column_family on a read-only database".into(),
             ));
         }
-        let options = options.sanitized();
+        let options = options.sanitized_for(&inner.options);
         options.validate(name)?;
         check_memtable_concurrency(&inner.options, &options)?;
         let _leader = inner

@@ -257,7 +257,10 @@ impl DbInner {
             let Some(v) = st.versions.current(cf_id) else {
                 return (st, Ok(None));
             };
-            let inputs: Vec<LevelInputs> = (0..n)
+            // The last level stays out when reserved for files ingested
+            // behind (RocksDB writes to the one above it).
+            let last = n - 1 - usize::from(self.options.allow_ingest_behind && n > 2);
+            let inputs: Vec<LevelInputs> = (0..=last)
                 .filter(|&l| v.num_files(l) > 0)
                 .map(|l| LevelInputs {
                     level: l,
@@ -270,8 +273,8 @@ impl DbInner {
             let c = Compaction {
                 cf_id,
                 inputs,
-                output_level: n - 1,
-                target_file_size: opts.target_file_size(n - 1),
+                output_level: last,
+                target_file_size: opts.target_file_size(last),
                 max_grandparent_overlap_bytes: u64::MAX,
                 grandparents: Vec::new(),
                 reason: MANUAL,
@@ -281,7 +284,7 @@ impl DbInner {
                 version: v,
             };
             let (st, r) = self.run_manual(st, &c);
-            return (st, r.map(|()| Some(n - 1)));
+            return (st, r.map(|()| Some(last)));
         }
         // Leveled: each level's overlapping files into the next one, L0
         // into the base level, then (if asked) the last level in place.
@@ -457,6 +460,7 @@ fn manual_compaction(
         opts,
         being_compacted: &nothing_running,
         now_seconds: unix_now_seconds(),
+        reserved_last_level: false,
     };
     setup_compaction(&p, start_level, files, output_level, reason, 0.0)
 }

@@ -380,19 +380,22 @@ impl IngestionJob {
         let mut edit = VersionEdit::default();
         let now = unix_now_seconds();
         for i in 0..self.files.len() {
-            // Refused by the arguments check (`ingest_behind_unsupported`).
-            debug_assert!(!self.opts.ingest_behind);
-            let assigned = self.assign_level_and_seqno(
-                db,
-                st,
-                version,
-                &topts,
-                style,
-                base_level,
-                force_global_seqno,
-                *last_seqno,
-                i,
-            )?;
+            let assigned = if self.opts.ingest_behind {
+                self.check_level_for_ingested_behind_file(st, version, i)?;
+                0
+            } else {
+                self.assign_level_and_seqno(
+                    db,
+                    st,
+                    version,
+                    &topts,
+                    style,
+                    base_level,
+                    force_global_seqno,
+                    *last_seqno,
+                    i,
+                )?
+            };
             let f = &mut self.files[i];
             for k in [&mut f.smallest, &mut f.largest] {
                 if let Some(p) = parse_internal_key(k)
@@ -432,6 +435,34 @@ impl IngestionJob {
             edit.new_files.push((f.picked_level as u32, meta));
         }
         Ok(edit)
+    }
+
+    /// RocksDB's `CheckLevelForIngestedBehindFile` for file `i`: it goes
+    /// to the last level, at sequence number 0, under all existing data;
+    /// no file above may hold entries at sequence 0 (they would tie).
+    fn check_level_for_ingested_behind_file(
+        &mut self,
+        st: &DbState,
+        version: &Version,
+        i: usize,
+    ) -> Result<()> {
+        let lo = user_key(&self.files[i].smallest).to_vec();
+        let hi = user_key(&self.files[i].largest).to_vec();
+        let bottom = version.num_levels() - 1;
+        if !self.fits_in_level(st, version, bottom, &lo, &hi) {
+            return Err(Error::InvalidArgument(
+                "Can't ingest_behind file as it doesn't fit at the bottommost level!".into(),
+            ));
+        }
+        if (0..bottom).any(|l| version.files(l).iter().any(|f| f.smallest_seqno == 0)) {
+            return Err(Error::InvalidArgument(
+                "Can't ingest_behind file as despite allow_ingest_behind=true there are files \
+                 with 0 seqno in database at upper levels!"
+                    .into(),
+            ));
+        }
+        self.files[i].picked_level = bottom;
+        Ok(())
     }
 
     /// RocksDB's `AssignLevelAndSeqnoForIngestedFile` for file `i`.
@@ -600,14 +631,6 @@ impl IngestionJob {
     }
 }
 
-/// Ingestion behind existing data needs `allow_ingest_behind`, which no
-/// Strata database has yet: refused as RocksDB refuses it without.
-fn ingest_behind_unsupported() -> Result<()> {
-    Err(Error::InvalidArgument(
-        "can't ingest_behind file in DB with allow_ingest_behind=false".into(),
-    ))
-}
-
 impl DbInner {
     /// RocksDB's `DBImpl::IngestExternalFiles`: see the module comment.
     pub(crate) fn ingest_external_files(&self, args: &[IngestExternalFileArg]) -> Result<()> {
@@ -631,8 +654,10 @@ impl DbInner {
                     "external_files[{i}] is empty"
                 )));
             }
-            if a.options.ingest_behind {
-                ingest_behind_unsupported()?;
+            if a.options.ingest_behind && !self.options.allow_ingest_behind {
+                return Err(Error::InvalidArgument(
+                    "can't ingest_behind file in DB with allow_ingest_behind=false".into(),
+                ));
             }
         }
         let total: usize = args.iter().map(|a| a.external_files.len()).sum();

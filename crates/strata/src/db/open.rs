@@ -119,9 +119,9 @@ impl DB {
         mut descs: Vec<ColumnFamilyDescriptor>,
         read_only: bool,
     ) -> Result<DB> {
-        opts.cf = opts.cf.sanitized();
+        opts.cf = opts.cf.sanitized_for(&opts);
         for d in &mut descs {
-            d.options = d.options.sanitized();
+            d.options = d.options.sanitized_for(&opts);
         }
         // The memtable budget: a shared manager, or one of this database's
         // own for `db_write_buffer_size` (RocksDB's SanitizeOptions).

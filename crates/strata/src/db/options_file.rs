@@ -99,6 +99,7 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
     );
     kv(&mut s, "unordered_write", &opts.unordered_write);
     kv(&mut s, "allow_2pc", &opts.allow_2pc);
+    kv(&mut s, "allow_ingest_behind", &opts.allow_ingest_behind);
     kv(&mut s, "manual_wal_flush", &opts.manual_wal_flush);
     kv(&mut s, "WAL_ttl_seconds", &opts.wal_ttl_seconds);
     kv(&mut s, "WAL_size_limit_MB", &opts.wal_size_limit_mb);

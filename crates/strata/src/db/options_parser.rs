@@ -239,6 +239,7 @@ impl OptionsFile {
                 "enable_pipelined_write" => o.enable_pipelined_write = boolean(file, k, v)?,
                 "unordered_write" => o.unordered_write = boolean(file, k, v)?,
                 "allow_2pc" => o.allow_2pc = boolean(file, k, v)?,
+                "allow_ingest_behind" => o.allow_ingest_behind = boolean(file, k, v)?,
                 "allow_mmap_reads" => o.allow_mmap_reads = boolean(file, k, v)?,
                 "manual_wal_flush" => o.manual_wal_flush = boolean(file, k, v)?,
                 "WAL_ttl_seconds" => o.wal_ttl_seconds = num(file, k, v)?,
