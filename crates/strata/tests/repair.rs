@@ -385,3 +385,44 @@ fn empty_range_deletions_in_a_wal_do_not_become_tables() {
         }
     }
 }
+
+#[test]
+fn a_table_the_manifest_deleted_is_not_resurrected() {
+    // A crash can undo the deletion of a table a compaction replaced (the
+    // deletion is not synced): the file is back, the MANIFEST says it is
+    // gone. Repair must not take its superseded versions back (RocksDB's
+    // repair would: it takes every table file); it sets it aside in lost/.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let o = opts();
+    let db = DB::open(o.clone(), &path).unwrap();
+    let w = WriteOptions::default();
+    for i in 0..200u32 {
+        db.put(&w, format!("k{i:04}").as_bytes(), b"old").unwrap();
+    }
+    db.flush().unwrap();
+    // Keep a copy of the first table, as a crash would keep it.
+    let first = std::fs::read_dir(&path)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "sst"))
+        .unwrap();
+    let saved = std::fs::read(&first).unwrap();
+    for i in 0..200u32 {
+        db.put(&w, format!("k{i:04}").as_bytes(), b"new").unwrap();
+    }
+    db.delete(&w, b"k0007").unwrap();
+    db.compact_range(None, None).unwrap();
+    let want = scan_cf(&db, "default");
+    db.close().unwrap();
+    assert!(!first.exists(), "the compaction deleted it");
+    std::fs::write(&first, saved).unwrap();
+    repair_db(&o, &path).unwrap();
+    assert!(
+        path.join("lost").join(first.file_name().unwrap()).exists(),
+        "set aside"
+    );
+    let db = DB::open(o, &path).unwrap();
+    assert_eq!(scan_cf(&db, "default"), want);
+    assert_eq!(db.get(&ReadOptions::default(), b"k0007").unwrap(), None);
+}

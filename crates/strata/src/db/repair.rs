@@ -19,7 +19,7 @@
 //! Invariants: nothing is deleted (only moved to `lost/`), and the new
 //! MANIFEST is written only after every table it names is complete.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -35,7 +35,9 @@ use crate::memtable::MemTable;
 use crate::options::{ColumnFamilyOptions, Options};
 use crate::table::table_properties::UNKNOWN_COLUMN_FAMILY;
 use crate::table::{Table, TableBuilder};
-use crate::version::{FileMetaData, FileType, VersionEdit, VersionSet, parse_file_name};
+use crate::version::{
+    FileMetaData, FileType, ManifestReader, VersionEdit, VersionSet, parse_file_name,
+};
 
 /// Rebuilds the MANIFEST of the database at `path` (RocksDB's
 /// `RepairDB(dbname, options)`); column families found in tables take
@@ -121,7 +123,12 @@ impl Repairer {
     fn run(&mut self) -> Result<()> {
         self.cf_names
             .insert(0, DEFAULT_COLUMN_FAMILY_NAME.to_string());
+        // Deletions made before (obsolete tables the database removed) are
+        // made durable before the MANIFEST that records them moves away: a
+        // crash during the repair must not bring those tables back.
+        self.fs.sync_dir(&self.dbname)?;
         let (manifests, wals, tables) = self.find_files()?;
+        let obsolete = self.deleted_by_manifests(&manifests);
         for m in &manifests {
             self.archive(&self.dbname.join(m));
         }
@@ -134,6 +141,16 @@ impl Repairer {
         // an old MANIFEST coming back to name WALs already set aside.
         self.fs.sync_dir(&self.dbname)?;
         for n in tables {
+            if obsolete.contains(&n) {
+                // A committed compaction (or deletion) replaced it, but its
+                // deletion was not durable: resurrecting it would bring
+                // back versions its replacement superseded.
+                self.info_log.log(&format!(
+                    "repair: table #{n} is obsolete (the MANIFEST deleted it): moved to lost/"
+                ));
+                self.archive(&self.dbname.join(table_file_name(n)));
+                continue;
+            }
             self.scan_table(n);
         }
         for w in wals {
@@ -194,6 +211,36 @@ impl Repairer {
         wals.dedup();
         tables.sort_unstable();
         Ok((manifests, wals, tables))
+    }
+
+    /// The tables the readable part of the database's MANIFESTs deleted
+    /// and did not add back (beyond RocksDB, whose repair takes every
+    /// table file: a deletion a crash undid would resurrect them). A
+    /// MANIFEST cut short still holds only committed deletions; the file
+    /// numbers it handed out are never reused (`next_file_number` rises
+    /// past its own).
+    fn deleted_by_manifests(&mut self, manifests: &[String]) -> HashSet<u64> {
+        let mut dead = HashSet::new();
+        let mut live = HashSet::new();
+        for m in manifests {
+            let Ok(mut reader) = ManifestReader::open(&*self.fs, &self.dbname.join(m)) else {
+                continue;
+            };
+            while let Ok(Some((_, edit))) = reader.next_edit() {
+                if let Some(n) = edit.next_file_number {
+                    self.next_file_number = self.next_file_number.max(n);
+                }
+                for &(_, n) in &edit.deleted_files {
+                    live.remove(&n);
+                    dead.insert(n);
+                }
+                for (_, f) in &edit.new_files {
+                    dead.remove(&f.number);
+                    live.insert(f.number);
+                }
+            }
+        }
+        dead
     }
 
     /// Moves `path` into `lost/` next to it (RocksDB's `ArchiveFile`).
