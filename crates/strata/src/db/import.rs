@@ -17,9 +17,7 @@ use std::sync::atomic::Ordering;
 
 use super::{ColumnFamilyHandle, DB, LiveFileMetaData};
 use crate::error::{Error, Result};
-use crate::format::dbformat::{
-    MAX_SEQUENCE_NUMBER, ValueType, make_internal_key, parse_internal_key,
-};
+use crate::format::dbformat::parse_internal_key;
 use crate::format::iterator::InternalIterator;
 use crate::fs::copy_file;
 use crate::options::ColumnFamilyOptions;
@@ -270,31 +268,9 @@ fn table_bounds(
         }
         bounds = Some((first, last));
     }
-    for (begin, end) in table.range_tombstones() {
-        let Some(p) = parse_internal_key(begin) else {
-            return Err(corrupt("File has corrupted keys"));
-        };
-        if ucmp.compare(p.user_key, end).is_ge() {
-            continue;
-        }
-        let start = make_internal_key(p.user_key, p.sequence, ValueType::RangeDeletion);
-        let end = make_internal_key(end, MAX_SEQUENCE_NUMBER, ValueType::RangeDeletion);
-        bounds = Some(match bounds {
-            None => (start, end),
-            Some((lo, hi)) => (
-                if sstable_key_compare(ucmp, &start, &lo).is_lt() {
-                    start
-                } else {
-                    lo
-                },
-                if sstable_key_compare(ucmp, &end, &hi).is_gt() {
-                    end
-                } else {
-                    hi
-                },
-            ),
-        });
-    }
+    let tombstones = super::ingest::range_tombstone_bounds(&table, ucmp)
+        .map_err(|()| corrupt("File has corrupted keys"))?;
+    bounds = super::ingest::union_bounds(ucmp, bounds, tombstones);
     let (smallest, largest) =
         bounds.ok_or_else(|| Error::InvalidArgument(format!("File contain no entries: {name}")))?;
     Ok((file_size, smallest, largest))

@@ -92,6 +92,52 @@ struct IngestionJob {
     consumed_seqnos: u64,
 }
 
+/// A file's `(smallest, largest)` internal keys.
+pub(super) type KeySpan = (Vec<u8>, Vec<u8>);
+
+/// The internal-key span of `table`'s range tombstones (empty ones, which
+/// cover nothing, left out: their bounds would invert the file's), as
+/// RocksDB widens a file's bounds with them; `Err` on a damaged key.
+pub(super) fn range_tombstone_bounds(
+    table: &Table,
+    ucmp: &ComparatorRef,
+) -> std::result::Result<Option<KeySpan>, ()> {
+    let mut bounds = None;
+    for (begin, end) in table.range_tombstones() {
+        let p = parse_internal_key(begin).ok_or(())?;
+        if ucmp.compare(p.user_key, end) != Ordering::Less {
+            continue;
+        }
+        let start = make_internal_key(p.user_key, p.sequence, ValueType::RangeDeletion);
+        let end = make_internal_key(end, MAX_SEQUENCE_NUMBER, ValueType::RangeDeletion);
+        bounds = union_bounds(ucmp, bounds, Some((start, end)));
+    }
+    Ok(bounds)
+}
+
+/// The smallest span holding both `(smallest, largest)` spans.
+pub(super) fn union_bounds(
+    ucmp: &ComparatorRef,
+    a: Option<KeySpan>,
+    b: Option<KeySpan>,
+) -> Option<KeySpan> {
+    match (a, b) {
+        (None, x) | (x, None) => x,
+        (Some((lo1, hi1)), Some((lo2, hi2))) => Some((
+            if sstable_key_compare(ucmp, &lo2, &lo1) == Ordering::Less {
+                lo2
+            } else {
+                lo1
+            },
+            if sstable_key_compare(ucmp, &hi2, &hi1) == Ordering::Greater {
+                hi2
+            } else {
+                hi1
+            },
+        )),
+    }
+}
+
 fn user_key(ikey: &[u8]) -> &[u8] {
     crate::format::dbformat::extract_user_key(ikey)
 }
@@ -293,35 +339,10 @@ impl IngestionJob {
                 topts.column_family_name
             )));
         }
-        for (begin, end) in table.range_tombstones() {
-            let Some(p) = parse_internal_key(begin) else {
-                return corrupt("Corrupted key in external file.");
-            };
-            // An empty tombstone ([k, k): RocksDB's SstFileWriter writes
-            // them) covers nothing; its bounds would invert the file's
-            // (largest before smallest), and compactions would then miss
-            // the file in its level.
-            if self.ucmp.compare(p.user_key, end) != Ordering::Less {
-                continue;
-            }
-            let start = make_internal_key(p.user_key, p.sequence, ValueType::RangeDeletion);
-            let end = make_internal_key(end, MAX_SEQUENCE_NUMBER, ValueType::RangeDeletion);
-            bounds = Some(match bounds {
-                None => (start, end),
-                Some((lo, hi)) => (
-                    if sstable_key_compare(&self.ucmp, &start, &lo) == Ordering::Less {
-                        start
-                    } else {
-                        lo
-                    },
-                    if sstable_key_compare(&self.ucmp, &end, &hi) == Ordering::Greater {
-                        end
-                    } else {
-                        hi
-                    },
-                ),
-            });
-        }
+        let Ok(tombstones) = range_tombstone_bounds(&table, &self.ucmp) else {
+            return corrupt("Corrupted key in external file.");
+        };
+        bounds = union_bounds(&self.ucmp, bounds, tombstones);
         let Some((smallest, largest)) = bounds else {
             // Only empty range deletions: nothing to ingest.
             return Err(Error::InvalidArgument(format!(
