@@ -5,10 +5,11 @@
 //! for consistency with gets at the same snapshot.
 
 use std::collections::VecDeque;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
+use strata::tools::util::sync::lock;
 use strata::{DB, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
 use super::expected::{
@@ -55,10 +56,6 @@ struct Shared<'a> {
 
 fn fail(msg: String) -> String {
     format!("{VERIFICATION_FAILED}: {msg}")
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 pub fn run_ops(db: &DB, exp: &ExpectedState, cfg: &Config) -> Result<Ran, String> {
