@@ -18,7 +18,6 @@ use std::sync::atomic::Ordering;
 use super::{ColumnFamilyHandle, DB, LiveFileMetaData};
 use crate::error::{Error, Result};
 use crate::format::dbformat::parse_internal_key;
-use crate::format::iterator::InternalIterator;
 use crate::fs::copy_file;
 use crate::options::ColumnFamilyOptions;
 use crate::table::{Table, TableOptions};
@@ -254,19 +253,11 @@ fn table_bounds(
         &TableOptions::default(),
     )?);
     let corrupt = |msg: &str| Error::corruption(&name, 0, msg);
-    let mut bounds: Option<(Vec<u8>, Vec<u8>)> = None;
-    let mut it = table.iter();
-    it.seek_to_first();
-    it.status()?;
-    if it.valid() {
-        let first = it.key().to_vec();
-        it.seek_to_last();
-        it.status()?;
-        let last = it.key().to_vec();
-        if parse_internal_key(&first).is_none() || parse_internal_key(&last).is_none() {
-            return Err(corrupt("File has corrupted keys"));
-        }
-        bounds = Some((first, last));
+    let mut bounds = super::ingest::point_key_bounds(&table)?;
+    if let Some((first, last)) = &bounds
+        && (parse_internal_key(first).is_none() || parse_internal_key(last).is_none())
+    {
+        return Err(corrupt("File has corrupted keys"));
     }
     let tombstones = super::ingest::range_tombstone_bounds(&table, ucmp)
         .map_err(|()| corrupt("File has corrupted keys"))?;

@@ -95,6 +95,21 @@ struct IngestionJob {
 /// A file's `(smallest, largest)` internal keys.
 pub(super) type KeySpan = (Vec<u8>, Vec<u8>);
 
+/// The first and last internal keys of `table`'s entries (not checked
+/// for shape), if it has any.
+pub(super) fn point_key_bounds(table: &Table) -> Result<Option<KeySpan>> {
+    let mut it = table.iter();
+    it.seek_to_first();
+    it.status()?;
+    if !it.valid() {
+        return Ok(None);
+    }
+    let first = it.key().to_vec();
+    it.seek_to_last();
+    it.status()?;
+    Ok(Some((first, it.key().to_vec())))
+}
+
 /// The internal-key span of `table`'s range tombstones (empty ones, which
 /// cover nothing, left out: their bounds would invert the file's), as
 /// RocksDB widens a file's bounds with them; `Err` on a damaged key.
@@ -311,16 +326,9 @@ impl IngestionJob {
                 "File contain no entries: {name}"
             )));
         }
-        let mut bounds: Option<(Vec<u8>, Vec<u8>)> = None;
-        let mut it = table.iter();
-        it.seek_to_first();
-        it.status()?;
-        if it.valid() {
-            let first = it.key().to_vec();
-            it.seek_to_last();
-            it.status()?;
-            let last = it.key().to_vec();
-            for k in [&first, &last] {
+        let mut bounds = point_key_bounds(&table)?;
+        if let Some((first, last)) = &bounds {
+            for k in [first, last] {
                 match parse_internal_key(k) {
                     None => return corrupt("Corrupted key in external file."),
                     Some(p) if p.sequence != 0 => {
@@ -329,7 +337,6 @@ impl IngestionJob {
                     Some(_) => {}
                 }
             }
-            bounds = Some((first, last));
         }
         if topts.plain.is_some() && !table.range_tombstones().is_empty() {
             // Its compactions would have to write them into PlainTable

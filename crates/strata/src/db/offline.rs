@@ -20,13 +20,24 @@ use crate::version::{VersionEdit, VersionSet};
 /// uses, so no file lies beyond them.
 const OFFLINE_NUM_LEVELS: usize = 1 << 7;
 
-fn recover(
+/// A closed database's versions, recovered (changing nothing) under its
+/// LOCK, which is held while this lives.
+struct Offline {
+    vs: VersionSet,
+    fs: crate::fs::FileSystemRef,
+    _lock: Box<dyn crate::fs::FileLock>,
+}
+
+/// Takes `path`'s LOCK and recovers its versions; `wide` recovers with
+/// [`OFFLINE_NUM_LEVELS`] levels.
+fn open_offline(
     opts: &Options,
-    dbname: &Path,
+    path: &Path,
     descs: &[ColumnFamilyDescriptor],
     wide: bool,
-) -> Result<VersionSet> {
+) -> Result<Offline> {
     let fs = opts.fs.clone().unwrap_or_else(default_fs);
+    let lock = fs.lock_file(&path.join("LOCK"))?;
     let mut vopts = super::open::version_set_options(opts, descs);
     if wide {
         vopts.num_levels = OFFLINE_NUM_LEVELS;
@@ -34,7 +45,12 @@ fn recover(
             *n = OFFLINE_NUM_LEVELS;
         }
     }
-    VersionSet::recover_with(Arc::clone(&fs), dbname, vopts, false)
+    let vs = VersionSet::recover_with(Arc::clone(&fs), path, vopts, false)?;
+    Ok(Offline {
+        vs,
+        fs,
+        _lock: lock,
+    })
 }
 
 /// Removes table `number` from the MANIFEST of the closed database at
@@ -48,10 +64,8 @@ pub fn unsafe_remove_sst_file(
     descs: &[ColumnFamilyDescriptor],
     number: u64,
 ) -> Result<()> {
-    let fs = opts.fs.clone().unwrap_or_else(default_fs);
-    let dbname = path.as_ref();
-    let _lock = fs.lock_file(&dbname.join("LOCK"))?;
-    let mut vs = recover(opts, dbname, descs, false)?;
+    let mut offline = open_offline(opts, path.as_ref(), descs, false)?;
+    let vs = &mut offline.vs;
     let found = vs.column_families().into_iter().find_map(|(id, _)| {
         let v = vs.current(id)?;
         let (level, _) = v.all_files().find(|(_, f)| f.number == number)?;
@@ -75,10 +89,8 @@ pub fn num_levels_in_use(
     path: impl AsRef<Path>,
     descs: &[ColumnFamilyDescriptor],
 ) -> Result<usize> {
-    let fs = opts.fs.clone().unwrap_or_else(default_fs);
-    let dbname = path.as_ref();
-    let _lock = fs.lock_file(&dbname.join("LOCK"))?;
-    let vs = recover(opts, dbname, descs, true)?;
+    let offline = open_offline(opts, path.as_ref(), descs, true)?;
+    let vs = &offline.vs;
     let v = vs
         .current(0)
         .ok_or_else(|| Error::corruption("", 0, "no default column family"))?;
@@ -104,10 +116,8 @@ pub fn reduce_number_of_levels(
             "Number of levels needs to be bigger than 1".into(),
         ));
     }
-    let fs = opts.fs.clone().unwrap_or_else(default_fs);
-    let dbname = path.as_ref();
-    let _lock = fs.lock_file(&dbname.join("LOCK"))?;
-    let mut vs = recover(opts, dbname, descs, true)?;
+    let mut offline = open_offline(opts, path.as_ref(), descs, true)?;
+    let vs = &mut offline.vs;
     let v = vs
         .current(0)
         .ok_or_else(|| Error::corruption("", 0, "no default column family"))?;
@@ -146,10 +156,9 @@ pub fn update_manifest_for_files_state(
     path: impl AsRef<Path>,
     descs: &[ColumnFamilyDescriptor],
 ) -> Result<usize> {
-    let fs = opts.fs.clone().unwrap_or_else(default_fs);
+    let offline = open_offline(opts, path.as_ref(), descs, false)?;
+    let (vs, fs) = (&offline.vs, &offline.fs);
     let dbname = path.as_ref();
-    let _lock = fs.lock_file(&dbname.join("LOCK"))?;
-    let vs = recover(opts, dbname, descs, false)?;
     for (id, _) in vs.column_families() {
         let Some(v) = vs.current(id) else { continue };
         for (_, f) in v.all_files() {
