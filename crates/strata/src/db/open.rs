@@ -416,6 +416,21 @@ fn make_db_id() -> String {
     )
 }
 
+/// Enters the WritePrepared sections recovery found undecided (their data
+/// is in the memtables at the sections' sequence numbers) as prepared.
+fn enter_undecided(
+    table: &super::commit_table::CommitTable,
+    prepared: &BTreeMap<String, RecoveredPrepared>,
+) {
+    for p in prepared.values().filter(|p| p.persisted) {
+        let count = u64::from(p.batch.count());
+        if count > 0 {
+            let first = p.batch.sequence();
+            table.add_prepared(first, first + count - 1);
+        }
+    }
+}
+
 impl DbInner {
     /// During WAL replay: writes each column family's memtable that filled
     /// its write buffer to a level-0 table (kept in `tables` for the final
@@ -441,13 +456,7 @@ impl DbInner {
             return Ok(());
         }
         let undecided = Arc::new(super::commit_table::CommitTable::default());
-        for p in prepared.values().filter(|p| p.persisted) {
-            let count = u64::from(p.batch.count());
-            if count > 0 {
-                let first = p.batch.sequence();
-                undecided.add_prepared(first, first + count - 1);
-            }
-        }
+        enter_undecided(&undecided, prepared);
         let view = super::commit_table::JobView::quiescent(&undecided);
         for id in full {
             let Some(cf) = st.cfs.get_mut(&id) else {
@@ -628,13 +637,7 @@ impl DbInner {
         }
         // WritePrepared sections still undecided stay invisible (and are
         // kept as they are by the flush below).
-        for p in prepared.values().filter(|p| p.persisted) {
-            let count = u64::from(p.batch.count());
-            if count > 0 {
-                let first = p.batch.sequence();
-                self.commit_table.add_prepared(first, first + count - 1);
-            }
-        }
+        enter_undecided(&self.commit_table, &prepared);
         self.two_phase.set_recovered(prepared);
         st.versions.set_last_sequence(max_seq);
         self.last_sequence
