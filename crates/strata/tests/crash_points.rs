@@ -5,7 +5,9 @@
 //! For each point and seed, a database on the crashable in-memory file
 //! system runs up to three sessions (open, random batches with flushes and
 //! compactions, close) with the point armed to crash the file system at its
-//! n-th hit (n in 1..=3). Once the point fires, the dead database is dropped
+//! n-th hit (n in 1..=3); between sessions it may repair the database.
+//! Once the point fires (after a crash inside a repair, maybe repairing
+//! again, as an operator would), the dead database is dropped
 //! and a new process opens: the open must succeed and the contents must be
 //! a prefix of the acknowledged batches holding every synced or flushed
 //! one. Each point must fire at least `STRATA_CRASH_POINT_FIRES` times
@@ -112,6 +114,8 @@ fn run(point: &'static str, seed: u64) -> Result<bool, String> {
     let mut backups: Vec<(u32, usize, bool)> = Vec::new();
     // Restores started: directory, the backup's entry, completed.
     let mut restores: Vec<(String, usize, bool)> = Vec::new();
+    // Whether the crash came inside a repair.
+    let mut in_repair = false;
     'sessions: for _ in 0..3 {
         let db = match DB::open(options(&fs), "/db") {
             Ok(db) => db,
@@ -224,6 +228,17 @@ fn run(point: &'static str, seed: u64) -> Result<bool, String> {
         if !check(db.close(), "close")? || dead() {
             break;
         }
+        if rng.one_in(3) {
+            // A repair between sessions (its MANIFEST rebuilt from the
+            // tables and WALs): it keeps every batch, and makes them all
+            // durable. A crash inside it is finished by repairing again.
+            in_repair = true;
+            if !check(strata::db::repair_db(&options(&fs), "/db"), "repair")? || dead() {
+                break;
+            }
+            in_repair = false;
+            floor = history.len();
+        }
     }
     let fired = crash_point::disarm() && dead();
     if !fired {
@@ -250,6 +265,12 @@ fn run(point: &'static str, seed: u64) -> Result<bool, String> {
     } else {
         String::new()
     };
+    // A crash inside a repair leaves either the database as it was or the
+    // repaired one, so it opens as is; or the operator repairs again.
+    if in_repair && rng.one_in(2) {
+        strata::db::repair_db(&options(&fs), "/db")
+            .map_err(|e| format!("repair after a crash inside repair: {e}{diag}"))?;
+    }
     let db =
         DB::open(options(&fs), "/db").map_err(|e| format!("reopen after the crash: {e}{diag}"))?;
     let recovered = scan(&db).map_err(|e| format!("{e}{diag}"))?;

@@ -1,12 +1,24 @@
 //! Repair (RocksDB's `RepairDB`): rebuilds the MANIFEST of a database
 //! whose MANIFEST is lost or damaged, from its table files and WALs.
 //!
-//! As RocksDB: every MANIFEST goes to `lost/`; each table is scanned (its
-//! column family from its properties, its key and sequence ranges from
-//! its entries) and one that cannot be read goes to `lost/`; each WAL is
-//! replayed into per-column-family memtables that become new tables, then
-//! goes to `lost/`; a fresh MANIFEST names every surviving table, with the
-//! largest sequence number found as the last sequence.
+//! As RocksDB: each table is scanned (its column family from its
+//! properties, its key and sequence ranges from its entries) and one that
+//! cannot be read goes to `lost/`; each WAL is replayed into
+//! per-column-family memtables that become new tables, then goes to
+//! `lost/`; a fresh MANIFEST names every surviving table, with the largest
+//! sequence number found as the last sequence; the old MANIFESTs go to
+//! `lost/`.
+//!
+//! Unlike RocksDB, which sets the old MANIFESTs aside and installs an
+//! empty database before it starts (a crash then leaves a database that
+//! opens with nothing in it), the old MANIFEST, CURRENT and WALs stay in
+//! place until CURRENT names the complete new MANIFEST: a crash before
+//! that leaves the database as it was (orphan new tables aside), a crash
+//! after it the repaired one, and running repair again is always safe
+//! (an entry found twice is kept once). Tables the readable part of the
+//! old MANIFESTs deleted are set aside, and an ingested table whose
+//! global sequence number only the MANIFEST records (`write_global_seqno`
+//! off) gets it from there.
 //!
 //! Unlike RocksDB, which puts every table into L0 whatever their sequence
 //! ranges, a column family whose tables' sequence ranges overlap (tables
@@ -16,8 +28,10 @@
 //! rest); its old tables then go to `lost/` too. A column family whose
 //! tables' ranges are disjoint keeps them in L0, newest first.
 //!
-//! Invariants: nothing is deleted (only moved to `lost/`), and the new
-//! MANIFEST is written only after every table it names is complete.
+//! Invariants: nothing is deleted (only moved to `lost/`); the new
+//! MANIFEST is written only after every table it names is complete, and
+//! nothing moves to `lost/` before CURRENT names it, except a table that
+//! cannot be read.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -75,6 +89,8 @@ pub fn repair_db_cf(
         next_file_number: 1,
         cf_names: BTreeMap::new(),
         recovered: 0,
+        manifest_seqnos: HashMap::new(),
+        set_aside: Vec::new(),
     };
     let result = r.run();
     match &result {
@@ -110,6 +126,11 @@ struct Repairer {
     cf_names: BTreeMap<u32, String>,
     /// Tables the new MANIFEST names.
     recovered: usize,
+    /// Largest sequence number the old MANIFESTs give each live table
+    /// (an ingested table's global sequence number may live only there).
+    manifest_seqnos: HashMap<u64, u64>,
+    /// Files that move to `lost/` once CURRENT names the new MANIFEST.
+    set_aside: Vec<PathBuf>,
 }
 
 impl Repairer {
@@ -124,23 +145,13 @@ impl Repairer {
         self.cf_names
             .insert(0, DEFAULT_COLUMN_FAMILY_NAME.to_string());
         // Deletions made before (obsolete tables the database removed) are
-        // made durable before the MANIFEST that records them moves away: a
-        // crash during the repair must not bring those tables back.
+        // made durable before anything else: a crash during the repair
+        // must not bring those tables back.
         self.fs.sync_dir(&self.dbname)?;
         let (manifests, wals, tables) = self.find_files()?;
-        let obsolete = self.deleted_by_manifests(&manifests);
-        for m in &manifests {
-            self.archive(&self.dbname.join(m));
-        }
-        let current = self.dbname.join("CURRENT");
-        if self.fs.file_exists(&current) {
-            self.archive(&current);
-        }
-        // Durable before anything else moves: after a crash from here on
-        // the database has no MANIFEST and repair runs again, rather than
-        // an old MANIFEST coming back to name WALs already set aside.
-        self.fs.sync_dir(&self.dbname)?;
+        let obsolete = self.read_manifests(&manifests)?;
         for n in tables {
+            let path = self.dbname.join(table_file_name(n));
             if obsolete.contains(&n) {
                 // A committed compaction (or deletion) replaced it, but its
                 // deletion was not durable: resurrecting it would bring
@@ -148,20 +159,35 @@ impl Repairer {
                 self.info_log.log(&format!(
                     "repair: table #{n} is obsolete (the MANIFEST deleted it): moved to lost/"
                 ));
-                self.archive(&self.dbname.join(table_file_name(n)));
+                self.set_aside.push(path);
                 continue;
             }
-            self.scan_table(n);
+            self.scan_table(n)?;
         }
         for w in wals {
-            if let Err(e) = self.convert_wal(w) {
-                // As RocksDB: a WAL that cannot be converted is skipped.
-                self.info_log
-                    .log(&format!("repair: WAL #{w}: ignoring conversion error: {e}"));
-            }
-            self.archive(&self.wal_dir.join(crate::filename::log_file_name(w)));
+            // A WAL that cannot be read is skipped, as RocksDB; unlike
+            // RocksDB, a table that cannot be written fails the repair
+            // (the WAL's writes would be lost with it).
+            self.convert_wal(w)?;
+            self.set_aside
+                .push(self.wal_dir.join(crate::filename::log_file_name(w)));
         }
-        self.write_descriptor()
+        self.write_descriptor()?;
+        // The repaired database is the database now; what it replaced
+        // moves to lost/ (a crash meanwhile leaves some of it in place: an
+        // open ignores old MANIFESTs and WALs below the log number, and
+        // deletes orphan tables; a repair keeps each entry once).
+        for m in &manifests {
+            self.set_aside.push(self.dbname.join(m));
+        }
+        for p in std::mem::take(&mut self.set_aside) {
+            self.archive(&p);
+        }
+        self.fs.sync_dir(&self.dbname)?;
+        if self.wal_dir != self.dbname {
+            self.fs.sync_dir(&self.wal_dir)?;
+        }
+        Ok(())
     }
 
     /// MANIFEST names, WAL numbers and table numbers, as RocksDB's
@@ -218,15 +244,33 @@ impl Repairer {
     /// table file: a deletion a crash undid would resurrect them). A
     /// MANIFEST cut short still holds only committed deletions; the file
     /// numbers it handed out are never reused (`next_file_number` rises
-    /// past its own).
-    fn deleted_by_manifests(&mut self, manifests: &[String]) -> HashSet<u64> {
+    /// past its own). Also records each live table's largest sequence
+    /// number (`manifest_seqnos`) and the live column families.
+    fn read_manifests(&mut self, manifests: &[String]) -> Result<HashSet<u64>> {
         let mut dead = HashSet::new();
         let mut live = HashSet::new();
+        let mut families = BTreeMap::new();
         for m in manifests {
-            let Ok(mut reader) = ManifestReader::open(&*self.fs, &self.dbname.join(m)) else {
-                continue;
+            // A damaged MANIFEST is read up to the damage (repair is for
+            // damaged MANIFESTs); an I/O error fails the repair, as what
+            // it hides may be needed.
+            let mut reader = match ManifestReader::open(&*self.fs, &self.dbname.join(m)) {
+                Ok(r) => r,
+                Err(e) if is_io_failure(&e) => return Err(e),
+                Err(_) => continue,
             };
-            while let Ok(Some((_, edit))) = reader.next_edit() {
+            loop {
+                let edit = match reader.next_edit() {
+                    Ok(Some((_, edit))) => edit,
+                    Ok(None) => break,
+                    Err(e) if is_io_failure(&e) => return Err(e),
+                    Err(_) => break,
+                };
+                if let Some(name) = &edit.column_family_add {
+                    families.insert(edit.column_family, name.clone());
+                } else if edit.column_family_drop {
+                    families.remove(&edit.column_family);
+                }
                 if let Some(n) = edit.next_file_number {
                     self.next_file_number = self.next_file_number.max(n);
                 }
@@ -237,10 +281,18 @@ impl Repairer {
                 for (_, f) in &edit.new_files {
                     dead.remove(&f.number);
                     live.insert(f.number);
+                    self.manifest_seqnos.insert(f.number, f.largest_seqno);
                 }
             }
         }
-        dead
+        self.manifest_seqnos.retain(|n, _| live.contains(n));
+        // Column families the MANIFEST knows, so a WAL's writes to one
+        // with no table yet are kept (RocksDB's repair learns families
+        // from tables only and drops such writes).
+        for (id, name) in families {
+            self.cf_names.entry(id).or_insert(name);
+        }
+        Ok(dead)
     }
 
     /// Moves `path` into `lost/` next to it (RocksDB's `ArchiveFile`).
@@ -251,10 +303,14 @@ impl Repairer {
         let lost = dir.join("lost");
         let _ = self.fs.create_dir_all(&lost);
         let _ = self.fs.rename_file(path, &lost.join(name));
+        crate::crash_point!("repair::after_archive");
     }
 
-    /// Scans table `number`; a table that cannot be read goes to `lost/`.
-    fn scan_table(&mut self, number: u64) {
+    /// Scans table `number`; a corrupt table goes to `lost/`. Any other
+    /// failure (an I/O error, a format not supported) fails the repair
+    /// rather than set aside a table that is fine (RocksDB sets aside
+    /// whatever it fails to read).
+    fn scan_table(&mut self, number: u64) -> Result<()> {
         let path = self.dbname.join(table_file_name(number));
         match self.scan(&path, number) {
             Ok(t) => {
@@ -263,12 +319,14 @@ impl Repairer {
                     .or_insert_with(|| t.1.clone());
                 self.tables.push(t.0);
             }
-            Err(e) => {
+            Err(e) if e.is_corruption() => {
                 self.info_log
                     .log(&format!("repair: table #{number}: ignoring {e}"));
-                self.archive(&path);
+                self.set_aside.push(path);
             }
+            Err(e) => return Err(e),
         }
+        Ok(())
     }
 
     /// The metadata of the table at `path` and its column family's name.
@@ -298,10 +356,11 @@ impl Repairer {
             ));
         }
         let opts = self.options_for(&cf_name);
-        let table = Arc::new(Table::open(
+        let table = Arc::new(self.open_table(
             file,
             &name,
             size,
+            number,
             &opts.table_options(cf_id, &cf_name),
         )?);
         let icmp = InternalKeyComparator::new(opts.comparator.clone());
@@ -341,11 +400,42 @@ impl Repairer {
         Ok((TableInfo { meta, cf_id }, cf_name))
     }
 
+    /// Opens table `number` as the database did: an ingested table whose
+    /// global sequence number the old MANIFEST alone records reads with
+    /// it (a table the MANIFEST contradicts reads as written).
+    fn open_table(
+        &self,
+        file: Arc<dyn crate::fs::RandomAccessFile>,
+        name: &str,
+        size: u64,
+        number: u64,
+        topts: &crate::table::TableOptions,
+    ) -> Result<Table> {
+        if let Some(&seq) = self.manifest_seqnos.get(&number)
+            && let Ok(t) = Table::open_in_db(Arc::clone(&file), name, size, topts, Some(seq))
+        {
+            return Ok(t);
+        }
+        Table::open(file, name, size, topts)
+    }
+
     /// Replays WAL `number` into memtables and writes each non-empty one
-    /// as a new table (RocksDB's `ConvertLogToTable`).
+    /// as a new table (RocksDB's `ConvertLogToTable`); damaged records
+    /// are skipped and a missing WAL converts to nothing, but an I/O error
+    /// (reading the WAL or writing a table) fails the repair rather than
+    /// lose the WAL's writes.
     fn convert_wal(&mut self, number: u64) -> Result<()> {
         let path = self.wal_dir.join(crate::filename::log_file_name(number));
-        let mut reader = crate::wal::LogReader::new(self.fs.new_sequential_file(&path)?, number);
+        let file = match self.fs.new_sequential_file(&path) {
+            Ok(f) => f,
+            Err(e) if e.is_not_found() => {
+                self.info_log
+                    .log(&format!("repair: WAL #{number}: ignoring {e}"));
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        let mut reader = crate::wal::LogReader::new(file, number);
         let mut mems: super::MemTables = Default::default();
         for (&id, name) in &self.cf_names {
             let o = self.options_for(name);
@@ -360,7 +450,9 @@ impl Repairer {
                 Ok(None) => break,
                 // Checksummed reading skips damage (as RocksDB's reporter).
                 Err(crate::wal::reader::ReadError::Corruption { .. }) => continue,
-                Err(_) => break,
+                Err(crate::wal::reader::ReadError::TruncatedTail { .. }) => break,
+                // An I/O error is not the end of the log.
+                Err(crate::wal::reader::ReadError::Other(e)) => return Err(e),
             };
             let Ok(batch) = WriteBatch::from_bytes(rec) else {
                 continue;
@@ -416,6 +508,7 @@ impl Repairer {
         }
         let info = b.finish(true)?;
         self.fs.sync_dir(&self.dbname)?;
+        crate::crash_point!("repair::after_table");
         let now = crate::compaction_filter::unix_now_seconds();
         let mut meta = FileMetaData::from_table(number, &info);
         meta.file_creation_time = now;
@@ -438,9 +531,17 @@ impl Repairer {
                 .insert(name.clone(), o.num_levels.max(1));
         }
         vopts.num_levels = self.default_opts.num_levels.max(1);
-        // One MANIFEST, installed (CURRENT) only once complete.
+        // One MANIFEST, installed (CURRENT) only once complete; a new
+        // number, as the old MANIFESTs stay until then.
         vopts.max_manifest_file_size = u64::MAX;
-        let mut vs = VersionSet::create_new_uninstalled(Arc::clone(&self.fs), &self.dbname, vopts)?;
+        let manifest_number = self.next_file_number;
+        self.next_file_number += 1;
+        let mut vs = VersionSet::create_uninstalled_at(
+            Arc::clone(&self.fs),
+            &self.dbname,
+            vopts,
+            manifest_number,
+        )?;
         // Every WAL this repair read is in a table now: the edits record a
         // log number above them all, so none is replayed again, even one a
         // crash put back.
@@ -486,7 +587,8 @@ impl Repairer {
                     edit.new_files.push((last as u32, f));
                 }
                 for f in &files {
-                    self.archive(&self.dbname.join(table_file_name(f.number)));
+                    self.set_aside
+                        .push(self.dbname.join(table_file_name(f.number)));
                 }
             }
             self.recovered += edit.new_files.len();
@@ -498,6 +600,7 @@ impl Repairer {
         vs.set_last_sequence(max_seq);
         // A last edit records the counters even without tables.
         vs.log_and_apply(0, VersionEdit::default())?;
+        crate::crash_point!("repair::before_current");
         vs.install_current()
     }
 
@@ -521,10 +624,11 @@ impl Repairer {
         for f in files {
             let path = self.dbname.join(table_file_name(f.number));
             let file = self.fs.new_random_access_file(&path)?;
-            let t = Arc::new(Table::open(
+            let t = Arc::new(self.open_table(
                 file,
                 &path.to_string_lossy(),
                 f.file_size,
+                f.number,
                 &topts,
             )?);
             tombstones.extend_from_slice(t.range_tombstones());
@@ -551,6 +655,7 @@ impl Repairer {
         }
         let info = b.finish(true)?;
         self.fs.sync_dir(&self.dbname)?;
+        crate::crash_point!("repair::after_table");
         let now = crate::compaction_filter::unix_now_seconds();
         let mut meta = FileMetaData::from_table(number, &info);
         meta.file_creation_time = now;
@@ -562,6 +667,12 @@ impl Repairer {
             .unwrap_or(now);
         Ok(vec![meta])
     }
+}
+
+/// Whether `e` is the file system failing (not damaged or unsupported
+/// content): repair stops rather than work around it.
+fn is_io_failure(e: &Error) -> bool {
+    matches!(e, Error::Io { .. } | Error::NoSpace(_))
 }
 
 /// Widens `meta`'s key and sequence ranges to take internal key `ikey`.

@@ -44,6 +44,11 @@ pub const POINTS: &[&str] = &[
     "backup::after_file",
     "backup::before_meta_rename",
     "restore::after_file",
+    // Repair: after a file moved to lost/, after each table it wrote,
+    // before CURRENT names its MANIFEST.
+    "repair::after_archive",
+    "repair::after_table",
+    "repair::before_current",
 ];
 
 /// Marks a crash point (see the module documentation).

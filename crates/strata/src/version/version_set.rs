@@ -264,19 +264,41 @@ impl VersionSet {
                 dbname.display()
             )));
         }
+        Self::create_uninstalled_at(fs, dbname, opts, 1)
+    }
+
+    /// A fresh version set whose MANIFEST is file `manifest_number` of
+    /// `dbname`, not named by CURRENT (which may name another MANIFEST
+    /// until [`VersionSet::install_current`]): how repair rebuilds a
+    /// database while its old MANIFEST stays in place. The same
+    /// REQUIRES as [`VersionSet::create_new_uninstalled`].
+    pub fn create_uninstalled_at(
+        fs: FileSystemRef,
+        dbname: &Path,
+        opts: VersionSetOptions,
+        manifest_number: u64,
+    ) -> Result<VersionSet> {
+        debug_assert!(manifest_number > 0);
         let edit = VersionEdit {
             comparator: Some(opts.comparator.name().to_string()),
             log_number: Some(0),
-            next_file_number: Some(2),
+            next_file_number: Some(manifest_number + 1),
             last_sequence: Some(0),
             ..VersionEdit::default()
         };
-        let writer = write_manifest(&*fs, dbname, 1, &[edit.encode()])?;
+        let writer = write_manifest(&*fs, dbname, manifest_number, &[edit.encode()])?;
         let mut cfs = BTreeMap::new();
         let default = EditApplier::new_cf(&opts, 0, DEFAULT_COLUMN_FAMILY_NAME);
         cfs.insert(0, ColumnFamilyData::from_state(default));
-        let mut vs = VersionSet::from_parts(fs, dbname, opts, cfs, &EditParams::default(), 2);
-        vs.manifest_file_number = 1;
+        let mut vs = VersionSet::from_parts(
+            fs,
+            dbname,
+            opts,
+            cfs,
+            &EditParams::default(),
+            manifest_number + 1,
+        );
+        vs.manifest_file_number = manifest_number;
         vs.manifest = Some(writer);
         Ok(vs)
     }
