@@ -133,6 +133,73 @@ fn write_c_line(out: &mut impl Write, parts: &[&[u8]]) -> Result<(), String> {
     out.write_all(b"\n").map_err(|e| e.to_string())
 }
 
+/// ldb's `--count_delim` tally (dump and idump): entries and bytes per
+/// run of equal key prefixes, printed when the prefix changes. As ldb's
+/// loop, a run whose prefix is empty is not printed: its counts carry
+/// into the next run.
+struct DelimTally {
+    prefix: Vec<u8>,
+    count: u64,
+    bytes: u64,
+}
+
+impl DelimTally {
+    fn new() -> DelimTally {
+        DelimTally {
+            prefix: Vec::new(),
+            count: 0,
+            bytes: 0,
+        }
+    }
+
+    fn add(&mut self, out: &mut impl Write, prefix: Vec<u8>, bytes: u64) -> Result<(), String> {
+        if !self.prefix.is_empty() && self.prefix != prefix {
+            self.print(out)?;
+            self.count = 1;
+            self.bytes = bytes;
+        } else {
+            self.count += 1;
+            self.bytes += bytes;
+        }
+        self.prefix = prefix;
+        Ok(())
+    }
+
+    fn print(&self, out: &mut impl Write) -> Result<(), String> {
+        write_c_line(
+            out,
+            &[
+                &self.prefix,
+                format!(" => count:{}\tsize:{}", self.count, self.bytes).as_bytes(),
+            ],
+        )
+    }
+}
+
+/// The bytes of `b` before the first byte in `stops` (a C loop over a
+/// NUL-terminated string).
+fn c_prefix<'a>(b: &'a [u8], stops: &[u8]) -> &'a [u8] {
+    &b[..b.iter().position(|x| stops.contains(x)).unwrap_or(b.len())]
+}
+
+/// `--count_delim[=C]`: C's first byte, '.' when given bare.
+fn count_delim(f: &Flags) -> Option<u8> {
+    match f.get("count_delim") {
+        Some(v) if !v.is_empty() && v != "true" => Some(v.as_bytes()[0]),
+        Some(_) => Some(b'.'),
+        None => None,
+    }
+}
+
+/// DBWithTTL's `kMinTimestamp`: ldb's default `--start_time`.
+const TTL_MIN_TIMESTAMP: i64 = 1_368_146_402;
+
+/// ldb's `TimeToHumanString` (`strftime("%c")`), in UTC (ldb prints
+/// local time; the two agree where TZ is UTC).
+fn human_time(t: i64) -> String {
+    strata::tools::util::civil_time::CivilTime::from_unix(t).ctime()
+}
+
 fn err(e: strata::Error) -> String {
     format!("Failed: {e}")
 }
@@ -415,30 +482,47 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
                     .map(|v| v.parse().map_err(|_| format!("bad --{name}: {v}")))
                     .unwrap_or(Ok(default))
             };
+            // DBWithTTL's kMinTimestamp and kMaxTimestamp by default.
             let (ttl_start, ttl_end) = (
-                ttl_bound("start_time", 0)?,
+                ttl_bound("start_time", TTL_MIN_TIMESTAMP)?,
                 ttl_bound("end_time", i64::from(i32::MAX))?,
             );
             if ttl_end < ttl_start {
                 return Err("Error: End time can't be less than start time".into());
             }
+            // --timestamp (with --ttl): each entry's time first; dump's
+            // --bucket=S: counts per S seconds of [start, end) instead of
+            // the total (one bucket by default).
+            let timestamp = c.ttl && f.bool("timestamp")?;
+            let time_range = ttl_end - ttl_start;
+            let bucket_size = match f.num::<i64>("bucket", 0)? {
+                b if b > 0 && cmd == "dump" => b,
+                _ => time_range,
+            };
+            let num_buckets = if bucket_size >= time_range {
+                1
+            } else {
+                (time_range + bucket_size - 1) / bucket_size
+            };
+            let mut bucket_counts = vec![0u64; usize::try_from(num_buckets).unwrap_or(1)];
             // dump's --count_only (a value size histogram instead of the
             // entries) and --count_delim[=C] (counts and sizes per key
             // prefix up to C, '.' by default), as ldb 7.8.3.
             let count_only = cmd == "dump" && f.bool("count_only")?;
-            let delim: Option<u8> = if cmd != "dump" {
-                None
-            } else {
-                match f.get("count_delim") {
-                    Some(v) if !v.is_empty() && v != "true" => Some(v.as_bytes()[0]),
-                    Some(_) => Some(b'.'),
-                    None => None,
-                }
-            };
+            let delim: Option<u8> = if cmd != "dump" { None } else { count_delim(f) };
             let mut vsize = strata::tools::util::histogram::Histogram::new();
-            // The current prefix, its count and its bytes.
-            let mut group: Option<(Vec<u8>, u64, u64)> = None;
+            let mut tally = DelimTally::new();
             let mut n = 0u64;
+            if timestamp && (cmd == "scan" || (!count_only && delim.is_none())) {
+                let what = if cmd == "scan" { "Scanning" } else { "Dumping" };
+                writeln!(
+                    out,
+                    "{what} key-values from {} to {}",
+                    human_time(ttl_start),
+                    human_time(ttl_end)
+                )
+                .map_err(|e| e.to_string())?;
+            }
             while it.valid() {
                 if to.as_deref().is_some_and(|t| it.key() >= t) || max_keys.is_some_and(|m| n >= m)
                 {
@@ -457,6 +541,12 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
                         it.next();
                         continue;
                     }
+                    if num_buckets > 1 {
+                        bucket_counts[((ts - ttl_start) / bucket_size) as usize] += 1;
+                    }
+                    if timestamp && !count_only && delim.is_none() {
+                        write!(out, "{} ", human_time(ts)).map_err(|e| e.to_string())?;
+                    }
                 }
                 let sep = if cmd == "scan" { " : " } else { " ==> " };
                 let v = if c.ttl {
@@ -464,29 +554,14 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
                 } else {
                     it.value()
                 };
+                // Sizes are of the value as read (without a TTL suffix).
                 if let Some(d) = delim {
                     let k = it.key();
-                    let prefix =
-                        k[..k.iter().position(|&b| b == d || b == 0).unwrap_or(k.len())].to_vec();
-                    let size = (k.len() + it.value().len()) as u64;
-                    match &mut group {
-                        Some((p, count, bytes)) if *p == prefix => {
-                            *count += 1;
-                            *bytes += size;
-                        }
-                        _ => {
-                            if let Some((p, count, bytes)) = group.take() {
-                                write_c_line(
-                                    &mut out,
-                                    &[&p, format!(" => count:{count}\tsize:{bytes}").as_bytes()],
-                                )?;
-                            }
-                            group = Some((prefix, 1, size));
-                        }
-                    }
+                    let size = (k.len() + v.len()) as u64;
+                    tally.add(&mut out, c_prefix(k, &[d, 0]).to_vec(), size)?;
                 }
                 if count_only {
-                    vsize.add(it.value().len() as u64);
+                    vsize.add(v.len() as u64);
                 }
                 if count_only || delim.is_some() {
                     // Counted, not printed.
@@ -504,12 +579,25 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
                 it.next();
             }
             it.status().map_err(err)?;
-            if delim.is_some() {
-                let (p, count, bytes) = group.unwrap_or_default();
-                write_c_line(
-                    &mut out,
-                    &[&p, format!(" => count:{count}\tsize:{bytes}").as_bytes()],
-                )?;
+            if c.ttl && num_buckets > 1 {
+                let mut from = ttl_start;
+                for (i, count) in bucket_counts.iter().enumerate() {
+                    let to = if i + 1 == bucket_counts.len() {
+                        ttl_end
+                    } else {
+                        from + bucket_size
+                    };
+                    writeln!(
+                        out,
+                        "Keys in range {} to {} : {count}",
+                        human_time(from),
+                        human_time(to)
+                    )
+                    .map_err(|e| e.to_string())?;
+                    from += bucket_size;
+                }
+            } else if delim.is_some() {
+                tally.print(&mut out)?;
             } else if cmd == "dump" {
                 writeln!(out, "Keys in range: {n}").map_err(|e| e.to_string())?;
             }
@@ -704,11 +792,10 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
             // ldb's `file_checksum_dump [--hex]`: each live table's number,
             // checksum function and checksum (raw, or 0x-hex with --hex),
             // by file number.
-            if f.get("path").is_some() {
-                return Err(
-                    "Failed: --path (a MANIFEST other than the current one) is not supported"
-                        .into(),
-                );
+            // ldb 7.8.3 parses --path and then reads the current MANIFEST
+            // whatever it names; so do we.
+            if f.get("path").is_some_and(str::is_empty) {
+                return Err("Failed: --path: missing pathname".into());
             }
             let hex = f.bool("hex")?;
             let db = open(db_path, c.f, true)?;
@@ -732,9 +819,8 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
             // keys not covered by a range tombstone) from --from to --to
             // (excluded), at most --max_keys; --count_only prints only the
             // count. --input_key_hex reads --from/--to as hex.
-            if f.get("count_delim").is_some() {
-                return Err("Failed: --count_delim is not supported".into());
-            }
+            let delim = count_delim(f);
+            let mut tally = DelimTally::new();
             let input_hex = f.bool("input_key_hex")?;
             let key_arg = |name: &str| -> Result<Option<Vec<u8>>, String> {
                 f.get(name)
@@ -771,13 +857,19 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
                     break;
                 }
                 count += 1;
-                if !count_only {
-                    let key = strata::tools::format::make_internal_key(
-                        &v.user_key,
-                        v.sequence,
-                        strata::tools::format::ValueType::from_u8(v.value_type)
-                            .unwrap_or(strata::tools::format::ValueType::Value),
-                    );
+                let key = strata::tools::format::make_internal_key(
+                    &v.user_key,
+                    v.sequence,
+                    strata::tools::format::ValueType::from_u8(v.value_type)
+                        .unwrap_or(strata::tools::format::ValueType::Value),
+                );
+                if let Some(d) = delim {
+                    // As ldb: over the encoded internal key, bytes counted
+                    // up to a 0x01 or NUL (a Put's type byte stops it),
+                    // the prefix up to the delimiter, 0x01 or NUL.
+                    let size = c_prefix(&key, &[1, 0]).len() + c_prefix(&v.value, &[1, 0]).len();
+                    tally.add(&mut out, c_prefix(&key, &[d, 1, 0]).to_vec(), size as u64)?;
+                } else if !count_only {
                     let value = if c.value_hex {
                         to_hex(&v.value).into_bytes()
                     } else {
@@ -790,7 +882,11 @@ pub fn run(db_path: &str, cmd: &str, args: &[String], f: &Flags) -> Result<(), S
                     break;
                 }
             }
-            writeln!(out, "Internal keys in range: {count}").map_err(|e| e.to_string())?;
+            if delim.is_some() {
+                tally.print(&mut out)?;
+            } else {
+                writeln!(out, "Internal keys in range: {count}").map_err(|e| e.to_string())?;
+            }
         }
         "repair" => {
             // ldb's `repair`: rebuilds the MANIFEST from the tables and

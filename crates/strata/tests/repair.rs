@@ -527,8 +527,14 @@ fn a_repair_failing_at_any_operation_leaves_a_database_with_every_write() {
             repair_db_cf(&with(&fs), "/db", descs(&o))
                 .unwrap_or_else(|e| panic!("{what}: repair again: {e}"));
             let db = DB::open_cf(with(&fs), "/db", descs(&o)).unwrap();
-            assert!(scan_cf(&db, "default") == m0, "{what}: default differs after a second repair");
-            assert!(scan_cf(&db, "other") == m1, "{what}: other differs after a second repair");
+            assert!(
+                scan_cf(&db, "default") == m0,
+                "{what}: default differs after a second repair"
+            );
+            assert!(
+                scan_cf(&db, "other") == m1,
+                "{what}: other differs after a second repair"
+            );
             db.close().unwrap();
         }
     }

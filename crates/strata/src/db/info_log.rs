@@ -41,23 +41,10 @@ impl std::fmt::Debug for InfoLog {
 pub fn format_time(micros_since_epoch: u64) -> String {
     let secs = micros_since_epoch / 1_000_000;
     let micros = micros_since_epoch % 1_000_000;
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let t = crate::util::civil_time::CivilTime::from_unix(secs as i64);
     format!(
-        "{y:04}/{m:02}/{d:02}-{:02}:{:02}:{:02}.{micros:06}",
-        rem / 3600,
-        (rem / 60) % 60,
-        rem % 60
+        "{:04}/{:02}/{:02}-{:02}:{:02}:{:02}.{micros:06}",
+        t.year, t.month, t.day, t.hour, t.minute, t.second
     )
 }
 

@@ -2,6 +2,7 @@
 //! else in the crate.
 
 pub mod checksum;
+pub mod civil_time;
 pub mod coding;
 pub mod comparator;
 pub mod crash_point;
