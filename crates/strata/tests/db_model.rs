@@ -775,7 +775,7 @@ fn model_column_families() {
             sync,
             ..WriteOptions::default()
         };
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x00C0_FFEE);
+        let mut rng = Rng::seeded(seed);
         let mut models: Vec<Model> = vec![Model::new(); CFS.len()];
         let mut db = open();
         for step in 0..400 {

@@ -158,7 +158,7 @@ fn apply_merge(m: &mut Model, k: &[u8], v: &[u8]) {
 #[test]
 fn transaction_iterators_match_a_model_in_both_directions_with_bounds() {
     for seed in 1..=60u64 {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let mut rng = Rng::seeded(seed);
         let fs = MemFileSystem::new();
         let db = OptimisticTransactionDB::open(opts(&fs), "/db").unwrap();
         let mut model = Model::new();

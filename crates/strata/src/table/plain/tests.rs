@@ -22,7 +22,7 @@ use crate::util::rng::Rng;
 /// Sorted internal keys (prefix "pNN", several keys per prefix, some at
 /// sequence 0) and values.
 fn entries(seed: u64, n: usize, fixed_len: Option<usize>) -> Entries {
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::seeded(seed);
     let mut m = BTreeMap::new();
     while m.len() < n {
         let p = rng.next() % (n as u64 / 3 + 1);
