@@ -13,6 +13,7 @@
 //!   is `Busy` exactly when a key it tracks (written or read for update,
 //!   and not undone by a save point rollback) was written after its
 //!   snapshot.
+//!
 //! Every read, scan and the final contents (also after a reopen) must be
 //! the model's. `STRATA_TXN_MODEL_SEEDS` seeds per configuration
 //! (default 150).
