@@ -32,11 +32,14 @@ use strata::{DB, Error};
 
 type Writes = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
 
+/// A key's committed versions: (commit order, value or deletion).
+type Versions = Vec<(u64, Option<Vec<u8>>)>;
+
 /// Committed history: each key's versions, oldest first (version =
 /// commit order).
 #[derive(Default)]
 struct Committed {
-    hist: BTreeMap<Vec<u8>, Vec<(u64, Option<Vec<u8>>)>>,
+    hist: BTreeMap<Vec<u8>, Versions>,
     version: u64,
 }
 
