@@ -122,14 +122,14 @@ fn options(fs: &MemFileSystem) -> Options {
 }
 
 enum Db {
-    P(TransactionDB),
-    O(OptimisticTransactionDB),
+    P(Box<TransactionDB>),
+    O(Box<OptimisticTransactionDB>),
 }
 
 impl Db {
     fn open(kind: Kind, fs: &MemFileSystem) -> Db {
         match kind {
-            Kind::Pessimistic(write_policy) => Db::P(
+            Kind::Pessimistic(write_policy) => Db::P(Box::new(
                 TransactionDB::open(
                     options(fs),
                     TransactionDBOptions {
@@ -139,11 +139,11 @@ impl Db {
                     "/db",
                 )
                 .unwrap(),
-            ),
-            Kind::Optimistic(policy) => Db::O(OptimisticTransactionDB::wrap(
+            )),
+            Kind::Optimistic(policy) => Db::O(Box::new(OptimisticTransactionDB::wrap(
                 DB::open(options(fs), "/db").unwrap(),
                 policy,
-            )),
+            ))),
         }
     }
 
