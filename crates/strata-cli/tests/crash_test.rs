@@ -55,6 +55,50 @@ fn crash_test_kills_stress_and_verifies_every_restart() {
     );
 }
 
+#[test]
+fn crash_test_kills_transactions_and_keeps_the_bank_total() {
+    // Three bank databases (WritePrepared, WriteCommitted, optimistic),
+    // each killed 8 times mid-transfer: the total never changes, every
+    // acknowledged commit survives, recovered prepared transactions end.
+    let dir = tempfile::tempdir().unwrap();
+    let cycles = env_u64("STRATA_TXN_CRASH_CYCLES").unwrap_or(24);
+    let seed = env_u64("STRATA_SEED").unwrap_or(1);
+    let out = strata()
+        .args([
+            "crash_test",
+            &format!("--db={}", dir.path().join("ct").display()),
+            &format!("--cycles={cycles}"),
+            &format!("--seed={seed}"),
+            "--kill_min_ms=50",
+            "--kill_max_ms=400",
+            "--threads=3",
+            "--max_key=200",
+            &format!("--fresh_every={}", cycles.div_ceil(3).max(1)),
+            "--txn_every=1",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "crash test failed (replay with STRATA_SEED={seed}):\n{stdout}\n{stderr}"
+    );
+    let summary = stdout
+        .lines()
+        .find(|l| l.starts_with("crash_test: "))
+        .unwrap_or_else(|| panic!("no summary in {stdout}"));
+    assert!(
+        summary.contains(&format!("{cycles} cycles ({cycles} killed")),
+        "{summary}"
+    );
+    figures::record(
+        "G1-txn",
+        "strata stress --use_txn/--use_optimistic_txn killed with SIGKILL (strata crash_test --txn_every=1)",
+        summary.trim_start_matches("crash_test: "),
+    );
+}
+
 /// The verification is not a formality: a database that disagrees with its
 /// expected state fails it, naming the key.
 #[test]

@@ -6,7 +6,11 @@
 //! is the check: every acknowledged write present (or, with the WAL off, a
 //! prefix of the traced writes reaching the last flush). Every
 //! `--fresh_every` cycles the database starts over with the other
-//! compaction style. A last `--verify_only` run closes the test.
+//! compaction style; every `--txn_every`-th database (default 4th; 0:
+//! none) runs the bank workload in transactions instead, WritePrepared,
+//! WriteCommitted and optimistic in turn (the total preserved, every
+//! acknowledged commit kept, prepared transactions recovered and ended).
+//! A last `--verify_only` run closes the test.
 //!
 //! On a failure the supervisor stops, keeps the directory, and prints the
 //! cycle's command line and log.
@@ -32,6 +36,8 @@ struct Totals {
     killed: u64,
     wal_off: u64,
     databases: u64,
+    /// Databases that ran transactions.
+    txn_databases: u64,
     settled: u64,
 }
 
@@ -106,6 +112,7 @@ pub fn run(f: &Flags) -> Result<(), String> {
     let kill_max: u64 = f.num::<u64>("kill_max_ms", 1500)?.max(kill_min);
     let fresh_every: u64 = f.num("fresh_every", 25)?;
     let wal_off_one_in: u64 = f.num("wal_off_one_in", 5)?;
+    let txn_every: u64 = f.num("txn_every", 4)?;
     let base = vec![
         format!("--threads={}", f.num::<u64>("threads", 4)?),
         format!("--max_key={}", f.num::<u64>("max_key", 5000)?),
@@ -123,26 +130,46 @@ pub fn run(f: &Flags) -> Result<(), String> {
     let mut db = PathBuf::new();
     let mut style = 0;
     let mut plain = false;
+    // The transaction flags of a bank database (empty: the key-value
+    // workload).
+    let mut txn: Vec<String> = Vec::new();
+    let last_flags = |style: u64, plain: bool, txn: &[String]| {
+        let mut last = vec![format!("--compaction_style={style}")];
+        if plain {
+            last.push("--use_plain_table=true".into());
+        }
+        last.extend_from_slice(txn);
+        [base.clone(), last].concat()
+    };
     for cycle in 0..cycles {
         if cycle % fresh_every.max(1) == 0 {
             if t.databases > 0 {
                 // Close the finished database with a full verification.
-                let mut last = vec![format!("--compaction_style={style}")];
-                if plain {
-                    last.push("--use_plain_table=true".into());
-                }
-                let args = [base.clone(), last].concat();
-                verify_only(&exe, &db, &args, &dir)?;
+                verify_only(&exe, &db, &last_flags(style, plain, &txn), &dir)?;
             }
             db = dir.join(format!("db{}", t.databases));
             style = t.databases % 2;
-            // Every third database writes PlainTable files (no range
-            // deletions then).
-            plain = t.databases % 3 == 2;
+            txn = if txn_every > 0 && t.databases % txn_every == txn_every - 1 {
+                let kind = (t.databases / txn_every) % 3;
+                t.txn_databases += 1;
+                match kind {
+                    0 => vec!["--use_txn".into(), "--txn_write_policy=1".into()],
+                    1 => vec!["--use_txn".into(), "--txn_write_policy=0".into()],
+                    _ => vec!["--use_optimistic_txn".into()],
+                }
+            } else {
+                Vec::new()
+            };
+            // Every third key-value database writes PlainTable files (no
+            // range deletions then; fixed-size keys, which the bank's
+            // are not).
+            plain = txn.is_empty() && t.databases % 3 == 2;
             t.databases += 1;
         }
-        let wal_off = wal_off_one_in > 0 && rng.below(wal_off_one_in) == 0;
+        // Transactions need the WAL.
+        let wal_off = txn.is_empty() && wal_off_one_in > 0 && rng.below(wal_off_one_in) == 0;
         let mut args = cycle_flags(&mut rng, &base, style, plain, wal_off);
+        args.extend_from_slice(&txn);
         args.push(format!("--db={}", db.display()));
         let kill_after = Duration::from_millis(kill_min + rng.below(kill_max - kill_min + 1));
         let log = dir.join(format!("cycle-{cycle}.log"));
@@ -167,17 +194,17 @@ pub fn run(f: &Flags) -> Result<(), String> {
         t.cycles += 1;
         t.wal_off += u64::from(wal_off);
     }
-    let args = [base.clone(), vec![format!("--compaction_style={style}")]].concat();
     if t.databases > 0 {
-        verify_only(&exe, &db, &args, &dir)?;
+        verify_only(&exe, &db, &last_flags(style, plain, &txn), &dir)?;
     }
     println!(
-        "crash_test: {} cycles ({} killed with SIGKILL, {} with the WAL off) over {} databases, \
-         {} in-flight writes settled, 0 failures, {:.1} s",
+        "crash_test: {} cycles ({} killed with SIGKILL, {} with the WAL off) over {} databases \
+         ({} with transactions), {} in-flight writes settled, 0 failures, {:.1} s",
         t.cycles,
         t.killed,
         t.wal_off,
         t.databases,
+        t.txn_databases,
         t.settled,
         started.elapsed().as_secs_f64()
     );

@@ -9,8 +9,11 @@
 //! the operations; `--verify_only` stops after the verification. A
 //! verification failure prints `VERIFICATION FAILED` and exits with 2.
 //! `strata crash_test` ([`crash_test`]) kills runs with SIGKILL and lets the
-//! next run verify.
+//! next run verify. With `--use_txn` (and `--txn_write_policy`) or
+//! `--use_optimistic_txn` the workload is bank transfers in transactions
+//! instead ([`bank`]).
 
+mod bank;
 pub mod crash_test;
 mod expected;
 mod ops;
@@ -146,8 +149,31 @@ fn options(f: &Flags) -> Result<Options, String> {
 pub fn run(f: &Flags) -> Result<(), String> {
     let cfg = config(f)?;
     let opts = options(f)?;
+    let txn = if f.bool("use_optimistic_txn")? {
+        Some(bank::TxnKind::Optimistic)
+    } else if f.bool("use_txn")? {
+        Some(bank::TxnKind::Pessimistic(
+            match f.num::<u32>("txn_write_policy", 0)? {
+                0 => strata::utilities::transactions::TxnDBWritePolicy::WriteCommitted,
+                1 => strata::utilities::transactions::TxnDBWritePolicy::WritePrepared,
+                p => {
+                    return Err(format!(
+                        "--txn_write_policy={p}: 0 (WriteCommitted) or 1 (WritePrepared)"
+                    ));
+                }
+            },
+        ))
+    } else {
+        None
+    };
     for u in f.unknown() {
         eprintln!("stress: warning: unknown flag --{u}");
+    }
+    if let Some(kind) = txn {
+        if cfg.disable_wal {
+            return Err("transactions need the WAL (not with --disable_wal)".into());
+        }
+        return bank::run(&cfg, opts, kind);
     }
     let exp = ExpectedState::open(&cfg.expected, cfg.max_key)?;
     let started = Instant::now();
