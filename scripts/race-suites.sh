@@ -14,6 +14,11 @@
 #                                            # with 2 and 4 readers and a rate-limited writer
 #   SUITE=backup  ./scripts/race-suites.sh   # backup and restore of a 1.1 GB database (ops/sec = 1 / seconds)
 #   SUITE=rangedel ./scripts/race-suites.sh  # reads over 1,000 range tombstones (width 100) among 1M keys
+#   SUITE=transactions ./scripts/race-suites.sh
+#                                            # randomtransaction, pessimistic and optimistic, 1 and 4
+#                                            # threads, 2 sets; RocksDB: 10.4.2-txn (the only db_bench
+#                                            # whose randomtransaction runs in a release build; see
+#                                            # scripts/build-rocksdb.sh) unless ROCKSDB is given
 #   SUITE=all     ./scripts/race-suites.sh   # all of the above
 #
 # Environment:
@@ -28,7 +33,11 @@ cd "$(dirname "$0")/.."
 SUITE="${SUITE:-all}"
 ROUNDS="${ROUNDS:-3}"
 SCALE="${SCALE:-1}"
-ROCKSDB="${ROCKSDB:-7.8.3}"
+if [ "$SUITE" = transactions ]; then
+  ROCKSDB="${ROCKSDB:-10.4.2-txn}"
+else
+  ROCKSDB="${ROCKSDB:-7.8.3}"
+fi
 OUT="${OUT:-target/race/suites-$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"
@@ -150,13 +159,22 @@ suite_rangedel() {
     "$f $reads --benchmarks=seekrandom --seek_nexts=10"
   add "readseq over range tombstones" "$f --benchmarks=fillrandom" "$f $reads --benchmarks=readseq"
 }
+suite_transactions() {
+  local num; num=$(n 200000)
+  for kind in transaction_db optimistic_transaction_db; do
+    for t in 1 4; do
+      add "randomtransaction --$kind threads=$t" - \
+        "--benchmarks=randomtransaction --$kind=1 --transaction_sets=2 --num=$num --threads=$t"
+    done
+  done
+}
 suite_latency() {
   add "fillrandom 10M --histogram" - "--benchmarks=fillrandom --num=$(n 10000000) --histogram=1"
 }
 case "$SUITE" in
   all) suite_threads; suite_seed003; suite_sync; suite_flash; suite_latency; suite_seed002; suite_rangedel ;;
-  threads | seed003 | sync | flash | latency | backup | seed002 | rangedel) "suite_$SUITE" ;;
-  *) echo "unknown SUITE=$SUITE (threads, seed003, sync, flash, latency, backup, seed002, rangedel, all)" >&2; exit 2 ;;
+  threads | seed003 | sync | flash | latency | backup | seed002 | rangedel | transactions) "suite_$SUITE" ;;
+  *) echo "unknown SUITE=$SUITE (threads, seed003, sync, flash, latency, backup, seed002, rangedel, transactions, all)" >&2; exit 2 ;;
 esac
 
 COMMON=(--seed=1234 --compression_type=snappy --cache_size=8388608)

@@ -374,19 +374,42 @@ impl DbInner {
     /// `cf`: an entry or a range tombstone covering it (RocksDB's
     /// `GetLatestSequenceForKey`, reading tables too); `None` if nothing
     /// ever wrote it. Transactions check write conflicts with it.
-    pub(crate) fn latest_sequence_for_key(
+    ///
+    /// With `above`, the caller only asks whether `key` was written after
+    /// it: when no table holds a
+    /// sequence above it and no WritePrepared range is tracked (every
+    /// entry's sequence is its commit), the memtables answer alone and
+    /// no table is read (RocksDB reads only memtables here, and answers
+    /// TryAgain when they do not reach back far enough). The answer may
+    /// then be `None` for a key last written at or below `above`.
+    pub(crate) fn latest_sequence_for_key_above(
         &self,
         cf: u32,
         key: &[u8],
+        above: Option<SequenceNumber>,
     ) -> Result<Option<SequenceNumber>> {
         let sv = self.super_version(cf)?;
         let seq = crate::format::MAX_SEQUENCE_NUMBER;
-        let tombstone = self.range_dels(&sv, seq)?.max_covering_seq(key);
+        let memtables_only =
+            above.is_some_and(|a| sv.version.max_seqno() <= a && self.commit_table.is_empty());
         let mut newest = None;
-        self.visit_key(&sv, seq, key, |s, _, _| {
-            newest = Some(s);
-            true
-        })?;
+        if memtables_only {
+            for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+                m.get_with(key, seq, |s, _, _| {
+                    newest = Some(s);
+                    std::ops::ControlFlow::Break(())
+                });
+                if newest.is_some() {
+                    break;
+                }
+            }
+        } else {
+            self.visit_key(&sv, seq, key, |s, _, _| {
+                newest = Some(s);
+                true
+            })?;
+        }
+        let tombstone = self.max_covering_tombstone_seq(&sv, seq, key)?;
         Ok(match (newest, tombstone) {
             (Some(s), t) => Some(s.max(t)),
             (None, 0) => None,

@@ -34,6 +34,8 @@ pub struct Version {
     /// Per level: the round-robin compaction cursor (an internal key).
     compact_cursors: Vec<Option<Vec<u8>>>,
     version_number: u64,
+    /// The largest sequence number of any file (0 without files).
+    max_seqno: u64,
 }
 
 impl std::fmt::Debug for Version {
@@ -109,6 +111,7 @@ impl Version {
             files: vec![Vec::new(); num_levels],
             compact_cursors: vec![None; num_levels],
             version_number: 0,
+            max_seqno: 0,
         }
     }
 
@@ -121,12 +124,26 @@ impl Version {
         version_number: u64,
     ) -> Version {
         debug_assert_eq!(files.len(), compact_cursors.len());
+        let max_seqno = files
+            .iter()
+            .flatten()
+            .map(|f| f.largest_seqno)
+            .max()
+            .unwrap_or(0);
         Version {
             icmp,
             files,
             compact_cursors,
             version_number,
+            max_seqno,
         }
+    }
+
+    /// The largest sequence number any file of this version holds: every
+    /// write after it is in the memtables (flushes take memtables in
+    /// order; an ingested file's global sequence number counts here).
+    pub fn max_seqno(&self) -> u64 {
+        self.max_seqno
     }
 
     pub fn icmp(&self) -> &InternalKeyComparator {

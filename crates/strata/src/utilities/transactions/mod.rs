@@ -14,8 +14,9 @@
 //! - [`OptimisticTransactionDB`]: no locks; the keys a transaction wrote
 //!   or read with `get_for_update` are validated at commit (`Busy` if
 //!   someone wrote one after the transaction first touched it, or after
-//!   its snapshot), serially with every write (`ValidateSerial`, the
-//!   default) or under per-key bucket locks (`ValidateParallel`).
+//!   its snapshot), under per-key bucket locks (`ValidateParallel`,
+//!   RocksDB's default and ours) or serially with every write
+//!   (`ValidateSerial`).
 //!
 //! As in RocksDB, a plain `get` reads what its `ReadOptions` say (pass
 //! the transaction's snapshot to read at it); only `get_for_update` takes

@@ -21,13 +21,15 @@ use crate::error::Result;
 use crate::format::{SequenceNumber, WriteBatch};
 use crate::options::{Options, WriteOptions};
 
-/// How commits are validated.
+/// How commits are validated (RocksDB's `OccValidationPolicy`; its
+/// default, `kValidateParallel`, is ours).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum OccValidationPolicy {
-    /// In the write path, one commit at a time.
-    #[default]
+    /// In the write path, one commit at a time (a group of its own).
     ValidateSerial,
-    /// Under per-key bucket locks.
+    /// Under per-key bucket locks taken in order, then a plain write
+    /// that may share its group with others.
+    #[default]
     ValidateParallel,
 }
 
