@@ -63,6 +63,45 @@ use self::stats::{Reporter, Stats, StatsConfig};
 /// makes FIFO keep nothing: set it with `--compaction_style=2`).
 /// `max_background_compactions` / `max_background_flushes` (-1 = unset)
 /// replace `max_background_jobs` with their sum when either is set.
+/// Flags of the seeds' db_bench commands that RocksDB 7.8.3's db_bench
+/// accepts and that change nothing here, each for the reason given; and
+/// those 7.8.3 no longer accepts (it stops with "ERROR: unknown command
+/// line flag"), which are named in a warning and ignored so that the
+/// seeds' commands run as written.
+fn seed_flags(f: &Flags) -> Result<(), String> {
+    // Reads verify every block's checksum whatever --verify_checksum says.
+    f.bool_or("verify_checksum", true)?;
+    // Obsolete files are deleted as soon as nothing uses them: there is no
+    // periodic full scan for --delete_obsolete_files_period_micros to pace.
+    f.num::<u64>("delete_obsolete_files_period_micros", 0)?;
+    // A no-op in RocksDB 7.8.3 too (seek compaction is gone).
+    f.bool("disable_seek_compaction")?;
+    // Tables are written with appends (what --mmap_write=0 asks for).
+    if f.bool("mmap_write")? {
+        return Err("--mmap_write=1 (allow_mmap_writes) is not supported".into());
+    }
+    // --perf_level 0 (uninitialized) and 1 (disabled) collect nothing;
+    // there is no perf context to enable.
+    let perf: i64 = f.num("perf_level", 0)?;
+    if perf > 1 {
+        eprintln!("warning: --perf_level={perf}: strata bench has no perf context; ignored");
+    }
+    for removed in [
+        "disable_data_sync",
+        "hard_rate_limit",
+        "max_grandparent_overlap_factor",
+        "source_compaction_factor",
+    ] {
+        if f.get(removed).is_some() {
+            eprintln!(
+                "warning: --{removed} is not a flag of RocksDB 7.8.3's db_bench, which stops \
+                 at it (\"ERROR: unknown command line flag '{removed}'\"); ignored"
+            );
+        }
+    }
+    Ok(())
+}
+
 pub fn apply_compaction_flags(f: &Flags, o: &mut Options) -> Result<(), String> {
     let style: i64 = f.num("compaction_style", 0)?;
     let c = &mut o.cf;
@@ -631,9 +670,24 @@ pub fn run(f: &Flags) -> Result<(), String> {
     opts.cf.checksum = strata::tools::util::checksum::ChecksumType::from_u8(checksum)
         .ok_or_else(|| format!("unknown --checksum_type={checksum}"))?;
     let cache_size: i64 = f.num("cache_size", 8 << 20)?;
+    // db_bench's --cache_numshardbits (-1: the cache chooses).
+    let shard_bits: i32 = f.num("cache_numshardbits", -1)?;
     if cache_size > 0 {
-        opts.cf.block_cache = Some(strata::BlockCache::new(cache_size as u64));
+        opts.cf.block_cache = Some(strata::BlockCache::with_shard_bits(
+            cache_size as u64,
+            shard_bits,
+        ));
     }
+    // --open_files: max_open_files (-1: keep every table open).
+    let open_files: i64 = f.num("open_files", -1)?;
+    if f.get("open_files").is_some() {
+        opts.max_open_files = if open_files < 0 {
+            i32::MAX as usize
+        } else {
+            (open_files as usize).max(20)
+        };
+    }
+    seed_flags(f)?;
     if let Some(dir) = f.get("wal_dir").filter(|d| !d.is_empty()) {
         opts.wal_dir = Some(dir.into());
     }
@@ -664,6 +718,12 @@ pub fn run(f: &Flags) -> Result<(), String> {
     let report_interval: u64 = f.num("report_interval_seconds", 0)?;
     let report_file = f.get("report_file").unwrap_or("report.csv").to_string();
     let stats_interval_seconds: u64 = f.num("stats_interval_seconds", 0)?;
+    // --stats_per_interval with --stats_interval=N: the DB's stats
+    // (rocksdb.stats) on stderr every N operations (db_bench prints them
+    // at each thread's interval report; here every N of all threads').
+    let stats_per_interval = f.num::<i64>("stats_per_interval", 0)? > 0
+        && f.num::<u64>("stats_interval", 0)? > 0
+        && stats_interval_seconds == 0;
     let stats_cfg = StatsConfig {
         histogram: f.bool("histogram")?,
         progress: f.get("progress_reports").is_none() || f.bool("progress_reports")?,
@@ -673,7 +733,7 @@ pub fn run(f: &Flags) -> Result<(), String> {
             f.num("stats_interval", 0)?
         },
         stats_interval_seconds,
-        total_ops: (report_interval > 0).then(|| Arc::new(AtomicU64::new(0))),
+        total_ops: (report_interval > 0 || stats_per_interval).then(|| Arc::new(AtomicU64::new(0))),
     };
     let kind = match (
         f.bool("transaction_db")?,
@@ -818,7 +878,7 @@ pub fn run(f: &Flags) -> Result<(), String> {
                         seed_base.wrapping_add(total_thread_count)
                     })
                     .collect();
-                let reporter = match &stats_cfg.total_ops {
+                let reporter = match stats_cfg.total_ops.as_ref().filter(|_| report_interval > 0) {
                     Some(total) => Some(Reporter::start(
                         &report_file,
                         report_interval,
@@ -840,7 +900,27 @@ pub fn run(f: &Flags) -> Result<(), String> {
                     op_pacer: (cfg.writes_per_second > 0)
                         .then(|| Pacer::new(cfg.writes_per_second)),
                 };
-                let mut merged = run_threads(&shared, &seeds, method)?;
+                let running = std::sync::atomic::AtomicBool::new(true);
+                let mut merged = std::thread::scope(|s| {
+                    if let (true, Some(total)) = (stats_per_interval, &stats_cfg.total_ops) {
+                        let (running, every) = (&running, stats_cfg.stats_interval);
+                        s.spawn(move || {
+                            let mut next = every;
+                            while running.load(Ordering::Acquire) {
+                                if total.load(Ordering::Relaxed) >= next {
+                                    next += every;
+                                    if let Some(st) = db.property("rocksdb.stats") {
+                                        eprintln!("{st}");
+                                    }
+                                }
+                                std::thread::sleep(std::time::Duration::from_millis(5));
+                            }
+                        });
+                    }
+                    let r = run_threads(&shared, &seeds, method);
+                    running.store(false, Ordering::Release);
+                    r
+                })?;
                 let range_deletions = shared.range_deletions.load(Ordering::Acquire);
                 if range_deletions > 0 {
                     writeln!(out, "Number of range deletions: {range_deletions}").map_err(w)?;

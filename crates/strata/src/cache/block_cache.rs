@@ -48,6 +48,34 @@ impl BlockCache {
         })
     }
 
+    /// [`BlockCache::new`] split into `2^shard_bits` shards (RocksDB's
+    /// `NewLRUCache(capacity, num_shard_bits)`; each shard evicts on its
+    /// own, so a small cache with many shards holds less of a hot set).
+    /// `shard_bits` is capped at 10, as quick_cache wants shards of some
+    /// size; a negative value (RocksDB: choose) is `new`'s choice.
+    pub fn with_shard_bits(capacity_bytes: u64, shard_bits: i32) -> Arc<BlockCache> {
+        let Ok(bits) = u32::try_from(shard_bits) else {
+            return BlockCache::new(capacity_bytes);
+        };
+        let items = (capacity_bytes / 4096).max(16) as usize;
+        let options = quick_cache::OptionsBuilder::new()
+            .estimated_items_capacity(items)
+            .weight_capacity(capacity_bytes.max(1))
+            .shards(1usize << bits.min(10))
+            .build();
+        match options {
+            Ok(o) => Arc::new(BlockCache {
+                cache: quick_cache::sync::Cache::with_options(
+                    o,
+                    BlockWeighter,
+                    Default::default(),
+                    Default::default(),
+                ),
+            }),
+            Err(_) => BlockCache::new(capacity_bytes),
+        }
+    }
+
     /// Bytes currently charged.
     pub fn usage(&self) -> u64 {
         self.cache.weight()
