@@ -826,6 +826,26 @@ pub unsafe extern "C" fn rocksdb_options_set_memtable_vector_rep(opt: *mut rocks
     })
 }
 
+/// RocksDB's `HashLinkListRepFactory` memtable: `bucket_count` buckets of
+/// sorted linked lists (indexed like skiplists past RocksDB's default 256
+/// entries). Needs a prefix extractor, and
+/// `allow_concurrent_memtable_write` off.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_set_hash_link_list_rep(
+    opt: *mut rocksdb_options_t,
+    bucket_count: usize,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or a live options object.
+        if let Some(o) = unsafe { opt.as_mut() } {
+            o.opts.cf.memtable_factory = strata::MemTableFactory::HashLinkList {
+                bucket_count,
+                threshold_use_skiplist: 256,
+            };
+        }
+    })
+}
+
 /// RocksDB's `HashSkipListRepFactory` memtable: `bucket_count` buckets
 /// (the skiplist height and branching factor are Strata's own). Needs a
 /// prefix extractor, and `allow_concurrent_memtable_write` off.

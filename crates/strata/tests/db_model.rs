@@ -69,7 +69,7 @@ struct OptionSet {
     /// encoding, index and bloom in the file; range deletions are then
     /// refused with NotSupported, as in RocksDB); 4 the default tables
     /// with 3-byte prefixes and (with write_mode 1) the prefix-hash
-    /// memtable.
+    /// memtable; 5 the same with the hash-linked-list memtable.
     table_layout: u8,
 }
 
@@ -90,7 +90,7 @@ const LEVELED: OptionSet = OptionSet {
     table_layout: 0,
 };
 
-const OPTION_SETS: [OptionSet; 10] = [
+const OPTION_SETS: [OptionSet; 11] = [
     OptionSet {
         name: "default",
         write_buffer_size: 1 << 20,
@@ -182,6 +182,15 @@ const OPTION_SETS: [OptionSet; 10] = [
         ..LEVELED
     },
     OptionSet {
+        name: "hash-linklist-memtable",
+        write_mode: 1,
+        write_buffer_size: 4096,
+        block_size: 512,
+        l0_trigger: 3,
+        table_layout: 5,
+        ..LEVELED
+    },
+    OptionSet {
         name: "universal-wal-off",
         write_buffer_size: 4096,
         block_size: 512,
@@ -213,11 +222,20 @@ fn options(fs: &MemFileSystem, set: &OptionSet) -> Options {
     // The leader inserts for its group: the vector and hash memtables can
     // serve (3-byte prefixes, 5 buckets: several prefixes share each).
     if set.write_mode == 1 {
-        o.cf.memtable_factory = if set.table_layout == 4 {
-            o.cf.prefix_extractor = Some(Arc::new(strata::FixedPrefix(3)));
-            strata::MemTableFactory::PrefixHash { bucket_count: 5 }
-        } else {
-            strata::MemTableFactory::Vector
+        o.cf.memtable_factory = match set.table_layout {
+            4 => {
+                o.cf.prefix_extractor = Some(Arc::new(strata::FixedPrefix(3)));
+                strata::MemTableFactory::PrefixHash { bucket_count: 5 }
+            }
+            // Buckets past 4 entries index the rest like skiplists.
+            5 => {
+                o.cf.prefix_extractor = Some(Arc::new(strata::FixedPrefix(3)));
+                strata::MemTableFactory::HashLinkList {
+                    bucket_count: 5,
+                    threshold_use_skiplist: 4,
+                }
+            }
+            _ => strata::MemTableFactory::Vector,
         };
     }
     o.enable_pipelined_write = set.write_mode == 2;

@@ -53,7 +53,8 @@ struct Config {
     /// sync or read fails with probability 1/this (0: never).
     fault_one_in: u64,
     /// Write path: 0 ordered, 1 pipelined, 2 unordered, 3 ordered with the
-    /// leader inserting for its group and `manual_wal_flush`.
+    /// leader inserting for its group and `manual_wal_flush`, and each of
+    /// the memtable kinds in turn (see [`options`]).
     write_mode: u8,
 }
 
@@ -178,7 +179,16 @@ const FAULT_KINDS: [OpKind; 8] = [
 
 /// Options for a new process on `fs` (it dies with the next crash),
 /// through `faults` when given.
-fn options(fs: &MemFileSystem, c: &Config, faults: Option<&FaultInjectionFileSystem>) -> Options {
+///
+/// With the leader inserting for its group (write mode 3) the memtable
+/// kind turns with the seed: skiplist, vector, prefix hash, hash linked
+/// list (2-byte prefixes: ten prefixes over the keys).
+fn options(
+    fs: &MemFileSystem,
+    c: &Config,
+    faults: Option<&FaultInjectionFileSystem>,
+    seed: u64,
+) -> Options {
     let process: FileSystemRef = match faults {
         Some(f) => Arc::new(f.clone()),
         None => Arc::new(fs.process()),
@@ -201,6 +211,21 @@ fn options(fs: &MemFileSystem, c: &Config, faults: Option<&FaultInjectionFileSys
     o.unordered_write = c.write_mode == 2;
     o.allow_concurrent_memtable_write = c.write_mode != 3;
     o.manual_wal_flush = c.write_mode == 3;
+    if c.write_mode == 3 {
+        use strata::MemTableFactory;
+        o.cf.memtable_factory = match seed % 4 {
+            0 => MemTableFactory::SkipList,
+            1 => MemTableFactory::Vector,
+            2 => MemTableFactory::PrefixHash { bucket_count: 3 },
+            _ => MemTableFactory::HashLinkList {
+                bucket_count: 3,
+                threshold_use_skiplist: 8,
+            },
+        };
+        if seed % 4 >= 2 {
+            o.cf.prefix_extractor = Some(Arc::new(strata::FixedPrefix(2)));
+        }
+    }
     o
 }
 
@@ -226,8 +251,8 @@ fn run_seed(c: &Config, seed: u64, f: &mut Figures) -> Result<(), String> {
     let new_process = |rng: &mut Rng| -> Result<(DB, Option<FaultInjectionFileSystem>), String> {
         let faults =
             (c.fault_one_in > 0).then(|| FaultInjectionFileSystem::new(Arc::new(fs.process())));
-        let db =
-            DB::open(options(&fs, c, faults.as_ref()), "/db").map_err(|e| format!("open: {e}"))?;
+        let db = DB::open(options(&fs, c, faults.as_ref(), seed), "/db")
+            .map_err(|e| format!("open: {e}"))?;
         if let Some(f) = &faults {
             f.fail_randomly(&FAULT_KINDS, c.fault_one_in, rng.next());
         }
@@ -289,7 +314,7 @@ fn run_seed(c: &Config, seed: u64, f: &mut Figures) -> Result<(), String> {
         f.crashes += 1;
         drop(db);
         // Recovery itself runs without faults: what it finds is checked.
-        let clean = DB::open(options(&fs, c, None), "/db")
+        let clean = DB::open(options(&fs, c, None, seed), "/db")
             .map_err(|e| format!("epoch {epoch}: reopen after the crash: {e}"))?;
         let recovered = scan(&clean).map_err(|e| format!("epoch {epoch}: {e}"))?;
         let prefixes = matching_prefixes(&history, &recovered);

@@ -783,6 +783,9 @@ extern STRATA_C_API void rocksdb_options_set_hash_skip_list_rep(
     size_t,
     int32_t,
     int32_t);
+extern STRATA_C_API void rocksdb_options_set_hash_link_list_rep(
+    rocksdb_options_t*,
+    size_t);
 extern STRATA_C_API void rocksdb_options_set_allow_mmap_reads(
     rocksdb_options_t*,
     unsigned char);

@@ -1254,6 +1254,32 @@ static void test_tables_and_styles(void) {
   rocksdb_close(db);
   rocksdb_options_destroy(o);
 
+  /* The hash-linked-list memtable (4-byte prefixes, the leader inserts
+     for its group): point reads from the memtable and after a flush. */
+  o = rocksdb_options_create();
+  rocksdb_options_set_create_if_missing(o, 1);
+  rocksdb_options_set_prefix_extractor(o, rocksdb_slicetransform_create_fixed_prefix(4));
+  rocksdb_options_set_hash_link_list_rep(o, 1000);
+  rocksdb_options_set_allow_concurrent_memtable_write(o, 0);
+  path(p, "hashlinklist");
+  db = rocksdb_open(o, p, &err);
+  CHECK_OK(err);
+  for (int i = 0; i < 600; i++) {
+    char k[16];
+    snprintf(k, sizeof k, "hl%02d%04d", i % 3, i);
+    rocksdb_put(db, wo, k, 8, "listval", 7, &err);
+    CHECK_OK(err);
+  }
+  CHECK_GET(db, ro, "hl010598", "listval");
+  CHECK_GET(db, ro, "hl01zzzz", NULL);
+  rocksdb_flush(db, fo, &err);
+  CHECK_OK(err);
+  CHECK_GET(db, ro, "hl000000", "listval");
+  CHECK_GET(db, ro, "hl020599", "listval");
+  CHECK_GET(db, ro, "hl000599", NULL);
+  rocksdb_close(db);
+  rocksdb_options_destroy(o);
+
   /* PlainTable with 4-byte prefixes: written, flushed, read back by get
      and by a full scan (which RocksDB's PlainTable supports forward). */
   o = rocksdb_options_create();

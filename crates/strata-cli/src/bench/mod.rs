@@ -515,10 +515,16 @@ fn apply_table_format_flags(f: &Flags, cfg: &Config, o: &mut Options) -> Result<
                 bucket_count: f.num("hash_bucket_count", 1 << 20)?,
             };
         }
+        "hash_linkedlist" => {
+            o.cf.memtable_factory = strata::MemTableFactory::HashLinkList {
+                bucket_count: f.num("hash_bucket_count", 1 << 20)?,
+                threshold_use_skiplist: 256,
+            };
+        }
         other => {
             return Err(format!(
                 "Could not create memtable factory: Not implemented: memtablerep {other} (Strata \
-                 has skip_list, vector and prefix_hash)"
+                 has skip_list, vector, prefix_hash and hash_linkedlist)"
             ));
         }
     }

@@ -89,9 +89,10 @@ fn cycle_flags(
         set("allow_concurrent_memtable_write", "false".into());
         // The vector and hash memtables take no concurrent inserts: now
         // they may serve.
-        match rng.below(3) {
+        match rng.below(4) {
             0 => set("memtablerep", "vector".into()),
             1 => set("memtablerep", "prefix_hash".into()),
+            2 => set("memtablerep", "hash_linkedlist".into()),
             _ => {}
         }
     }

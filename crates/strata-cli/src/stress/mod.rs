@@ -126,9 +126,18 @@ fn options(f: &Flags) -> Result<Options, String> {
             };
             o.cf.prefix_extractor = Some(Arc::new(strata::FixedPrefix(8)));
         }
+        "hash_linkedlist" => {
+            // A small threshold: buckets pass it and index their later
+            // entries too.
+            o.cf.memtable_factory = strata::MemTableFactory::HashLinkList {
+                bucket_count: f.num("hash_bucket_count", 4096)?,
+                threshold_use_skiplist: 16,
+            };
+            o.cf.prefix_extractor = Some(Arc::new(strata::FixedPrefix(8)));
+        }
         other => {
             return Err(format!(
-                "unknown --memtablerep={other} (skip_list, vector, prefix_hash)"
+                "unknown --memtablerep={other} (skip_list, vector, prefix_hash, hash_linkedlist)"
             ));
         }
     }

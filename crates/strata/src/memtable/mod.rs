@@ -67,6 +67,15 @@ pub enum MemTableFactory {
     /// order reads sort a copy. Needs a prefix extractor (without one the
     /// skiplist is used, as RocksDB does); no concurrent memtable writes.
     PrefixHash { bucket_count: usize },
+    /// A hash of prefixes to sorted linked lists, indexed like skiplists
+    /// past `threshold_use_skiplist` entries (RocksDB's
+    /// `HashLinkListRepFactory`, db_bench's `hash_linkedlist`): the least
+    /// memory per entry for few keys per prefix. Needs a prefix extractor
+    /// (the skiplist serves without one); no concurrent memtable writes.
+    HashLinkList {
+        bucket_count: usize,
+        threshold_use_skiplist: usize,
+    },
 }
 
 impl MemTableFactory {
@@ -76,6 +85,7 @@ impl MemTableFactory {
             MemTableFactory::SkipList => "SkipListFactory",
             MemTableFactory::Vector => "VectorRepFactory",
             MemTableFactory::PrefixHash { .. } => "HashSkipListRepFactory",
+            MemTableFactory::HashLinkList { .. } => "HashLinkListRepFactory",
         }
     }
 
@@ -86,6 +96,10 @@ impl MemTableFactory {
             "VectorRepFactory" | "vector" => Some(MemTableFactory::Vector),
             "HashSkipListRepFactory" | "prefix_hash" => Some(MemTableFactory::PrefixHash {
                 bucket_count: hash_skiplist_rep::DEFAULT_BUCKET_COUNT,
+            }),
+            "HashLinkListRepFactory" | "hash_linkedlist" => Some(MemTableFactory::HashLinkList {
+                bucket_count: hash_skiplist_rep::DEFAULT_LINK_LIST_BUCKET_COUNT,
+                threshold_use_skiplist: hash_skiplist_rep::DEFAULT_THRESHOLD_USE_SKIPLIST,
             }),
             _ => None,
         }
@@ -208,8 +222,8 @@ impl MemTable {
     }
 
     /// An empty memtable whose point entries are kept by `factory`'s rep
-    /// (range tombstones always in a skiplist); the prefix-hash rep hashes
-    /// by `prefix_extractor` (the skiplist serves without one).
+    /// (range tombstones always in a skiplist); the hash reps hash by
+    /// `prefix_extractor` (the skiplist serves without one).
     pub fn with_factory(
         icmp: InternalKeyComparator,
         block_size: usize,
@@ -226,9 +240,25 @@ impl MemTable {
                     bucket_count,
                 ))
             }
-            (MemTableFactory::SkipList | MemTableFactory::PrefixHash { .. }, _) => {
-                Arc::new(SkipListRep::new(icmp.clone(), Arc::clone(&arena)))
-            }
+            (
+                MemTableFactory::HashLinkList {
+                    bucket_count,
+                    threshold_use_skiplist,
+                },
+                Some(pe),
+            ) => Arc::new(hash_skiplist_rep::HashSkipListRep::linked_list(
+                icmp.clone(),
+                Arc::clone(&arena),
+                pe,
+                bucket_count,
+                threshold_use_skiplist,
+            )),
+            (
+                MemTableFactory::SkipList
+                | MemTableFactory::PrefixHash { .. }
+                | MemTableFactory::HashLinkList { .. },
+                _,
+            ) => Arc::new(SkipListRep::new(icmp.clone(), Arc::clone(&arena))),
             (MemTableFactory::Vector, _) => {
                 Arc::new(vector_rep::VectorRep::new(icmp.clone(), Arc::clone(&arena)))
             }

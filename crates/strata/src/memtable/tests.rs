@@ -105,6 +105,18 @@ fn prefix_hash_rep_model_test() {
     model_test_with(MemTableFactory::PrefixHash { bucket_count: 7 });
 }
 
+#[test]
+fn hash_link_list_rep_model_test() {
+    // Buckets past the threshold index later entries like skiplists; with
+    // 0 every entry does, with a large one every bucket stays a list.
+    for threshold_use_skiplist in [0, 3, 1 << 20] {
+        model_test_with(MemTableFactory::HashLinkList {
+            bucket_count: 7,
+            threshold_use_skiplist,
+        });
+    }
+}
+
 /// Entries added and read back every way against a `BTreeMap`, with the
 /// point entries in `factory`'s rep.
 fn model_test_with(factory: MemTableFactory) {
