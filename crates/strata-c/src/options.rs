@@ -878,6 +878,30 @@ getter!(
 );
 setter!(
     rocksdb_options_t,
+    rocksdb_options_set_use_direct_reads,
+    c_uchar,
+    |o, v| o.opts.use_direct_reads = v != 0
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_use_direct_reads,
+    c_uchar,
+    |o| o.opts.use_direct_reads as c_uchar
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_use_direct_io_for_flush_and_compaction,
+    c_uchar,
+    |o, v| o.opts.use_direct_io_for_flush_and_compaction = v != 0
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_use_direct_io_for_flush_and_compaction,
+    c_uchar,
+    |o| o.opts.use_direct_io_for_flush_and_compaction as c_uchar
+);
+setter!(
+    rocksdb_options_t,
     rocksdb_options_set_memtable_prefix_bloom_size_ratio,
     f64,
     |o, v| o.opts.cf.memtable_prefix_bloom_size_ratio = v

@@ -589,6 +589,14 @@ pub struct Options {
     /// instead of copied into memory, and block reads copy from the map
     /// instead of calling `pread`.
     pub allow_mmap_reads: bool,
+    /// Read table files bypassing the OS page cache (RocksDB's
+    /// `use_direct_reads`; `O_DIRECT`): user reads and compaction inputs
+    /// go through the block cache only. Opening a table fails with
+    /// `NotSupported` where the file system refuses it (tmpfs).
+    pub use_direct_reads: bool,
+    /// Write flush and compaction outputs bypassing the OS page cache
+    /// (RocksDB's `use_direct_io_for_flush_and_compaction`).
+    pub use_direct_io_for_flush_and_compaction: bool,
     /// The file system (the real one by default; tests pass in-memory ones).
     pub fs: Option<FileSystemRef>,
     /// Background jobs (flushes plus compactions) this DB runs at once
@@ -687,6 +695,14 @@ impl Options {
                 "unordered_write is incompatible with enable_pipelined_write".into(),
             ));
         }
+        if self.allow_mmap_reads && self.use_direct_reads {
+            // RocksDB's SanitizeOptions text.
+            return Err(crate::error::Error::NotSupported(
+                "If memory mapped reads (allow_mmap_reads) are enabled then direct I/O reads \
+                 (use_direct_reads) must be disabled. "
+                    .into(),
+            ));
+        }
         if self.max_manifest_file_size == 0 {
             return Err(crate::error::Error::InvalidArgument(
                 "max_manifest_file_size must be positive".into(),
@@ -708,6 +724,8 @@ impl Default for Options {
             max_manifest_file_size: 1 << 30,
             paranoid_checks: true,
             allow_mmap_reads: false,
+            use_direct_reads: false,
+            use_direct_io_for_flush_and_compaction: false,
             fs: None,
             max_background_jobs: 2,
             max_subcompactions: 1,

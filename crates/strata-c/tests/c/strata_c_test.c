@@ -1254,6 +1254,34 @@ static void test_tables_and_styles(void) {
   rocksdb_close(db);
   rocksdb_options_destroy(o);
 
+  /* Direct I/O for reads and for flush and compaction outputs (a file
+     system without O_DIRECT, such as tmpfs, refuses the open). */
+  o = rocksdb_options_create();
+  rocksdb_options_set_create_if_missing(o, 1);
+  rocksdb_options_set_use_direct_reads(o, 1);
+  CHECK(rocksdb_options_get_use_direct_reads(o) == 1);
+  rocksdb_options_set_use_direct_io_for_flush_and_compaction(o, 1);
+  CHECK(rocksdb_options_get_use_direct_io_for_flush_and_compaction(o) == 1);
+  path(p, "direct");
+  db = rocksdb_open(o, p, &err);
+  if (err != NULL) {
+    free(err);
+    err = NULL;
+  } else {
+    for (int i = 0; i < 300; i++) {
+      char k[16];
+      snprintf(k, sizeof k, "dio%05d", i);
+      rocksdb_put(db, wo, k, 8, "directval", 9, &err);
+      CHECK_OK(err);
+    }
+    rocksdb_flush(db, fo, &err);
+    CHECK_OK(err);
+    CHECK_GET(db, ro, "dio00150", "directval");
+    CHECK_GET(db, ro, "dio00300", NULL);
+    rocksdb_close(db);
+  }
+  rocksdb_options_destroy(o);
+
   /* The hash-linked-list memtable (4-byte prefixes, the leader inserts
      for its group): point reads from the memtable and after a flush. */
   o = rocksdb_options_create();

@@ -530,6 +530,8 @@ fn apply_table_format_flags(f: &Flags, cfg: &Config, o: &mut Options) -> Result<
     }
     o.cf.bloom_locality = f.num("bloom_locality", 0)?;
     o.allow_mmap_reads = f.bool("mmap_read")?;
+    o.use_direct_reads = f.bool("use_direct_reads")?;
+    o.use_direct_io_for_flush_and_compaction = f.bool("use_direct_io_for_flush_and_compaction")?;
     // Strata's defaults (a small whole-key memtable bloom) unless asked.
     if f.get("memtable_bloom_size_ratio").is_some() {
         o.cf.memtable_prefix_bloom_size_ratio = f.num("memtable_bloom_size_ratio", 0.0)?;

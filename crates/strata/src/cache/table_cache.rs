@@ -69,6 +69,8 @@ impl TableCache {
         let path = self.dir.join(crate::filename::table_file_name(number));
         let file = if opts.allow_mmap_reads {
             self.fs.new_mmap_file(&path)?
+        } else if opts.use_direct_reads {
+            self.fs.new_direct_random_access_file(&path)?
         } else {
             self.fs.new_random_access_file(&path)?
         };

@@ -687,6 +687,7 @@ fn random_case(seed: u64) -> std::result::Result<(), String> {
     let ctx = JobContext {
         identity: ("", ""),
         checksum_factory: None,
+        direct_io: false,
         fs: Arc::clone(&fs),
         dir,
         table_options: table_options.clone(),
@@ -890,6 +891,7 @@ fn output_to_level_0_is_never_split() {
     let ctx = JobContext {
         identity: ("", ""),
         checksum_factory: None,
+        direct_io: false,
         fs: Arc::clone(&fs),
         dir,
         table_options: TableOptions {

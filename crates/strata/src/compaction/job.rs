@@ -56,6 +56,9 @@ pub struct JobContext<'a> {
     pub identity: (&'a str, &'a str),
     /// Whole-file checksums of the outputs, when set.
     pub checksum_factory: Option<crate::util::file_checksum::FileChecksumGenFactoryRef>,
+    /// Outputs written bypassing the page cache
+    /// (`use_direct_io_for_flush_and_compaction`).
+    pub direct_io: bool,
 }
 
 impl std::fmt::Debug for JobContext<'_> {
@@ -346,7 +349,11 @@ fn open_file(
 ) -> Result<OutputFile> {
     let number = (ctx.new_file_number)();
     let path = ctx.dir.join(crate::filename::table_file_name(number));
-    let file = ctx.fs.new_writable_file(&path)?;
+    let file = if ctx.direct_io {
+        ctx.fs.new_direct_writable_file(&path)?
+    } else {
+        ctx.fs.new_writable_file(&path)?
+    };
     created.push(number);
     let (file, checksum) =
         crate::fs::checksum_file::maybe_checksummed(file, ctx.checksum_factory.as_ref());

@@ -262,6 +262,7 @@ impl DbInner {
             }
             table_options.verify_checksums = self.options.paranoid_checks;
             table_options.allow_mmap_reads = self.options.allow_mmap_reads;
+            table_options.use_direct_reads = self.options.use_direct_reads;
             table_options.statistics = self.options.statistics.clone();
             drop(st);
             // Inputs are opened (through the shared table cache) with the
@@ -424,6 +425,7 @@ impl DbInner {
             cancel: Some(&self.shutting_down),
             identity: (&self.db_id, &self.db_session_id),
             checksum_factory: self.options.file_checksum_gen_factory.clone(),
+            direct_io: self.options.use_direct_io_for_flush_and_compaction,
         };
         job::run(c, &ctx)
     }

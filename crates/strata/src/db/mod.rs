@@ -318,6 +318,7 @@ impl DbInner {
             let mut table_options = cf.options.table_options(cf.id, &cf.name);
             table_options.verify_checksums = self.options.paranoid_checks;
             table_options.allow_mmap_reads = self.options.allow_mmap_reads;
+            table_options.use_direct_reads = self.options.use_direct_reads;
             table_options.statistics = self.options.statistics.clone();
             let l0 = version.files(0).len();
             map.insert(

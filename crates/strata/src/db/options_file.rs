@@ -83,6 +83,12 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
     );
     kv(&mut s, "paranoid_checks", &opts.paranoid_checks);
     kv(&mut s, "allow_mmap_reads", &opts.allow_mmap_reads);
+    kv(&mut s, "use_direct_reads", &opts.use_direct_reads);
+    kv(
+        &mut s,
+        "use_direct_io_for_flush_and_compaction",
+        &opts.use_direct_io_for_flush_and_compaction,
+    );
     kv(&mut s, "max_background_jobs", &opts.max_background_jobs);
     kv(&mut s, "max_subcompactions", &opts.max_subcompactions);
     kv(&mut s, "db_write_buffer_size", &opts.db_write_buffer_size);

@@ -241,6 +241,10 @@ impl OptionsFile {
                 "allow_2pc" => o.allow_2pc = boolean(file, k, v)?,
                 "allow_ingest_behind" => o.allow_ingest_behind = boolean(file, k, v)?,
                 "allow_mmap_reads" => o.allow_mmap_reads = boolean(file, k, v)?,
+                "use_direct_reads" => o.use_direct_reads = boolean(file, k, v)?,
+                "use_direct_io_for_flush_and_compaction" => {
+                    o.use_direct_io_for_flush_and_compaction = boolean(file, k, v)?
+                }
                 "manual_wal_flush" => o.manual_wal_flush = boolean(file, k, v)?,
                 "WAL_ttl_seconds" => o.wal_ttl_seconds = num(file, k, v)?,
                 "WAL_size_limit_MB" => o.wal_size_limit_mb = num(file, k, v)?,

@@ -36,6 +36,12 @@ impl DbInner {
             format!("Options.max_open_files: {}", o.max_open_files),
             format!("Options.wal_recovery_mode: {:?}", o.wal_recovery_mode),
             format!("Options.paranoid_checks: {}", o.paranoid_checks),
+            format!("Options.allow_mmap_reads: {}", u8::from(o.allow_mmap_reads)),
+            format!("Options.use_direct_reads: {}", u8::from(o.use_direct_reads)),
+            format!(
+                "Options.use_direct_io_for_flush_and_compaction: {}",
+                u8::from(o.use_direct_io_for_flush_and_compaction)
+            ),
         ] {
             self.info_log.log(&line);
         }

@@ -370,6 +370,24 @@ impl FileSystem for FaultInjectionFileSystem {
         }))
     }
 
+    fn new_direct_random_access_file(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.check(OpKind::NewRandomAccess, path)?;
+        Ok(Arc::new(FaultRandomAccessFile {
+            inner: self.inner.new_direct_random_access_file(path)?,
+            path: path.to_path_buf(),
+            shared: self.shared.clone(),
+        }))
+    }
+
+    fn new_direct_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.check(OpKind::NewWritable, path)?;
+        Ok(Box::new(FaultWritableFile {
+            inner: self.inner.new_direct_writable_file(path)?,
+            path: path.to_path_buf(),
+            shared: self.shared.clone(),
+        }))
+    }
+
     fn new_sequential_file(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
         self.check(OpKind::NewSequential, path)?;
         Ok(Box::new(FaultSequentialFile {

@@ -22,6 +22,7 @@ pub mod checksum_file;
 pub mod fault;
 pub mod mem;
 pub mod posix;
+mod posix_direct;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -85,6 +86,23 @@ pub trait FileSystem: Send + Sync {
     /// [`new_random_access_file`]: FileSystem::new_random_access_file
     fn new_mmap_file(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         self.new_random_access_file(path)
+    }
+    /// Opens `path` for reads that bypass the OS page cache (RocksDB's
+    /// `use_direct_reads`; `O_DIRECT` on Linux). `NotSupported` where the
+    /// file system refuses it. File systems without a page cache (the
+    /// in-memory one) open it as [`new_random_access_file`] does.
+    ///
+    /// [`new_random_access_file`]: FileSystem::new_random_access_file
+    fn new_direct_random_access_file(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.new_random_access_file(path)
+    }
+    /// Creates `path` for writes that bypass the OS page cache (RocksDB's
+    /// `use_direct_io_for_flush_and_compaction`), as
+    /// [`new_direct_random_access_file`] does for reads.
+    ///
+    /// [`new_direct_random_access_file`]: FileSystem::new_direct_random_access_file
+    fn new_direct_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.new_writable_file(path)
     }
     fn new_sequential_file(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;
     fn file_exists(&self, path: &Path) -> bool;

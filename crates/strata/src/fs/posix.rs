@@ -356,6 +356,18 @@ impl FileSystem for PosixFileSystem {
         }))
     }
 
+    fn new_direct_random_access_file(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        Ok(Arc::new(super::posix_direct::DirectRandomAccessFile::open(
+            path,
+        )?))
+    }
+
+    fn new_direct_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Ok(Box::new(super::posix_direct::DirectWritableFile::create(
+            path,
+        )?))
+    }
+
     fn new_mmap_file(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         let file = File::open(path).map_err(|e| os_err("open", path, e))?;
         let len = file.metadata().map_err(|e| os_err("stat", path, e))?.len();

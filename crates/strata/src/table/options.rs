@@ -155,6 +155,8 @@ pub struct TableOptions {
     pub plain: Option<super::plain::PlainTableOptions>,
     /// Open table files through memory maps (`Options::allow_mmap_reads`).
     pub allow_mmap_reads: bool,
+    /// Open table files for direct reads (`Options::use_direct_reads`).
+    pub use_direct_reads: bool,
     /// Cache-line locality of PlainTable bloom filters (RocksDB's
     /// `bloom_locality`; 0: probes spread over the whole filter).
     pub bloom_locality: u32,
@@ -201,6 +203,7 @@ impl Default for TableOptions {
             statistics: None,
             plain: None,
             allow_mmap_reads: false,
+            use_direct_reads: false,
             bloom_locality: 0,
         }
     }
