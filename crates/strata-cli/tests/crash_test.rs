@@ -15,10 +15,11 @@ fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
-#[test]
-fn crash_test_kills_stress_and_verifies_every_restart() {
+/// Runs `strata crash_test` for `cycles` cycles with `extra` flags, checks
+/// that it passed with every cycle killed, and records its summary as
+/// figure `id`.
+fn crash_test(id: &str, what: &str, cycles: u64, extra: &[String]) {
     let dir = tempfile::tempdir().unwrap();
-    let cycles = env_u64("STRATA_CRASH_CYCLES").unwrap_or(100);
     let seed = env_u64("STRATA_SEED").unwrap_or(1);
     let out = strata()
         .args([
@@ -29,9 +30,8 @@ fn crash_test_kills_stress_and_verifies_every_restart() {
             "--kill_min_ms=50",
             "--kill_max_ms=400",
             "--threads=3",
-            "--max_key=2000",
-            "--fresh_every=25",
         ])
+        .args(extra)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -48,10 +48,17 @@ fn crash_test_kills_stress_and_verifies_every_restart() {
         summary.contains(&format!("{cycles} cycles ({cycles} killed")),
         "{summary}"
     );
-    figures::record(
+    figures::record(id, what, summary.trim_start_matches("crash_test: "));
+}
+
+#[test]
+fn crash_test_kills_stress_and_verifies_every_restart() {
+    let cycles = env_u64("STRATA_CRASH_CYCLES").unwrap_or(100);
+    crash_test(
         "G1",
         "strata stress killed with SIGKILL at random times (strata crash_test)",
-        summary.trim_start_matches("crash_test: "),
+        cycles,
+        &["--max_key=2000".into(), "--fresh_every=25".into()],
     );
 }
 
@@ -60,42 +67,16 @@ fn crash_test_kills_transactions_and_keeps_the_bank_total() {
     // Three bank databases (WritePrepared, WriteCommitted, optimistic),
     // each killed 8 times mid-transfer: the total never changes, every
     // acknowledged commit survives, recovered prepared transactions end.
-    let dir = tempfile::tempdir().unwrap();
     let cycles = env_u64("STRATA_TXN_CRASH_CYCLES").unwrap_or(24);
-    let seed = env_u64("STRATA_SEED").unwrap_or(1);
-    let out = strata()
-        .args([
-            "crash_test",
-            &format!("--db={}", dir.path().join("ct").display()),
-            &format!("--cycles={cycles}"),
-            &format!("--seed={seed}"),
-            "--kill_min_ms=50",
-            "--kill_max_ms=400",
-            "--threads=3",
-            "--max_key=200",
-            &format!("--fresh_every={}", cycles.div_ceil(3).max(1)),
-            "--txn_every=1",
-        ])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "crash test failed (replay with STRATA_SEED={seed}):\n{stdout}\n{stderr}"
-    );
-    let summary = stdout
-        .lines()
-        .find(|l| l.starts_with("crash_test: "))
-        .unwrap_or_else(|| panic!("no summary in {stdout}"));
-    assert!(
-        summary.contains(&format!("{cycles} cycles ({cycles} killed")),
-        "{summary}"
-    );
-    figures::record(
+    crash_test(
         "G1-txn",
         "strata stress --use_txn/--use_optimistic_txn killed with SIGKILL (strata crash_test --txn_every=1)",
-        summary.trim_start_matches("crash_test: "),
+        cycles,
+        &[
+            "--max_key=200".into(),
+            format!("--fresh_every={}", cycles.div_ceil(3).max(1)),
+            "--txn_every=1".into(),
+        ],
     );
 }
 

@@ -26,12 +26,15 @@ fn opts() -> Options {
 
 fn scan(db: &DB) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut it = db.iter(&ReadOptions::default()).unwrap();
-    let mut out = BTreeMap::new();
     it.seek_to_first();
-    while it.valid() {
-        out.insert(it.key().to_vec(), it.value().to_vec());
+    let out = std::iter::from_fn(|| {
+        let kv = it
+            .valid()
+            .then(|| (it.key().to_vec(), it.value().to_vec()))?;
         it.next();
-    }
+        Some(kv)
+    })
+    .collect();
     it.status().unwrap();
     out
 }
