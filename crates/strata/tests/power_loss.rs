@@ -54,7 +54,8 @@ struct Config {
     fault_one_in: u64,
     /// Write path: 0 ordered, 1 pipelined, 2 unordered, 3 ordered with the
     /// leader inserting for its group and `manual_wal_flush`, and each of
-    /// the memtable kinds in turn (see [`options`]).
+    /// the memtable kinds in turn, with block-based or PlainTable files
+    /// (see [`options`]).
     write_mode: u8,
 }
 
@@ -225,8 +226,30 @@ fn options(
         if seed % 4 >= 2 {
             o.cf.prefix_extractor = Some(Arc::new(strata::FixedPrefix(2)));
         }
+        if plain_tables(c, seed) {
+            // PlainTable files (the keys are 4 bytes): flushes and
+            // compactions write them, recovery reads them.
+            o.cf.prefix_extractor = Some(Arc::new(strata::FixedPrefix(2)));
+            o.cf.table_factory = strata::TableFactory::Plain(strata::PlainTableOptions {
+                user_key_len: 4,
+                encoding_type: if seed % 2 == 0 {
+                    strata::EncodingType::Plain
+                } else {
+                    strata::EncodingType::Prefix
+                },
+                store_index_in_file: seed % 3 == 0,
+                ..Default::default()
+            });
+        }
     }
     o
+}
+
+/// Whether `seed` of option set `c` writes PlainTable files (half the
+/// seeds of the serial-inserts set). PlainTable column families refuse
+/// range deletions, so their batches have none.
+fn plain_tables(c: &Config, seed: u64) -> bool {
+    c.write_mode == 3 && (seed / 4) % 2 == 1
 }
 
 #[derive(Default, Debug, Clone, Copy)]
@@ -262,7 +285,14 @@ fn run_seed(c: &Config, seed: u64, f: &mut Figures) -> Result<(), String> {
     for epoch in 0..EPOCHS {
         let steps = 1 + rng.below(120);
         for _ in 0..steps {
-            let batch = random_batch(&mut rng, history.len());
+            let mut batch = random_batch(&mut rng, history.len());
+            if plain_tables(c, seed) {
+                for op in &mut batch {
+                    if let Op::DeleteRange(a, _) = op {
+                        *op = Op::Delete(std::mem::take(a));
+                    }
+                }
+            }
             let sync = !c.disable_wal && rng.one_in(c.sync_one_in);
             let wo = WriteOptions {
                 sync,
