@@ -30,6 +30,10 @@ pub struct Codec {
     pub raw: bool,
     pub dumps: PyObject,
     pub loads: PyObject,
+    /// Values carry DBWithTTL's 4-byte timestamp suffix (a database opened
+    /// with `AccessType.with_ttl`): encoding appends the current time,
+    /// decoding checks and drops it.
+    pub ttl: bool,
 }
 
 impl Codec {
@@ -39,6 +43,7 @@ impl Codec {
             raw,
             dumps: pickle.getattr("dumps")?.unbind(),
             loads: pickle.getattr("loads")?.unbind(),
+            ttl: false,
         })
     }
 
@@ -47,6 +52,7 @@ impl Codec {
             raw: self.raw,
             dumps: self.dumps.clone_ref(py),
             loads: self.loads.clone_ref(py),
+            ttl: self.ttl,
         }
     }
 
@@ -76,8 +82,18 @@ impl Codec {
         Ok(out)
     }
 
-    /// Appends the value's encoding to `out`.
+    /// Appends the value's encoding to `out` (with the time, for a TTL
+    /// database).
     pub fn encode_value_into(&self, value: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
+        self.encode_plain_value_into(value, out)?;
+        if self.ttl {
+            let now = strata::compaction_filter::unix_now_seconds();
+            out.extend_from_slice(&(now as u32).to_le_bytes());
+        }
+        Ok(())
+    }
+
+    fn encode_plain_value_into(&self, value: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> PyResult<()> {
         if self.raw {
             return raw_bytes_into(value, out);
         }
@@ -98,6 +114,11 @@ impl Codec {
     }
 
     pub fn decode_value(&self, py: Python<'_>, b: &[u8]) -> PyResult<PyObject> {
+        if self.ttl {
+            let plain = strata::utilities::ttl::strip_ts(b)
+                .map_err(|e| PyException::new_err(e.to_string()))?;
+            return self.decode(py, plain);
+        }
         self.decode(py, b)
     }
 

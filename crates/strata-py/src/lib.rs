@@ -34,6 +34,7 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "ColumnFamily",
         "PlainTableFactoryOptions",
         "CuckooTableOptions",
+        "MemtableFactory",
     ];
     m.add_class::<rdict::Rdict>()?;
     m.add_class::<rdict::RdictIter>()?;
@@ -45,6 +46,7 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<rdict::ColumnFamily>()?;
     m.add_class::<options::PlainTableFactoryOptions>()?;
     m.add_class::<options::CuckooTableOptions>()?;
+    m.add_class::<options::MemtableFactory>()?;
     m.add_class::<options::Options>()?;
     m.add_class::<options::ReadOptions>()?;
     m.add_class::<options::WriteOptions>()?;

@@ -199,6 +199,17 @@ impl Options {
     /// Accepted for compatibility; Strata writes files with `write` either
     /// way (same results).
     fn set_allow_mmap_writes(&mut self, _is_enabled: bool) {}
+    /// Read tables with O_DIRECT (RocksDB's `use_direct_reads`).
+    fn set_use_direct_reads(&mut self, enabled: bool) {
+        self.opts.use_direct_reads = enabled;
+    }
+    /// Write flush and compaction outputs with O_DIRECT.
+    fn set_use_direct_io_for_flush_and_compaction(&mut self, enabled: bool) {
+        self.opts.use_direct_io_for_flush_and_compaction = enabled;
+    }
+    fn set_memtable_factory(&mut self, factory: &MemtableFactory) {
+        self.opts.cf.memtable_factory = factory.0;
+    }
     /// RocksDB's PlainTable format for this column family's files (data
     /// held in RAM; a prefix extractor enables its hash index).
     fn set_plain_table_factory(&mut self, options: &PlainTableFactoryOptions) {
@@ -388,6 +399,38 @@ impl PlainTableFactoryOptions {
             }
         };
         Ok(())
+    }
+}
+
+/// rocksdict's memtable kinds (`Options.set_memtable_factory`): RocksDB's
+/// vector, HashSkipList and HashLinkList memtables. The hash kinds need a
+/// prefix extractor (without one the skiplist serves, as in RocksDB); all
+/// three need `set_allow_concurrent_memtable_write(False)`.
+#[pyclass(module = "strata")]
+#[derive(Clone)]
+pub struct MemtableFactory(strata::MemTableFactory);
+
+#[pymethods]
+impl MemtableFactory {
+    #[staticmethod]
+    fn vector() -> Self {
+        MemtableFactory(strata::MemTableFactory::Vector)
+    }
+    /// `height` and `branching_factor` are accepted; Strata's skiplists
+    /// choose their own.
+    #[staticmethod]
+    #[pyo3(signature = (bucket_count = 1_000_000, height = 4, branching_factor = 4))]
+    fn hash_skip_list(bucket_count: usize, height: i32, branching_factor: i32) -> Self {
+        let _ = (height, branching_factor);
+        MemtableFactory(strata::MemTableFactory::PrefixHash { bucket_count })
+    }
+    #[staticmethod]
+    #[pyo3(signature = (bucket_count = 50_000))]
+    fn hash_link_list(bucket_count: usize) -> Self {
+        MemtableFactory(strata::MemTableFactory::HashLinkList {
+            bucket_count,
+            threshold_use_skiplist: 256,
+        })
     }
 }
 
@@ -703,9 +746,12 @@ impl SliceTransform {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Access {
     ReadWrite,
-    ReadOnly { error_if_log_file_exist: bool },
+    ReadOnly {
+        error_if_log_file_exist: bool,
+    },
     Secondary,
-    WithTtl,
+    /// DBWithTTL with this TTL in seconds for every column family.
+    WithTtl(i32),
 }
 
 #[pyclass(module = "strata")]
@@ -730,11 +776,23 @@ impl AccessType {
     fn secondary(_secondary_path: &str) -> Self {
         AccessType(Access::Secondary)
     }
-    /// DB with TTL through rocksdict's API is not supported yet (opening
-    /// with one raises; `strata::utilities::ttl` has it in Rust).
+    /// A database whose values expire after `duration` seconds (an int,
+    /// or a `datetime.timedelta`), RocksDB's DBWithTTL: values carry a
+    /// 4-byte timestamp, compactions drop expired ones, reads may still
+    /// return an expired value until a compaction ran (as RocksDB).
     #[staticmethod]
-    fn with_ttl(_duration: &Bound<'_, PyAny>) -> Self {
-        AccessType(Access::WithTtl)
+    fn with_ttl(duration: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let secs: i64 = match duration.extract::<i64>() {
+            Ok(s) => s,
+            Err(_) => duration
+                .call_method0("total_seconds")?
+                .extract::<f64>()
+                .map(|s| s as i64)?,
+        };
+        let secs = i32::try_from(secs).map_err(|_| {
+            pyo3::exceptions::PyValueError::new_err(format!("ttl of {secs} s is out of range"))
+        })?;
+        Ok(AccessType(Access::WithTtl(secs)))
     }
 }
 

@@ -245,23 +245,30 @@ impl Rdict {
                     "Not implemented: secondary instances are not supported by strata yet",
                 ));
             }
-            Access::WithTtl => {
-                return Err(PyException::new_err(
-                    "Not implemented: AccessType.with_ttl is not supported by strata's Python package yet",
-                ));
+            Access::WithTtl(ttl) => {
+                let ttls = vec![ttl; descs.len()];
+                py.allow_threads(|| {
+                    strata::utilities::ttl::DBWithTTL::open_cf(o2, &p, descs, &ttls, false)
+                        .map(strata::utilities::ttl::DBWithTTL::into_db)
+                })
             }
         }
         .map_err(err)?;
-        if matches!(access, Access::ReadWrite) {
+        if matches!(access, Access::ReadWrite | Access::WithTtl(_)) {
             // rocksdict's config file (its raw mode), for rocksdict to read.
             let cfg = format!("{{\"raw_mode\":{raw},\"prefix_extractors\":{{}}}}");
             let _ = std::fs::write(Path::new(path).join(CONFIG_FILE), cfg);
         }
         let cf = db.default_cf();
+        let mut codec = Codec::new(py, raw)?;
+        // Values of a TTL database are stamped on write and checked and
+        // unstamped on read (in every column family; one created later
+        // keeps values forever, RocksDB's TTL 0).
+        codec.ttl = matches!(access, Access::WithTtl(_));
         Ok(Rdict {
             db: Some(Arc::new(db)),
             cf,
-            codec: Codec::new(py, raw)?,
+            codec,
             ro: strata::ReadOptions::default(),
             wo: strata::WriteOptions::default(),
             path: path.to_string(),
@@ -497,7 +504,12 @@ impl Rdict {
         write_opt: Option<PyRef<'_, WriteOptions>>,
     ) -> PyResult<()> {
         let wo = self.wo_or(write_opt);
-        let batch = write_batch.batch.clone();
+        let batch = if self.codec.ttl {
+            let now = strata::compaction_filter::unix_now_seconds();
+            strata::utilities::ttl::stamp_batch(&write_batch.batch, now).map_err(err)?
+        } else {
+            write_batch.batch.clone()
+        };
         let db = self.db()?.clone();
         py.allow_threads(|| db.write(&wo, batch)).map_err(err)
     }

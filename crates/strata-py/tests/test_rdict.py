@@ -18,6 +18,7 @@ from strata import (
     DBCompactionStyle,
     DBCompressionType,
     IngestExternalFileOptions,
+    MemtableFactory,
     Options,
     ReadOptions,
     Rdict,
@@ -480,3 +481,83 @@ def test_a_damaged_str_value_raises(path):
     with Rdict(path) as db:
         with pytest.raises(UnicodeDecodeError):
             db["k"]
+
+
+def test_ttl_databases_stamp_values_and_expire_them(path):
+    import datetime
+    import struct
+    import time
+
+    with Rdict(path, access_type=AccessType.with_ttl(3600)) as db:
+        db["a"] = "alpha"
+        db[1] = [1, 2]
+        wb = WriteBatch()
+        wb.put("b", "beta")
+        db.write(wb)
+        assert db["a"] == "alpha" and db[1] == [1, 2] and db["b"] == "beta"
+        assert dict(db.items()) == {1: [1, 2], "a": "alpha", "b": "beta"}
+        assert db[["a", "b", "zz"]] == ["alpha", "beta", None]
+        snap = db.snapshot()
+        assert snap["a"] == "alpha"
+        del snap
+    # Stored values carry RocksDB's 4-byte little-endian timestamp.
+    o = Options(raw_mode=True)
+    with Rdict(path, o) as raw:
+        stored = raw[b"\x02a"]
+        now = time.time()
+        assert stored[:-4] == b"\x02alpha"
+        assert abs(struct.unpack("<I", stored[-4:])[0] - now) < 600
+    # A 1-second TTL: after 2 s a full compaction drops the value.
+    with Rdict(path, access_type=AccessType.with_ttl(datetime.timedelta(seconds=1))) as db:
+        db["short"] = "lived"
+        assert db["short"] == "lived"
+        time.sleep(2.1)
+        db.compact_range(None, None)
+        assert db.get("short") is None
+        assert db.get("a") is None
+    rocksdict = pytest.importorskip("rocksdict")
+    # rocksdict's own TTL database reads what strata wrote.
+    with Rdict(path, access_type=AccessType.with_ttl(3600)) as db:
+        db["c"] = "gamma"
+    db = rocksdict.Rdict(path, access_type=rocksdict.AccessType.with_ttl(3600))
+    try:
+        assert db["c"] == "gamma"
+        db["d"] = "delta"
+    finally:
+        db.close()
+    with Rdict(path, access_type=AccessType.with_ttl(3600)) as db:
+        assert db["d"] == "delta"
+
+
+def test_memtable_kinds_and_direct_io(path):
+    for i, factory in enumerate(
+        [
+            MemtableFactory.vector(),
+            MemtableFactory.hash_skip_list(1000),
+            MemtableFactory.hash_link_list(1000),
+        ]
+    ):
+        o = Options()
+        o.create_if_missing(True)
+        o.set_prefix_extractor(SliceTransform.create_fixed_prefix(2))
+        o.set_memtable_factory(factory)
+        o.set_allow_concurrent_memtable_write(False)
+        o.set_use_direct_io_for_flush_and_compaction(True)
+        o.set_use_direct_reads(True)
+        p = f"{path}{i}"
+        try:
+            db = Rdict(p, o)
+        except Exception as e:
+            # A temporary directory without O_DIRECT (tmpfs) says so.
+            assert "direct I/O" in str(e), e
+            o.set_use_direct_io_for_flush_and_compaction(False)
+            o.set_use_direct_reads(False)
+            db = Rdict(p, o)
+        for k in range(300):
+            db[f"k{k:04d}"] = k
+        db.flush(True)
+        for k in range(300, 400):
+            db[f"k{k:04d}"] = k
+        assert db["k0123"] == 123 and db["k0350"] == 350
+        assert len(list(db.keys())) == 400
+        db.close()

@@ -43,6 +43,29 @@ pub fn append_ts(value: &[u8], now: u64) -> Vec<u8> {
     v
 }
 
+/// `batch` with every put and merge value stamped `now` (what
+/// [`DBWithTTL::write`] writes; bindings that keep their own handle on a
+/// TTL database's [`DB`] use it too).
+pub fn stamp_batch(batch: &WriteBatch, now: u64) -> Result<WriteBatch> {
+    let mut out = WriteBatch::with_capacity(batch.data().len() + 5 * batch.count() as usize);
+    for r in batch.iter() {
+        match r? {
+            BatchRecord::Put { cf, key, value } => out.put_cf(cf, key, &append_ts(value, now)),
+            BatchRecord::Merge { cf, key, value } => out.merge_cf(cf, key, &append_ts(value, now)),
+            BatchRecord::Delete { cf, key } => out.delete_cf(cf, key),
+            BatchRecord::SingleDelete { cf, key } => out.single_delete_cf(cf, key),
+            BatchRecord::DeleteRange { cf, begin, end } => out.delete_range_cf(cf, begin, end),
+            BatchRecord::LogData(blob) => out.put_log_data(blob),
+            other => {
+                return Err(Error::NotSupported(format!(
+                    "DBWithTTL::write: record {other:?}"
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The value without its timestamp, after RocksDB's sanity check.
 pub fn strip_ts(value: &[u8]) -> Result<&[u8]> {
     let Some(cut) = value.len().checked_sub(TS_LENGTH) else {
@@ -298,26 +321,7 @@ impl DBWithTTL {
 
     /// Writes `batch` with every put and merge value stamped.
     pub fn write(&self, wo: &WriteOptions, batch: WriteBatch) -> Result<()> {
-        let now = (self.clock)();
-        let mut out = WriteBatch::with_capacity(batch.data().len() + 5 * batch.count() as usize);
-        for r in batch.iter() {
-            match r? {
-                BatchRecord::Put { cf, key, value } => out.put_cf(cf, key, &append_ts(value, now)),
-                BatchRecord::Merge { cf, key, value } => {
-                    out.merge_cf(cf, key, &append_ts(value, now))
-                }
-                BatchRecord::Delete { cf, key } => out.delete_cf(cf, key),
-                BatchRecord::SingleDelete { cf, key } => out.single_delete_cf(cf, key),
-                BatchRecord::DeleteRange { cf, begin, end } => out.delete_range_cf(cf, begin, end),
-                BatchRecord::LogData(blob) => out.put_log_data(blob),
-                other => {
-                    return Err(Error::NotSupported(format!(
-                        "DBWithTTL::write: record {other:?}"
-                    )));
-                }
-            }
-        }
-        self.db.write(wo, out)
+        self.db.write(wo, stamp_batch(&batch, (self.clock)())?)
     }
 
     /// The value without its timestamp (an expired value not yet
