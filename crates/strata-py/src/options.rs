@@ -749,7 +749,8 @@ pub enum Access {
     ReadOnly {
         error_if_log_file_exist: bool,
     },
-    Secondary,
+    /// A secondary instance keeping its own files in this directory.
+    Secondary(String),
     /// DBWithTTL with this TTL in seconds for every column family.
     WithTtl(i32),
 }
@@ -771,10 +772,12 @@ impl AccessType {
             error_if_log_file_exist,
         })
     }
-    /// Secondary instances are not supported yet (opening with one raises).
+    /// A secondary instance (RocksDB's OpenAsSecondary): a read-only view
+    /// of a database another process writes, refreshed by
+    /// `Rdict.try_catch_up_with_primary()`.
     #[staticmethod]
-    fn secondary(_secondary_path: &str) -> Self {
-        AccessType(Access::Secondary)
+    fn secondary(secondary_path: &str) -> Self {
+        AccessType(Access::Secondary(secondary_path.to_string()))
     }
     /// A database whose values expire after `duration` seconds (an int,
     /// or a `datetime.timedelta`), RocksDB's DBWithTTL: values carry a

@@ -62,6 +62,8 @@ fn existing_comparator(dir: &Path) -> Option<String> {
 #[pyclass(module = "strata")]
 pub struct Rdict {
     db: Option<Arc<DB>>,
+    /// A secondary instance's handle (its current view is `db`).
+    secondary: Option<Arc<strata::db::SecondaryDB>>,
     cf: ColumnFamilyHandle,
     codec: Codec,
     ro: strata::ReadOptions,
@@ -88,6 +90,7 @@ impl Rdict {
     fn sibling(&self, py: Python<'_>, cf: ColumnFamilyHandle) -> PyResult<Rdict> {
         Ok(Rdict {
             db: Some(self.db()?.clone()),
+            secondary: self.secondary.clone(),
             cf,
             codec: self.codec.clone_ref(py),
             ro: self.ro.clone(),
@@ -223,8 +226,9 @@ impl Rdict {
         let descs = descriptors(path, &opts, column_families)?;
         let p = path.to_string();
         let o2 = opts.clone();
-        let db = match access {
-            Access::ReadWrite => py.allow_threads(|| DB::open_cf(o2, &p, descs)),
+        let mut secondary = None;
+        let db: Arc<DB> = match access {
+            Access::ReadWrite => py.allow_threads(|| DB::open_cf(o2, &p, descs)).map(Arc::new),
             Access::ReadOnly { error_if_log_file_exist } => {
                 let db = py.allow_threads(|| DB::open_cf_read_only(o2, &p, descs)).map_err(err)?;
                 if error_if_log_file_exist
@@ -238,18 +242,22 @@ impl Rdict {
                         "Corruption: The db was opened in readonly mode with error_if_log_file_exist flag but a WAL file already exists",
                     ));
                 }
-                Ok(db)
+                Ok(Arc::new(db))
             }
-            Access::Secondary => {
-                return Err(PyException::new_err(
-                    "Not implemented: secondary instances are not supported by strata yet",
-                ));
+            Access::Secondary(ref secondary_path) => {
+                let sp = secondary_path.clone();
+                let sec = py
+                    .allow_threads(|| strata::db::SecondaryDB::open_cf(o2, &p, &sp, descs))
+                    .map_err(err)?;
+                let view = sec.db();
+                secondary = Some(Arc::new(sec));
+                Ok(view)
             }
             Access::WithTtl(ttl) => {
                 let ttls = vec![ttl; descs.len()];
                 py.allow_threads(|| {
                     strata::utilities::ttl::DBWithTTL::open_cf(o2, &p, descs, &ttls, false)
-                        .map(strata::utilities::ttl::DBWithTTL::into_db)
+                        .map(|t| Arc::new(t.into_db()))
                 })
             }
         }
@@ -266,7 +274,8 @@ impl Rdict {
         // keeps values forever, RocksDB's TTL 0).
         codec.ttl = matches!(access, Access::WithTtl(_));
         Ok(Rdict {
-            db: Some(Arc::new(db)),
+            db: Some(db),
+            secondary,
             cf,
             codec,
             ro: strata::ReadOptions::default(),
@@ -619,9 +628,28 @@ impl Rdict {
     /// Closes this handle; the database closes when no handle, column
     /// family, iterator or snapshot uses it any more.
     fn close(&mut self, py: Python<'_>) {
+        let secondary = self.secondary.take();
         if let Some(db) = self.db.take() {
             py.allow_threads(|| drop(db));
         }
+        py.allow_threads(|| drop(secondary));
+    }
+
+    /// A secondary instance's refresh (rocksdict's
+    /// `try_catch_up_with_primary`): this handle then reads what the
+    /// primary holds now. Other handles (column families, views) opened
+    /// before keep the view they had.
+    fn try_catch_up_with_primary(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.db()?;
+        let Some(sec) = self.secondary.clone() else {
+            return Err(PyException::new_err(
+                "Invalid argument: try_catch_up_with_primary needs a secondary instance",
+            ));
+        };
+        py.allow_threads(|| sec.try_catch_up_with_primary())
+            .map_err(err)?;
+        self.db = Some(sec.db());
+        Ok(())
     }
 
     #[staticmethod]

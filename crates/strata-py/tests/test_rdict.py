@@ -263,8 +263,11 @@ def test_access_types_close_destroy_and_repair(path):
     with pytest.raises(Exception):
         ro["k2"] = "v2"
     ro.close()
-    with pytest.raises(Exception, match="secondary"):
-        Rdict(path, access_type=AccessType.secondary(path + "_sec"))
+    sec = Rdict(path, access_type=AccessType.secondary(path + "_sec"))
+    assert sec["k"] == "v"
+    with pytest.raises(Exception):
+        sec["k2"] = "v2"
+    sec.close()
     Rdict.repair(path)
     with Rdict(path) as db:
         assert db["k"] == "v"
@@ -561,3 +564,26 @@ def test_memtable_kinds_and_direct_io(path):
         assert db["k0123"] == 123 and db["k0350"] == 350
         assert len(list(db.keys())) == 400
         db.close()
+
+
+def test_secondary_instances_catch_up_with_the_primary(path):
+    primary = Rdict(path)
+    for i in range(1000):
+        primary[i] = "old"
+    primary.flush(True)
+    primary[1000] = "in the WAL"
+    sec = Rdict(path, access_type=AccessType.secondary(path + "_secondary"))
+    assert sec[1000] == "in the WAL" and sec[5] == "old"
+    for i in range(1000):
+        primary[i] = "new"
+    primary[2000] = "later"
+    primary.flush(True)
+    primary.compact_range(None, None)
+    # The view it had (its files are kept open after the compaction).
+    assert sec[5] == "old" and sec.get(2000) is None
+    sec.try_catch_up_with_primary()
+    assert sec[5] == "new" and sec[2000] == "later"
+    with pytest.raises(Exception):
+        primary.try_catch_up_with_primary()
+    sec.close()
+    primary.close()

@@ -39,6 +39,7 @@ mod read;
 mod refit_level;
 mod repair;
 mod scheduler;
+mod secondary;
 mod stats;
 mod super_version;
 mod transaction_log;
@@ -79,6 +80,7 @@ pub use offline::{
 };
 pub use read::{DbIterator, KeyVersion, Snapshot};
 pub use repair::{repair_db, repair_db_cf};
+pub use secondary::SecondaryDB;
 pub use stats::{LevelStats, StallStats};
 pub use super_version::SuperVersion;
 pub use transaction_log::{BatchResult, TransactionLogIterator};
