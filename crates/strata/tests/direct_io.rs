@@ -5,6 +5,8 @@
 //! verified. Skipped (with a message) where the file system under the
 //! target directory refuses `O_DIRECT`.
 
+mod common;
+
 use std::collections::BTreeMap;
 
 use strata::options::{Options, ReadOptions, WriteOptions};
@@ -24,20 +26,7 @@ fn opts() -> Options {
     o
 }
 
-fn scan(db: &DB) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let mut it = db.iter(&ReadOptions::default()).unwrap();
-    it.seek_to_first();
-    let out = std::iter::from_fn(|| {
-        let kv = it
-            .valid()
-            .then(|| (it.key().to_vec(), it.value().to_vec()))?;
-        it.next();
-        Some(kv)
-    })
-    .collect();
-    it.status().unwrap();
-    out
-}
+use common::scan_all as scan;
 
 #[test]
 fn direct_io_databases_read_and_write_their_tables() {

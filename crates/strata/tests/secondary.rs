@@ -4,7 +4,8 @@
 //! files, refuses writes, and each view taken while the primary writes
 //! keys in order holds a prefix of them (WALs included).
 
-use std::collections::BTreeMap;
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -23,17 +24,7 @@ fn opts() -> Options {
     o
 }
 
-fn scan(db: &DB) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let mut it = db.iter(&ReadOptions::default()).unwrap();
-    let mut out = BTreeMap::new();
-    it.seek_to_first();
-    while it.valid() {
-        out.insert(it.key().to_vec(), it.value().to_vec());
-        it.next();
-    }
-    it.status().unwrap();
-    out
-}
+use common::scan_all as scan;
 
 fn key(i: u64) -> Vec<u8> {
     format!("k{i:06}").into_bytes()

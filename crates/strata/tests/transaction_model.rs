@@ -18,6 +18,8 @@
 //! the model's. `STRATA_TXN_MODEL_SEEDS` seeds per configuration
 //! (default 150).
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -178,17 +180,7 @@ fn key(i: u64) -> Vec<u8> {
     format!("k{i}").into_bytes()
 }
 
-fn scan_db(db: &DB) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let mut it = db.iter(&ReadOptions::default()).unwrap();
-    let mut out = BTreeMap::new();
-    it.seek_to_first();
-    while it.valid() {
-        out.insert(it.key().to_vec(), it.value().to_vec());
-        it.next();
-    }
-    it.status().unwrap();
-    out
-}
+use common::scan_all as scan_db;
 
 /// What a run saw: lock timeouts, write conflicts, commit conflicts,
 /// commits.
