@@ -88,7 +88,7 @@ impl Codec {
         self.encode_plain_value_into(value, out)?;
         if self.ttl {
             let now = strata::compaction_filter::unix_now_seconds();
-            out.extend_from_slice(&(now as u32).to_le_bytes());
+            strata::utilities::ttl::push_ts(out, now);
         }
         Ok(())
     }

@@ -249,7 +249,7 @@ pub fn run(cfg: &Config, opts: Options, kind: TxnKind) -> Result<(), String> {
         let workers: Vec<_> = (0..cfg.threads)
             .map(|th| {
                 let (db, acked, transfers, conflicts) = (&db, &acked, &transfers, &conflicts);
-                let mut rng = Rng::seeded(cfg.seed ^ (th as u64 + 1) << 32);
+                let mut rng = Rng::seeded(cfg.seed ^ ((th as u64 + 1) << 32));
                 let deadline = cfg.duration.map(|d| started + d);
                 s.spawn(move || -> Result<(), String> {
                     let mut n = 0u64;

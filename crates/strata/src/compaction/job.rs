@@ -349,11 +349,7 @@ fn open_file(
 ) -> Result<OutputFile> {
     let number = (ctx.new_file_number)();
     let path = ctx.dir.join(crate::filename::table_file_name(number));
-    let file = if ctx.direct_io {
-        ctx.fs.new_direct_writable_file(&path)?
-    } else {
-        ctx.fs.new_writable_file(&path)?
-    };
+    let file = crate::fs::new_table_output(&*ctx.fs, &path, ctx.direct_io)?;
     created.push(number);
     let (file, checksum) =
         crate::fs::checksum_file::maybe_checksummed(file, ctx.checksum_factory.as_ref());

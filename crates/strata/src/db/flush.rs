@@ -222,11 +222,11 @@ impl DbInner {
             return Ok(None);
         }
         let path = self.dbname.join(crate::filename::table_file_name(number));
-        let file = if self.options.use_direct_io_for_flush_and_compaction {
-            self.fs.new_direct_writable_file(&path)?
-        } else {
-            self.fs.new_writable_file(&path)?
-        };
+        let file = crate::fs::new_table_output(
+            &*self.fs,
+            &path,
+            self.options.use_direct_io_for_flush_and_compaction,
+        )?;
         let (file, checksum) = crate::fs::checksum_file::maybe_checksummed(
             file,
             self.options.file_checksum_gen_factory.as_ref(),

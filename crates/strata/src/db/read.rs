@@ -375,39 +375,30 @@ impl DbInner {
     /// `GetLatestSequenceForKey`, reading tables too); `None` if nothing
     /// ever wrote it. Transactions check write conflicts with it.
     ///
-    /// With `above`, the caller only asks whether `key` was written after
-    /// it: when no table holds a
-    /// sequence above it and no WritePrepared range is tracked (every
-    /// entry's sequence is its commit), the memtables answer alone and
-    /// no table is read (RocksDB reads only memtables here, and answers
-    /// TryAgain when they do not reach back far enough). The answer may
-    /// then be `None` for a key last written at or below `above`.
+    /// The caller only asks whether `key` was written after `above`: when
+    /// no table holds a sequence above it and no WritePrepared range is
+    /// tracked (every entry's sequence is its commit), the memtables answer
+    /// alone and no table is read (RocksDB reads only memtables here, and
+    /// answers TryAgain when they do not reach back far enough). The
+    /// answer may then be `None` for a key last written at or below
+    /// `above`.
     pub(crate) fn latest_sequence_for_key_above(
         &self,
         cf: u32,
         key: &[u8],
-        above: Option<SequenceNumber>,
+        above: SequenceNumber,
     ) -> Result<Option<SequenceNumber>> {
         let sv = self.super_version(cf)?;
         let seq = crate::format::MAX_SEQUENCE_NUMBER;
-        let memtables_only =
-            above.is_some_and(|a| sv.version.max_seqno() <= a && self.commit_table.is_empty());
         let mut newest = None;
-        if memtables_only {
-            for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-                m.get_with(key, seq, |s, _, _| {
-                    newest = Some(s);
-                    std::ops::ControlFlow::Break(())
-                });
-                if newest.is_some() {
-                    break;
-                }
-            }
+        let note = |s, _, _: &[u8]| {
+            newest = Some(s);
+            true
+        };
+        if sv.version.max_seqno() <= above && self.commit_table.is_empty() {
+            visit_memtables(&sv, seq, key, note);
         } else {
-            self.visit_key(&sv, seq, key, |s, _, _| {
-                newest = Some(s);
-                true
-            })?;
+            self.visit_key(&sv, seq, key, note)?;
         }
         let tombstone = self.max_covering_tombstone_seq(&sv, seq, key)?;
         Ok(match (newest, tombstone) {
@@ -428,23 +419,10 @@ impl DbInner {
         key: &[u8],
         mut f: impl FnMut(SequenceNumber, crate::format::ValueType, &[u8]) -> bool,
     ) -> Result<bool> {
-        let mut done = false;
-        for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-            if done {
-                break;
-            }
-            m.get_with(key, seq, |s, t, v| {
-                done = f(s, t, v);
-                if done {
-                    std::ops::ControlFlow::Break(())
-                } else {
-                    std::ops::ControlFlow::Continue(())
-                }
-            });
-        }
-        if done {
+        if visit_memtables(sv, seq, key, &mut f) {
             return Ok(true);
         }
+        let mut done = false;
         let lookup = make_internal_key(key, seq, VALUE_TYPE_FOR_SEEK);
         let ucmp = &sv.options.comparator;
         let covers = |file: &crate::version::FileMetaData| {
@@ -704,4 +682,30 @@ impl DbInner {
             db: Arc::downgrade(self),
         }
     }
+}
+
+/// Feeds `f` the memtable entries of `key` visible at `seq`, newest first
+/// (the active memtable, then the immutable ones), until `f` returns true
+/// (resolved); returns whether it did.
+fn visit_memtables(
+    sv: &SuperVersion,
+    seq: SequenceNumber,
+    key: &[u8],
+    mut f: impl FnMut(SequenceNumber, crate::format::ValueType, &[u8]) -> bool,
+) -> bool {
+    let mut done = false;
+    for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+        m.get_with(key, seq, |s, t, v| {
+            done = f(s, t, v);
+            if done {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(())
+            }
+        });
+        if done {
+            break;
+        }
+    }
+    done
 }

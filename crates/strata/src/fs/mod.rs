@@ -68,6 +68,20 @@ pub trait SequentialFile: Send {
     fn skip(&mut self, n: u64) -> Result<()>;
 }
 
+/// Creates table file `path` for a flush or compaction output, bypassing
+/// the page cache when `direct` (`use_direct_io_for_flush_and_compaction`).
+pub fn new_table_output(
+    fs: &dyn FileSystem,
+    path: &Path,
+    direct: bool,
+) -> Result<Box<dyn WritableFile>> {
+    if direct {
+        fs.new_direct_writable_file(path)
+    } else {
+        fs.new_writable_file(path)
+    }
+}
+
 /// A held lock on a file (the DB's `LOCK`); released on drop.
 pub trait FileLock: Send + Sync {}
 

@@ -39,8 +39,13 @@ pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 pub fn append_ts(value: &[u8], now: u64) -> Vec<u8> {
     let mut v = Vec::with_capacity(value.len() + TS_LENGTH);
     v.extend_from_slice(value);
-    v.extend_from_slice(&(now as u32).to_le_bytes());
+    push_ts(&mut v, now);
     v
+}
+
+/// Appends the timestamp suffix for `now` to the value in `out`.
+pub fn push_ts(out: &mut Vec<u8>, now: u64) {
+    out.extend_from_slice(&(now as u32).to_le_bytes());
 }
 
 /// `batch` with every put and merge value stamped `now` (what

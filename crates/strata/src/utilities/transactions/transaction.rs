@@ -795,7 +795,7 @@ pub(crate) fn conflict_in(
 ) -> Result<()> {
     // Through the commit table: a WritePrepared write committed after the
     // snapshot conflicts though its (prepare) sequence is older.
-    match inner.latest_sequence_for_key_above(cf, key, Some(seq))? {
+    match inner.latest_sequence_for_key_above(cf, key, seq)? {
         Some(latest) if !inner.commit_table.is_in_snapshot(latest, seq) => {
             Err(Error::Busy(String::new()))
         }
