@@ -49,7 +49,7 @@ impl PosixFileSystem {
 }
 
 /// Maps an OS error for operation `what` on `path`.
-fn os_err(what: &str, path: &Path, e: io::Error) -> Error {
+pub(super) fn os_err(what: &str, path: &Path, e: io::Error) -> Error {
     if e.kind() == ErrorKind::NotFound {
         Error::NotFound(format!("{what} {}: {e}", path.display()))
     } else {

@@ -21,6 +21,7 @@ use std::io::{self, ErrorKind};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use super::posix::os_err;
 use super::{RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 
@@ -59,14 +60,6 @@ fn not_supported(path: &Path, e: &io::Error) -> Error {
          use_direct_reads / use_direct_io_for_flush_and_compaction)",
         path.display()
     ))
-}
-
-fn os_err(what: &str, path: &Path, e: io::Error) -> Error {
-    if e.kind() == ErrorKind::NotFound {
-        Error::NotFound(format!("{what} {}: {e}", path.display()))
-    } else {
-        Error::io(format!("{what} {}", path.display()), e)
-    }
 }
 
 /// Opens `path` with `O_DIRECT` through `opts`.
