@@ -230,7 +230,30 @@ pub struct ColumnFamilyOptions {
     pub compaction_filter: Option<CompactionFilterRef>,
     pub universal: UniversalCompactionOptions,
     pub fifo: FifoCompactionOptions,
+    /// RocksDB's `ttl`, in seconds (0 = off; [`DEFAULT_COMPACTION_SECONDS`]
+    /// = RocksDB's default, resolved by [`ColumnFamilyOptions::sanitized`]:
+    /// 30 days for leveled and universal compaction of block-based tables,
+    /// else off). Leveled: a file whose data is older (its
+    /// `oldest_ancester_time`) moves one level down, until the last
+    /// non-empty level. Universal: as `periodic_compaction_seconds`. FIFO:
+    /// files older than this are deleted (as `fifo.ttl_seconds`).
+    pub ttl: u64,
+    /// RocksDB's `periodic_compaction_seconds` (0 = off;
+    /// [`DEFAULT_COMPACTION_SECONDS`] = RocksDB's default: 30 days when a
+    /// compaction filter is set on block-based tables, else off). A file
+    /// written longer ago is rewritten (leveled: in place; universal: a
+    /// full compaction), so compaction filters and deletions reach data
+    /// no other compaction touches.
+    pub periodic_compaction_seconds: u64,
 }
+
+/// The value of `ttl` and `periodic_compaction_seconds` that means "RocksDB's
+/// default" (RocksDB's `kDefaultTtl` / `kDefaultPeriodicCompSecs`).
+pub const DEFAULT_COMPACTION_SECONDS: u64 = 0xffff_ffff_ffff_fffe;
+
+/// What RocksDB's defaults of `ttl` and `periodic_compaction_seconds`
+/// become when they apply: 30 days.
+const ADJUSTED_COMPACTION_SECONDS: u64 = 30 * 24 * 60 * 60;
 
 impl Default for ColumnFamilyOptions {
     fn default() -> Self {
@@ -277,6 +300,8 @@ impl Default for ColumnFamilyOptions {
             compaction_filter: None,
             universal: UniversalCompactionOptions::default(),
             fifo: FifoCompactionOptions::default(),
+            ttl: DEFAULT_COMPACTION_SECONDS,
+            periodic_compaction_seconds: DEFAULT_COMPACTION_SECONDS,
         }
     }
 }
@@ -322,7 +347,61 @@ impl ColumnFamilyOptions {
         o.level0_stop_writes_trigger = o
             .level0_stop_writes_trigger
             .max(o.level0_slowdown_writes_trigger);
+        o.resolve_compaction_ages();
         o
+    }
+
+    /// RocksDB's `SanitizeOptions` for `ttl` and
+    /// `periodic_compaction_seconds` (7.8.3's rules), with FIFO's older
+    /// `fifo.ttl_seconds` (RocksDB's former `CompactionOptionsFIFO::ttl`)
+    /// taken as `ttl`. Afterwards neither holds the default marker, and
+    /// under FIFO `fifo.ttl_seconds` equals `ttl`.
+    fn resolve_compaction_ages(&mut self) {
+        let block_based = matches!(self.table_factory, TableFactory::BlockBased);
+        let fifo = self.compaction_style == CompactionStyle::Fifo;
+        if fifo && self.fifo.ttl_seconds > 0 {
+            self.ttl = match self.ttl {
+                0 | DEFAULT_COMPACTION_SECONDS => self.fifo.ttl_seconds,
+                t => t.min(self.fifo.ttl_seconds),
+            };
+        }
+        if self.ttl == DEFAULT_COMPACTION_SECONDS {
+            self.ttl = if block_based && !fifo {
+                ADJUSTED_COMPACTION_SECONDS
+            } else {
+                0
+            };
+        }
+        if !fifo {
+            if self.compaction_filter.is_some()
+                && self.periodic_compaction_seconds == DEFAULT_COMPACTION_SECONDS
+                && block_based
+            {
+                self.periodic_compaction_seconds = ADJUSTED_COMPACTION_SECONDS;
+            }
+        } else if self.ttl == 0 {
+            if block_based {
+                if self.periodic_compaction_seconds == DEFAULT_COMPACTION_SECONDS {
+                    self.periodic_compaction_seconds = ADJUSTED_COMPACTION_SECONDS;
+                }
+                self.ttl = self.periodic_compaction_seconds;
+            }
+        } else if self.periodic_compaction_seconds != 0 {
+            self.ttl = self.ttl.min(self.periodic_compaction_seconds);
+        }
+        // Universal: ttl runs the periodic compaction code path.
+        if self.compaction_style == CompactionStyle::Universal && self.ttl != 0 {
+            self.periodic_compaction_seconds = match self.periodic_compaction_seconds {
+                0 => self.ttl,
+                p => p.min(self.ttl),
+            };
+        }
+        if self.periodic_compaction_seconds == DEFAULT_COMPACTION_SECONDS {
+            self.periodic_compaction_seconds = 0;
+        }
+        if fifo {
+            self.fifo.ttl_seconds = self.ttl;
+        }
     }
 
     /// [`ColumnFamilyOptions::sanitized`] for a database with `db`'s
@@ -390,6 +469,20 @@ impl ColumnFamilyOptions {
                      extractor"
                         .into(),
                 );
+            }
+        }
+        if !matches!(self.table_factory, TableFactory::BlockBased) {
+            let set = |v: u64| v > 0 && v != DEFAULT_COMPACTION_SECONDS;
+            if set(self.ttl) {
+                return Err(crate::error::Error::NotSupported(format!(
+                    "column family {cf_name}: TTL is only supported in Block-Based Table format"
+                )));
+            }
+            if set(self.periodic_compaction_seconds) {
+                return Err(crate::error::Error::NotSupported(format!(
+                    "column family {cf_name}: Periodic Compaction is only supported in \
+                     Block-Based Table format"
+                )));
             }
         }
         if self.num_levels == 0 || self.num_levels > 64 {

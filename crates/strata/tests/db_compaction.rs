@@ -323,6 +323,216 @@ fn deletes_reclaim_space_without_manual_compaction() {
     );
 }
 
+/// Polls `done` every 50 ms for up to `secs` seconds; the seconds it took.
+fn within(secs: u64, mut done: impl FnMut() -> bool) -> Option<f64> {
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(secs) {
+        if done() {
+            return Some(start.elapsed().as_secs_f64());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    done().then(|| start.elapsed().as_secs_f64())
+}
+
+#[test]
+fn range_deletes_reclaim_space_without_manual_compaction() {
+    let fs = MemFileSystem::new();
+    let db = DB::open(opts(&fs), "/db").unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..6000u64 {
+        db.put(&wo, &key(i), &value(i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let full = sst_bytes(&fs, "/db");
+    // 90% of the keys, in six range deletions (and one over it all but
+    // the first block, overlapping them).
+    for b in 0..6u64 {
+        db.delete_range(&wo, &key(b * 1000 + 100), &key(b * 1000 + 1000))
+            .unwrap();
+    }
+    db.put(&wo, b"unrelated", b"v").unwrap();
+    db.flush().unwrap();
+    // No manual compaction: the flushed table's tombstones cover most of
+    // the tree below, so it is marked for compaction and pushed down.
+    let took = within(10, || {
+        db.wait_for_compactions().unwrap();
+        sst_bytes(&fs, "/db") * 4 < full
+    });
+    let after = sst_bytes(&fs, "/db");
+    assert!(
+        took.is_some(),
+        "full {full} bytes, after range-deleting 90%: {after}; levels {:?}",
+        levels(&db)
+    );
+    let got = scan(&db);
+    assert_eq!(got.len(), 601);
+    assert!(got.contains_key(&key(5099)) && !got.contains_key(&key(5100)));
+}
+
+#[test]
+fn releasing_a_snapshot_lets_bottommost_files_drop_what_it_kept() {
+    let fs = MemFileSystem::new();
+    let db = DB::open(opts(&fs), "/db").unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..6000u64 {
+        db.put(&wo, &key(i), &value(i, 0)).unwrap();
+    }
+    let snap = db.snapshot();
+    for i in 0..6000u64 {
+        if i % 10 != 0 {
+            db.delete(&wo, &key(i)).unwrap();
+        }
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let kept = sst_bytes(&fs, "/db");
+    // The snapshot still reads every key: compactions kept them.
+    let ro = ReadOptions {
+        snapshot: Some(snap.sequence()),
+        ..ReadOptions::default()
+    };
+    assert!(db.get(&ro, &key(1)).unwrap().is_some());
+    drop(snap);
+    // The release alone schedules the rewrite of the bottommost files.
+    let took = within(10, || {
+        db.wait_for_compactions().unwrap();
+        sst_bytes(&fs, "/db") * 3 < kept
+    });
+    assert!(
+        took.is_some(),
+        "{kept} bytes under the snapshot, {} after its release",
+        sst_bytes(&fs, "/db")
+    );
+    assert_eq!(scan(&db).len(), 600);
+    // Rewritten files carry sequence number 0: nothing is due any more.
+    let files = db.live_files_metadata();
+    assert!(files.iter().all(|f| f.largest_seqno == 0), "{files:?}");
+    let log = String::from_utf8(fs.read_file(std::path::Path::new("/db/LOG")).unwrap()).unwrap();
+    assert!(log.contains("(BottommostFiles,"), "{log}");
+}
+
+#[test]
+fn ttl_pushes_old_data_down_without_writes() {
+    let fs = MemFileSystem::new();
+    let mut o = opts(&fs);
+    o.cf.level0_file_num_compaction_trigger = 4;
+    o.cf.ttl = 1;
+    let db = DB::open(o, "/db").unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..2000u64 {
+        db.put(&wo, &key(i), &value(i, 0)).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    db.put(&wo, &key(5), b"newer").unwrap();
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    assert_eq!(levels(&db)[0], 1, "one L0 file, under the trigger");
+    // No write, flush or manual compaction from here: the compaction
+    // timer finds the file's data older than the ttl.
+    let took = within(10, || levels(&db)[0] == 0);
+    assert!(took.is_some(), "levels {:?}", levels(&db));
+    assert_eq!(
+        db.get(&ReadOptions::default(), &key(5)).unwrap(),
+        Some(b"newer".to_vec())
+    );
+    let log = String::from_utf8(fs.read_file(std::path::Path::new("/db/LOG")).unwrap()).unwrap();
+    assert!(log.contains("(Ttl,"), "{log}");
+    assert!(log.contains("Options.ttl: 1"), "{log}");
+}
+
+/// Drops values starting with `stale` once `on` is set.
+struct DropStale(Arc<std::sync::atomic::AtomicBool>);
+
+impl CompactionFilter for DropStale {
+    fn name(&self) -> &str {
+        "DropStale"
+    }
+    fn filter(&self, _level: usize, _key: &[u8], value: &[u8]) -> Decision {
+        if self.0.load(std::sync::atomic::Ordering::Relaxed) && value.starts_with(b"stale") {
+            Decision::Remove
+        } else {
+            Decision::Keep
+        }
+    }
+}
+
+fn periodic_compaction_reruns_the_filter(style: CompactionStyle) {
+    let fs = MemFileSystem::new();
+    let mut o = opts(&fs);
+    o.cf.compaction_style = style;
+    o.cf.periodic_compaction_seconds = 1;
+    let on = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    o.cf.compaction_filter = Some(Arc::new(DropStale(Arc::clone(&on))));
+    let db = DB::open(o, "/db").unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..1000u64 {
+        let v = if i % 2 == 0 { "stale" } else { "fresh" };
+        db.put(&wo, &key(i), v.as_bytes()).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    assert_eq!(scan(&db).len(), 1000);
+    on.store(true, std::sync::atomic::Ordering::Relaxed);
+    // Only a periodic compaction can run the filter again now.
+    let took = within(10, || scan(&db).len() == 500);
+    assert!(took.is_some(), "{} keys left", scan(&db).len());
+    let log = String::from_utf8(fs.read_file(std::path::Path::new("/db/LOG")).unwrap()).unwrap();
+    assert!(log.contains("(PeriodicCompaction,"), "{log}");
+}
+
+#[test]
+fn periodic_compaction_reruns_the_filter_leveled() {
+    periodic_compaction_reruns_the_filter(CompactionStyle::Level);
+}
+
+#[test]
+fn periodic_compaction_reruns_the_filter_universal() {
+    periodic_compaction_reruns_the_filter(CompactionStyle::Universal);
+}
+
+#[test]
+fn ttl_and_periodic_compaction_take_rocksdb_defaults() {
+    use strata::options::ColumnFamilyOptions;
+    let month = 30 * 24 * 60 * 60;
+    let d = ColumnFamilyOptions::default().sanitized();
+    assert_eq!((d.ttl, d.periodic_compaction_seconds), (month, 0));
+    let f = ColumnFamilyOptions {
+        compaction_filter: Some(Arc::new(DropStale(Default::default()))),
+        ..Default::default()
+    }
+    .sanitized();
+    assert_eq!((f.ttl, f.periodic_compaction_seconds), (month, month));
+    let u = ColumnFamilyOptions {
+        compaction_style: CompactionStyle::Universal,
+        ttl: 100,
+        periodic_compaction_seconds: 500,
+        ..Default::default()
+    };
+    assert_eq!(u.sanitized().periodic_compaction_seconds, 100);
+    let mut fifo = ColumnFamilyOptions {
+        compaction_style: CompactionStyle::Fifo,
+        ..Default::default()
+    };
+    let s = fifo.clone().sanitized();
+    assert_eq!((s.ttl, s.fifo.ttl_seconds), (month, month));
+    fifo.fifo.ttl_seconds = 60;
+    assert_eq!(fifo.sanitized().ttl, 60);
+    // PlainTable: off by default, refused when asked for.
+    let fs = MemFileSystem::new();
+    let mut o = opts(&fs);
+    o.cf.table_factory = strata::options::TableFactory::Plain(Default::default());
+    let db = DB::open(o.clone(), "/plain").unwrap();
+    drop(db);
+    o.cf.ttl = 10;
+    let e = DB::open(o, "/plain").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("TTL is only supported in Block-Based Table format"),
+        "{e}"
+    );
+}
+
 #[test]
 fn file_deletions_can_be_paused_and_live_files_listed() {
     let fs = MemFileSystem::new();

@@ -94,6 +94,38 @@ pub fn deletion_heavy(info: &TableInfo) -> bool {
     p.num_entries >= 32 && p.num_deletions.saturating_mul(2) > p.num_entries
 }
 
+/// Bytes of the files of `v` from `first_level` down that lie wholly
+/// inside one of the user-key ranges `[begin, end)`: what the range
+/// tombstones of a table above them would let compactions drop.
+pub fn bytes_covered_below<'a>(
+    v: &crate::version::Version,
+    first_level: usize,
+    ranges: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+) -> u64 {
+    let ucmp = v.icmp().user_comparator();
+    let mut covered = 0u64;
+    for (b, e) in ranges {
+        for level in first_level..v.num_levels() {
+            for f in v.overlapping_files(level, Some(b), Some(e)) {
+                if ucmp.compare(extract_user_key(&f.smallest), b) != Ordering::Less
+                    && ucmp.compare(extract_user_key(&f.largest), e) == Ordering::Less
+                {
+                    covered = covered.saturating_add(f.file_size);
+                }
+            }
+        }
+    }
+    covered
+}
+
+/// Whether a table of `file_size` bytes whose range tombstones cover
+/// `covered` bytes below it should be compacted down soon: at least as
+/// much would be freed as the table holds (the range-tombstone side of
+/// RocksDB's compensated file sizes).
+pub fn range_deletions_heavy(covered: u64, file_size: u64) -> bool {
+    covered > 0 && covered >= file_size
+}
+
 /// Runs `c`. REQUIRES: `c` is not deletion-only nor a trivial move.
 pub fn run(c: &Compaction, ctx: &JobContext<'_>) -> std::result::Result<JobOutput, JobError> {
     let start = Instant::now();
@@ -370,8 +402,9 @@ fn finish_file(
     mut f: OutputFile,
     hi: Option<&[u8]>,
 ) -> Result<FileMetaData> {
-    for (b, e, s) in kept.clipped(f.lo.as_deref(), hi) {
-        f.builder.add_range_tombstone(&b, &e, s)?;
+    let tombstones = kept.clipped(f.lo.as_deref(), hi);
+    for (b, e, s) in &tombstones {
+        f.builder.add_range_tombstone(b, e, *s)?;
     }
     let info = f.builder.finish(true)?;
     let mut meta = FileMetaData::from_table(f.number, &info);
@@ -392,6 +425,16 @@ fn finish_file(
         .unwrap_or(ctx.now_seconds);
     // A file rewritten in place is not marked again (it would loop while
     // a snapshot keeps its deletions alive).
-    meta.marked_for_compaction = c.output_level != c.start_level() && deletion_heavy(&info);
+    // Range tombstones over data below are pushed down after it wherever
+    // the file is (below it, nothing loops).
+    let covered = bytes_covered_below(
+        &c.version,
+        c.output_level + 1,
+        tombstones
+            .iter()
+            .map(|(b, e, _)| (b.as_slice(), e.as_slice())),
+    );
+    meta.marked_for_compaction = (c.output_level != c.start_level() && deletion_heavy(&info))
+        || range_deletions_heavy(covered, meta.file_size);
     Ok(meta)
 }

@@ -2,9 +2,9 @@
 //! the highest score >= 1 compacts into the next one (L0 into the base
 //! level). On L1+ the file with the smallest ratio of overlapping
 //! next-level bytes to its own size goes first (RocksDB's default
-//! `kMinOverlappingRatio`). When no level is due, files marked for
-//! compaction (mostly deletions) are pushed down, or rewritten in place at
-//! the bottom so their tombstones go away.
+//! `kMinOverlappingRatio`). When no level is due, single files may ask
+//! for a compaction (`file_triggers`: deletions, released snapshots,
+//! `ttl`, `periodic_compaction_seconds`).
 //!
 //! Invariant: a picked compaction shares no file with a running one, and
 //! at most one compaction reads L0 at a time.
@@ -32,6 +32,12 @@ pub struct PickerInput<'a> {
     /// (`Options::allow_ingest_behind`): universal compaction neither
     /// reads nor writes it.
     pub reserved_last_level: bool,
+    /// The oldest snapshot when one was last released (the last sequence
+    /// number if none was left; 0 before any release): bottommost files
+    /// wholly older are due (RocksDB's `oldest_snapshot_seqnum_`).
+    pub oldest_snapshot: crate::format::SequenceNumber,
+    /// Files written by bottommost-file rewrites, not picked again.
+    pub rewritten_bottommost: &'a HashSet<u64>,
 }
 
 impl std::fmt::Debug for PickerInput<'_> {
@@ -237,10 +243,10 @@ pub fn pick_with_scores(p: &PickerInput<'_>, scores: &LevelScores) -> Option<Com
         }
         skipped_l0 |= level == 0;
     }
-    pick_marked(p, scores.base_level)
+    super::file_triggers::pick(p, scores.base_level)
 }
 
-fn pick_l0(p: &PickerInput<'_>, base_level: usize, score: f64) -> Option<Compaction> {
+pub(crate) fn pick_l0(p: &PickerInput<'_>, base_level: usize, score: f64) -> Option<Compaction> {
     let l0 = p.version.files(0).to_vec();
     if busy(&l0, p.being_compacted) {
         return None;
@@ -288,52 +294,6 @@ fn pick_level_file(p: &PickerInput<'_>, level: usize, score: f64) -> Option<Comp
             score,
         ) {
             return Some(c);
-        }
-    }
-    None
-}
-
-/// Files marked for compaction (many deletions): pushed one level down, or
-/// rewritten in place on the last level holding their range.
-fn pick_marked(p: &PickerInput<'_>, base_level: usize) -> Option<Compaction> {
-    let v = p.version;
-    let n = v.num_levels();
-    for level in 0..n {
-        for f in v.files(level) {
-            if !f.marked_for_compaction || p.being_compacted.contains(&f.number) {
-                continue;
-            }
-            let (lo, hi) = (extract_user_key(&f.smallest), extract_user_key(&f.largest));
-            let deeper =
-                (level + 1..n).any(|l| !v.overlapping_files(l, Some(lo), Some(hi)).is_empty());
-            let c = if level == 0 {
-                pick_l0(p, base_level, 0.0).map(|mut c| {
-                    c.reason = CompactionReason::FilesMarkedForCompaction;
-                    c.allow_trivial_move = false;
-                    c
-                })
-            } else if deeper {
-                setup_compaction(
-                    p,
-                    level,
-                    vec![Arc::clone(f)],
-                    level + 1,
-                    CompactionReason::FilesMarkedForCompaction,
-                    0.0,
-                )
-            } else {
-                setup_compaction(
-                    p,
-                    level,
-                    vec![Arc::clone(f)],
-                    level,
-                    CompactionReason::FilesMarkedForCompaction,
-                    0.0,
-                )
-            };
-            if c.is_some() {
-                return c;
-            }
         }
     }
     None

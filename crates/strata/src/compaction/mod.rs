@@ -9,7 +9,9 @@
 //!   the version they came from.
 //! * [`score`]: level targets (static or dynamic), scores and the
 //!   pending-compaction-bytes estimate.
-//! * [`leveled`], [`universal`], [`fifo`]: the pickers.
+//! * [`leveled`], [`universal`], [`fifo`]: the pickers; [`file_triggers`]:
+//!   compactions single files ask for (deletions, released snapshots,
+//!   `ttl`, `periodic_compaction_seconds`).
 //! * [`iterator`]: the keep/drop rules applied to a sorted input stream.
 //! * [`job`]: runs a compaction and returns the version edit's contents.
 //!
@@ -20,6 +22,7 @@
 //! is not an input, so installing it keeps every level >= 1 disjoint.
 
 pub mod fifo;
+pub mod file_triggers;
 pub mod iterator;
 pub mod job;
 pub mod leveled;
@@ -78,6 +81,13 @@ pub enum CompactionReason {
     LevelL0FilesNum,
     LevelMaxLevelSize,
     FilesMarkedForCompaction,
+    /// A bottommost file whose deletions and overwritten versions the
+    /// released snapshots no longer need.
+    BottommostFiles,
+    /// A file whose data is older than `ttl`.
+    Ttl,
+    /// A file written longer than `periodic_compaction_seconds` ago.
+    PeriodicCompaction,
     UniversalSizeAmplification,
     UniversalSizeRatio,
     UniversalSortedRunNum,
@@ -93,6 +103,9 @@ impl CompactionReason {
             CompactionReason::LevelL0FilesNum => "LevelL0FilesNum",
             CompactionReason::LevelMaxLevelSize => "LevelMaxLevelSize",
             CompactionReason::FilesMarkedForCompaction => "FilesMarkedForCompaction",
+            CompactionReason::BottommostFiles => "BottommostFiles",
+            CompactionReason::Ttl => "Ttl",
+            CompactionReason::PeriodicCompaction => "PeriodicCompaction",
             CompactionReason::UniversalSizeAmplification => "UniversalSizeAmplification",
             CompactionReason::UniversalSizeRatio => "UniversalSizeRatio",
             CompactionReason::UniversalSortedRunNum => "UniversalSortedRunNum",

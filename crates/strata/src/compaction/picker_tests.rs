@@ -294,6 +294,8 @@ fn run_case(case: &Case) -> Vec<String> {
         being_compacted: &s.being_compacted,
         now_seconds: s.now,
         reserved_last_level: false,
+        oldest_snapshot: 0,
+        rewritten_bottommost: &Default::default(),
     };
     let c = match s.opts.compaction_style {
         CompactionStyle::Level => leveled::pick(&p),

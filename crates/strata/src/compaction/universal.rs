@@ -19,7 +19,7 @@
 use std::sync::Arc;
 
 use super::leveled::PickerInput;
-use super::{Compaction, CompactionReason, LevelInputs};
+use super::{Compaction, CompactionReason, LevelInputs, file_triggers};
 use crate::version::FileMetaData;
 
 /// One sorted run: an L0 file or a whole level.
@@ -62,6 +62,11 @@ pub fn sorted_runs(p: &PickerInput<'_>) -> Vec<SortedRun> {
 /// Picks the next universal compaction, if any is due.
 pub fn pick(p: &PickerInput<'_>) -> Option<Compaction> {
     let runs = sorted_runs(p);
+    if file_triggers::universal_periodic_due(p)
+        && let Some(c) = pick_periodic(p, &runs)
+    {
+        return Some(c);
+    }
     let trigger = p.opts.level0_file_num_compaction_trigger.max(1);
     if runs.len() < trigger || runs.len() < 2 {
         return None;
@@ -96,6 +101,33 @@ pub fn pick(p: &PickerInput<'_>) -> Option<Compaction> {
         }
     }
     None
+}
+
+/// The oldest runs up to the first one being compacted. If that leaves
+/// only the oldest run, it must hold a file due.
+fn pick_periodic(p: &PickerInput<'_>, runs: &[SortedRun]) -> Option<Compaction> {
+    let start = runs
+        .iter()
+        .rposition(|r| r.being_compacted)
+        .map_or(0, |i| i + 1);
+    if start == runs.len() {
+        return None;
+    }
+    if start == runs.len() - 1
+        && !runs[start]
+            .files
+            .iter()
+            .any(|f| file_triggers::file_periodic_due(p, f))
+    {
+        return None;
+    }
+    Some(build(
+        p,
+        runs,
+        start,
+        runs.len() - start,
+        CompactionReason::PeriodicCompaction,
+    ))
 }
 
 /// All runs from the newest one not being compacted down to the oldest,

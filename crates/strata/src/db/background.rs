@@ -101,6 +101,8 @@ impl DbInner {
                 being_compacted: st.bg_work.being_compacted(),
                 now_seconds: now,
                 reserved_last_level: self.options.allow_ingest_behind,
+                oldest_snapshot: st.oldest_snapshot_released,
+                rewritten_bottommost: &st.rewritten_bottommost,
             };
             let c = match cf.options.compaction_style {
                 CompactionStyle::Level => leveled::pick(&p),
@@ -283,6 +285,23 @@ impl DbInner {
             };
             for f in &out.files {
                 edit.add_file(c.output_level as u32, f.clone());
+            }
+            if c.reason == CompactionReason::BottommostFiles {
+                let versions: Vec<_> = st
+                    .cfs
+                    .keys()
+                    .filter_map(|id| st.versions.current(*id))
+                    .collect();
+                crate::compaction::file_triggers::retain_live(
+                    &mut st.rewritten_bottommost,
+                    &versions,
+                );
+                st.rewritten_bottommost.extend(
+                    out.files
+                        .iter()
+                        .filter(|f| f.largest_seqno != 0)
+                        .map(|f| f.number),
+                );
             }
             level_stats.micros = out.micros;
             subcompactions = out.subcompactions;
@@ -473,6 +492,8 @@ impl DbInner {
                     being_compacted: &Default::default(),
                     now_seconds: 0,
                     reserved_last_level: self.options.allow_ingest_behind,
+                    oldest_snapshot: 0,
+                    rewritten_bottommost: &Default::default(),
                 })
                 .len()
             } else {

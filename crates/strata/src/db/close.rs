@@ -32,6 +32,7 @@ impl DbInner {
         if self.shutting_down.swap(true, Ordering::AcqRel) {
             return result;
         }
+        self.compaction_timer.stop();
         {
             // Queued jobs see `shutting_down` and return; running
             // compactions stop at their next check.

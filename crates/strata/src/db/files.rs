@@ -461,6 +461,8 @@ fn manual_compaction(
         being_compacted: &nothing_running,
         now_seconds: unix_now_seconds(),
         reserved_last_level: false,
+        oldest_snapshot: 0,
+        rewritten_bottommost: &nothing_running,
     };
     setup_compaction(&p, start_level, files, output_level, reason, 0.0)
 }

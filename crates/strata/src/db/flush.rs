@@ -17,7 +17,7 @@ use super::{DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::format::dbformat::is_empty_range_tombstone;
 use crate::format::iterator::InternalIterator;
-use crate::format::{SequenceNumber, ValueType, parse_internal_key};
+use crate::format::{SequenceNumber, ValueType, extract_user_key, parse_internal_key};
 use crate::iter::MergingIterator;
 use crate::memtable::MemTable;
 use crate::options::ColumnFamilyOptions;
@@ -104,9 +104,11 @@ impl DbInner {
         let mut view = self.begin_job_view(&mut st);
         let number = st.versions.new_file_number();
         st.files.add_pending_output(number);
+        let below = st.versions.current(cf_id);
         drop(st);
         let started = std::time::Instant::now();
-        let meta = self.write_level0_table(&mems, cf_id, &name, &opts, number, &view);
+        let meta =
+            self.write_level0_table(&mems, cf_id, &name, &opts, number, &view, below.as_deref());
         let micros = started.elapsed().as_micros() as u64;
         // RocksDB's SyncClosedLogs: the WALs this flush makes obsolete for
         // this column family may still hold other column families' data,
@@ -191,7 +193,10 @@ impl DbInner {
     }
 
     /// Writes the merged contents of `mems` to table `number`. Returns
-    /// `None` (and writes nothing) if nothing survives.
+    /// `None` (and writes nothing) if nothing survives. `below`: the
+    /// column family's version the table joins (its range tombstones are
+    /// weighed against it for `marked_for_compaction`).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn write_level0_table(
         &self,
         mems: &[Arc<MemTable>],
@@ -200,6 +205,7 @@ impl DbInner {
         opts: &ColumnFamilyOptions,
         number: u64,
         view: &JobView,
+        below: Option<&crate::version::Version>,
     ) -> Result<Option<FileMetaData>> {
         let icmp = crate::format::InternalKeyComparator::new(opts.comparator.clone());
         let children: Vec<Box<dyn InternalIterator + Send>> = mems
@@ -265,7 +271,18 @@ impl DbInner {
         }
         meta.file_creation_time = now;
         meta.oldest_ancester_time = now;
-        meta.marked_for_compaction = crate::compaction::job::deletion_heavy(&info);
+        // Range tombstones over much older data push the table down.
+        let covered = below.map_or(0, |v| {
+            crate::compaction::job::bytes_covered_below(
+                v,
+                0,
+                tombstones
+                    .iter()
+                    .map(|(k, end)| (extract_user_key(k), end.as_slice())),
+            )
+        });
+        meta.marked_for_compaction = crate::compaction::job::deletion_heavy(&info)
+            || crate::compaction::job::range_deletions_heavy(covered, meta.file_size);
         Ok(Some(meta))
     }
 

@@ -19,6 +19,7 @@ mod background;
 mod close;
 mod column_family;
 pub(crate) mod commit_table;
+mod compaction_timer;
 mod consistency;
 mod destroy;
 mod file_lifecycle;
@@ -195,6 +196,16 @@ pub(crate) struct DbState {
     mems_cache: Option<Arc<MemTables>>,
     /// Shared with the write path (`DbInner::write_signals`).
     pub(crate) write_signals: Arc<write_signals::WriteSignals>,
+    /// The oldest snapshot when one was last released (the last sequence
+    /// number if none was left), 0 before: bottommost files wholly older
+    /// are rewritten (RocksDB's `oldest_snapshot_seqnum_`; monotonic).
+    pub(crate) oldest_snapshot_released: SequenceNumber,
+    /// The smallest non-zero largest sequence number of any bottommost
+    /// file: a release that moves the oldest snapshot to it schedules
+    /// compactions (RocksDB's `bottommost_files_mark_threshold_`).
+    pub(crate) bottommost_threshold: SequenceNumber,
+    /// Files written by bottommost-file rewrites (not rewritten again).
+    pub(crate) rewritten_bottommost: std::collections::HashSet<u64>,
 }
 
 impl DbState {
@@ -203,14 +214,31 @@ impl DbState {
         *self.snapshots.entry(seq).or_insert(0) += 1;
     }
 
-    /// Releases one snapshot registered at `seq`.
-    pub(crate) fn release_snapshot(&mut self, seq: SequenceNumber) {
+    /// Releases one snapshot registered at `seq`; `last_sequence` is the
+    /// last visible sequence number. Returns whether the oldest snapshot
+    /// reached a bottommost file's newest entry, so compactions should
+    /// be scheduled (RocksDB's `ReleaseSnapshot`).
+    pub(crate) fn release_snapshot(
+        &mut self,
+        seq: SequenceNumber,
+        last_sequence: SequenceNumber,
+    ) -> bool {
         if let Some(n) = self.snapshots.get_mut(&seq) {
             *n -= 1;
             if *n == 0 {
                 self.snapshots.remove(&seq);
             }
         }
+        let oldest = self
+            .snapshots
+            .keys()
+            .next()
+            .copied()
+            .unwrap_or(last_sequence);
+        if oldest > self.oldest_snapshot_released {
+            self.oldest_snapshot_released = oldest;
+        }
+        self.oldest_snapshot_released >= self.bottommost_threshold
     }
 
     /// Forgets the memtable map after an active memtable was replaced or a
@@ -301,6 +329,8 @@ pub(crate) struct DbInner {
     /// Prepared and recently committed ranges of WritePrepared
     /// transactions (empty otherwise).
     pub(crate) commit_table: Arc<commit_table::CommitTable>,
+    /// Schedules compactions that come due by age alone.
+    pub(crate) compaction_timer: compaction_timer::CompactionTimer,
 }
 
 impl DbInner {
@@ -339,6 +369,29 @@ impl DbInner {
         st.files.forget_dead_versions();
         self.super_versions.store(Arc::new(map));
         self.recalculate_write_stall(st);
+        st.bottommost_threshold = st
+            .cfs
+            .values()
+            .filter(|c| !c.dropped)
+            .filter_map(|c| st.versions.current(c.id))
+            .map(|v| crate::compaction::file_triggers::bottommost_threshold(&v))
+            .min()
+            .unwrap_or(SequenceNumber::MAX);
+        self.compaction_timer.version_changed();
+    }
+
+    /// The earliest Unix second at which a file of a column family with
+    /// automatic compactions comes due by age (`ttl`,
+    /// `periodic_compaction_seconds`, FIFO's TTL), if any will.
+    pub(crate) fn next_age_deadline(&self, st: &DbState) -> Option<u64> {
+        st.cfs
+            .values()
+            .filter(|c| !c.dropped && !c.options.disable_auto_compactions)
+            .filter_map(|c| {
+                let v = st.versions.current(c.id)?;
+                crate::compaction::file_triggers::next_deadline(&v, &c.options)
+            })
+            .min()
     }
 
     /// Writes a new OPTIONS file for the live column families.

@@ -307,6 +307,9 @@ impl DB {
                     opts.delayed_write_rate,
                 ),
                 mems_cache: None,
+                oldest_snapshot_released: 0,
+                bottommost_threshold: crate::format::MAX_SEQUENCE_NUMBER,
+                rewritten_bottommost: Default::default(),
             }),
             bg_cv: Condvar::new(),
             last_sequence: AtomicU64::new(0),
@@ -353,6 +356,7 @@ impl DB {
             super_versions: ArcSwap::from_pointee(Default::default()),
             two_phase: Default::default(),
             commit_table: Default::default(),
+            compaction_timer: Default::default(),
             options: opts,
         });
         let _ = inner.self_ref.set(Arc::downgrade(&inner));
@@ -364,6 +368,8 @@ impl DB {
             let mut st = inner.lock_state();
             inner.write_options_file(&mut st)?;
             inner.maybe_schedule_work(&mut st);
+            drop(st);
+            inner.compaction_timer.start(&inner);
         }
         Ok(DB { inner })
     }
@@ -473,7 +479,9 @@ impl DbInner {
             );
             mems.insert(id, Arc::clone(&cf.mem));
             let (name, opts) = (cf.name.clone(), cf.options.clone());
-            if let Some(meta) = self.write_level0_table(&[old], id, &name, &opts, number, &view)? {
+            if let Some(meta) =
+                self.write_level0_table(&[old], id, &name, &opts, number, &view, None)?
+            {
                 tables.entry(id).or_default().push(meta);
             }
         }
@@ -674,7 +682,7 @@ impl DbInner {
                 let mem = Arc::clone(&cf.mem);
                 let (name, opts) = (cf.name.clone(), cf.options.clone());
                 if let Some(meta) =
-                    self.write_level0_table(&[mem], id, &name, &opts, number, &view)?
+                    self.write_level0_table(&[mem], id, &name, &opts, number, &view, None)?
                 {
                     edit.new_files.push((0, meta));
                 }

@@ -262,7 +262,12 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
                 o.fifo.max_table_files_size
             ),
         );
-        kv(&mut s, "ttl", &o.fifo.ttl_seconds);
+        kv(&mut s, "ttl", &o.ttl);
+        kv(
+            &mut s,
+            "periodic_compaction_seconds",
+            &o.periodic_compaction_seconds,
+        );
         s.push('\n');
         let t = o.table_options(*id, name);
         if let Some(p) = &t.plain {

@@ -23,9 +23,6 @@ fn bad(msg: String) -> Error {
     Error::InvalidArgument(msg)
 }
 
-/// RocksDB's `kDefaultTtl` (0xfffffffffffffffe): "not set".
-const DEFAULT_TTL: u64 = u64::MAX - 1;
-
 /// The sections of an OPTIONS file.
 #[derive(Debug, Default)]
 pub struct OptionsFile {
@@ -385,13 +382,14 @@ impl OptionsFile {
                 _ => {}
             }
         }
-        // RocksDB's `ttl` is FIFO's age limit only under FIFO (under level
-        // compaction it means periodic recompaction, which Strata lacks).
-        if c.compaction_style == CompactionStyle::Fifo
-            && let Some(v) = cf.get("ttl")
-        {
-            let n: u64 = num(file, "ttl", v)?;
-            c.fifo.ttl_seconds = if n == DEFAULT_TTL { 0 } else { n };
+        // RocksDB's `ttl` (FIFO's age limit under FIFO) and
+        // `periodic_compaction_seconds`; RocksDB's default marker stays the
+        // marker (resolved when the options are sanitized).
+        if let Some(v) = cf.get("ttl") {
+            c.ttl = num(file, "ttl", v)?;
+        }
+        if let Some(v) = cf.get("periodic_compaction_seconds") {
+            c.periodic_compaction_seconds = num(file, "periodic_compaction_seconds", v)?;
         }
         if let Some(v) = cf.get("prefix_extractor") {
             // A custom extractor's name keeps the caller's extractor.
@@ -588,7 +586,13 @@ mod tests {
         assert_eq!(c.universal.min_merge_width, 3);
         assert_eq!(c.universal.max_merge_width, usize::MAX);
         assert_eq!(c.universal.max_size_amplification_percent, 150);
-        assert_eq!(c.fifo.ttl_seconds, 0, "ttl is FIFO's only under FIFO");
+        assert_eq!(c.ttl, 2_592_000);
+        let sane = c.sanitized();
+        assert_eq!(
+            (sane.fifo.ttl_seconds, sane.periodic_compaction_seconds),
+            (0, 2_592_000),
+            "under universal compaction, ttl is a periodic compaction"
+        );
         assert_eq!(c.compression, CompressionType::None);
         assert_eq!(c.block_size, 8192);
         assert_eq!(c.bloom_bits_per_key, None);
@@ -596,7 +600,8 @@ mod tests {
         f.apply_cf("f:ifo", &mut c).unwrap();
         assert_eq!(c.compaction_style, CompactionStyle::Fifo);
         assert_eq!(c.fifo.max_table_files_size, 12345);
-        assert_eq!(c.fifo.ttl_seconds, 60);
+        assert_eq!(c.ttl, 60);
+        assert_eq!(c.sanitized().fifo.ttl_seconds, 60, "FIFO's age limit");
         assert_eq!(c.bloom_bits_per_key, Some(7.0));
         // A column family the file does not know keeps its options.
         let mut c = ColumnFamilyOptions::default();

@@ -110,6 +110,11 @@ impl DbInner {
             ),
             format!("Options.compaction_options_universal: {:?}", c.universal),
             format!("Options.compaction_options_fifo: {:?}", c.fifo),
+            format!("Options.ttl: {}", c.ttl),
+            format!(
+                "Options.periodic_compaction_seconds: {}",
+                c.periodic_compaction_seconds
+            ),
             format!("Options.bloom_bits_per_key: {:?}", c.bloom_bits_per_key),
             format!("Options.block_size: {}", c.block_size),
         ] {

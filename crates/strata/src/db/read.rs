@@ -45,7 +45,7 @@ impl Snapshot {
 impl Drop for Snapshot {
     fn drop(&mut self) {
         if let Some(db) = self.db.upgrade() {
-            db.lock_state().release_snapshot(self.seq);
+            db.release_snapshot(self.seq);
         }
     }
 }
@@ -666,6 +666,16 @@ impl DbInner {
             }
         }
         Ok(children)
+    }
+
+    /// Releases a snapshot registered at `seq`; schedules the bottommost
+    /// rewrites it made due.
+    pub(crate) fn release_snapshot(&self, seq: SequenceNumber) {
+        let mut st = self.lock_state();
+        let last = self.last_sequence.load(Ordering::Acquire);
+        if st.release_snapshot(seq, last) {
+            self.maybe_schedule_work(&mut st);
+        }
     }
 
     pub(crate) fn snapshot(self: &Arc<Self>) -> Snapshot {

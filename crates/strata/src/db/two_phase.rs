@@ -558,7 +558,11 @@ impl DbInner {
     /// Releases the snapshot a job view registered.
     pub(crate) fn end_job_view(&self, st: &mut super::DbState, view: &mut JobView) {
         if let Some(job) = view.pinned.take() {
-            st.release_snapshot(job);
+            // The job's install schedules whatever the release made due.
+            let last = self
+                .last_sequence
+                .load(std::sync::atomic::Ordering::Acquire);
+            st.release_snapshot(job, last);
         }
     }
 
