@@ -773,8 +773,8 @@ pub unsafe extern "C" fn rocksdb_key_may_exist_cf(
             return 0;
         };
         // SAFETY: `key_len` bytes at `key`.
-        match db.get_cf(&ro, cf, unsafe { bytes(key, key_len) }) {
-            Ok(Some(v)) => {
+        match db.key_may_exist_cf(&ro, cf, unsafe { bytes(key, key_len) }) {
+            (true, Some(v)) => {
                 if !value.is_null() {
                     // SAFETY: writable out-pointers.
                     unsafe {
@@ -785,9 +785,7 @@ pub unsafe extern "C" fn rocksdb_key_may_exist_cf(
                 }
                 1
             }
-            Ok(None) => 0,
-            // An error cannot rule the key out.
-            Err(_) => 1,
+            (may, _) => c_uchar::from(may),
         }
     })
 }

@@ -1460,6 +1460,32 @@ getter!(
     c_uchar,
     |o| o.opts.prefix_same_as_start as c_uchar
 );
+// RocksDB's ReadTier values: 0 read all, 1 block cache, 2 persisted, 3
+// memtable; others read all.
+setter!(
+    rocksdb_readoptions_t,
+    rocksdb_readoptions_set_read_tier,
+    c_int,
+    |o, v| {
+        o.opts.read_tier = match v {
+            1 => strata::options::ReadTier::BlockCache,
+            2 => strata::options::ReadTier::Persisted,
+            3 => strata::options::ReadTier::Memtable,
+            _ => strata::options::ReadTier::ReadAll,
+        }
+    }
+);
+getter!(
+    rocksdb_readoptions_t,
+    rocksdb_readoptions_get_read_tier,
+    c_int,
+    |o| match o.opts.read_tier {
+        strata::options::ReadTier::ReadAll => 0,
+        strata::options::ReadTier::BlockCache => 1,
+        strata::options::ReadTier::Persisted => 2,
+        strata::options::ReadTier::Memtable => 3,
+    }
+);
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rocksdb_readoptions_set_snapshot(

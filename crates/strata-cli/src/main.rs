@@ -50,7 +50,8 @@ const USAGE: &str = "usage: strata COMMAND [--flag=value ...]\n\
      \x20           [--universal_size_ratio=N] [--universal_min_merge_width=N]\n\
      \x20           [--universal_max_merge_width=N] [--universal_max_size_amplification_percent=N]\n\
      \x20           [--fifo_compaction_max_table_files_size_mb=N] [--ttl_seconds=N]\n\
-     \x20           [--periodic_compaction_seconds=N] (db_bench's flags and defaults)\n\
+     \x20           [--periodic_compaction_seconds=N] [--optimize_filters_for_hits]\n\
+     \x20           [--level_scaled_filters] (Strata's: Monkey) (db_bench's flags and defaults)\n\
      \x20 stress    --db=DIR [--expected_state=DIR.expected] [--threads=4] [--max_key=10000]\n\
      \x20           [--ops_per_thread=100000] [--duration=SECS] [--seed=N] [--sync_one_in=0]\n\
      \x20           [--disable_wal] [--value_size_extra=60] [--flush_one_in=2000]\n\

@@ -97,7 +97,11 @@ impl Default for UniversalCompactionOptions {
 pub struct FifoCompactionOptions {
     /// Oldest files are deleted while the total exceeds this.
     pub max_table_files_size: u64,
-    /// Files older than this many seconds are deleted (0 = never).
+    /// Files older than this many seconds are deleted (RocksDB's former
+    /// `CompactionOptionsFIFO::ttl`; folded into `ColumnFamilyOptions::ttl`
+    /// at open). 0 leaves the age limit to `ttl`, whose RocksDB default
+    /// is 30 days under FIFO too: no limit needs `ttl` and
+    /// `periodic_compaction_seconds` both 0.
     pub ttl_seconds: u64,
 }
 
@@ -238,6 +242,20 @@ pub struct ColumnFamilyOptions {
     /// non-empty level. Universal: as `periodic_compaction_seconds`. FIFO:
     /// files older than this are deleted (as `fifo.ttl_seconds`).
     pub ttl: u64,
+    /// No filters in tables written at the bottom of the tree (RocksDB's
+    /// `optimize_filters_for_hits`): for workloads whose reads mostly
+    /// find their key, the last level's filters (most of the filter
+    /// memory) save nothing.
+    pub optimize_filters_for_hits: bool,
+    /// Size bloom filters by level, for the same total memory as
+    /// `bloom_bits_per_key` everywhere (Monkey, Dayan et al., SIGMOD
+    /// 2017; not in RocksDB): a level `d` levels above the last gets
+    /// `ln(T)/ln(2)^2` more bits per key per level (4.8 at `T` = 10, the
+    /// level multiplier), the last level `1/(T-1)` of a step fewer, so a
+    /// missing key's expected false positives summed over the levels fall
+    /// (about 4 probes' worth to 1.5 at 10 bits). Flushed tables count as
+    /// one level above the base level.
+    pub level_scaled_filters: bool,
     /// RocksDB's `periodic_compaction_seconds` (0 = off;
     /// [`DEFAULT_COMPACTION_SECONDS`] = RocksDB's default: 30 days when a
     /// compaction filter is set on block-based tables, else off). A file
@@ -302,6 +320,8 @@ impl Default for ColumnFamilyOptions {
             fifo: FifoCompactionOptions::default(),
             ttl: DEFAULT_COMPACTION_SECONDS,
             periodic_compaction_seconds: DEFAULT_COMPACTION_SECONDS,
+            optimize_filters_for_hits: false,
+            level_scaled_filters: false,
         }
     }
 }
@@ -612,6 +632,25 @@ impl ColumnFamilyOptions {
             return 0;
         }
         (self.write_buffer_size as f64 * ratio) as usize
+    }
+
+    /// Bloom bits per key of a table written `distance` levels above the
+    /// last level of the tree (0: at the last level), `bottommost` when no
+    /// data lies below it: `bloom_bits_per_key`, none at the bottom under
+    /// `optimize_filters_for_hits`, scaled by level under
+    /// `level_scaled_filters`.
+    pub fn bloom_bits_for_output(&self, distance: usize, bottommost: bool) -> Option<f64> {
+        let bits = self.bloom_bits_per_key?;
+        if self.optimize_filters_for_hits && bottommost {
+            return None;
+        }
+        if !self.level_scaled_filters {
+            return Some(bits);
+        }
+        let t = self.max_bytes_for_level_multiplier.max(2.0);
+        let step = t.ln() / std::f64::consts::LN_2.powi(2);
+        let last = bits - step / (t - 1.0);
+        Some((last + step * distance as f64).clamp(1.0, bits.max(1.0) * 4.0))
     }
 
     /// The codec of a compaction's output into `level`, with `base_level`
@@ -925,6 +964,24 @@ pub struct ReadOptions {
     pub iterate_upper_bound: Option<Vec<u8>>,
     /// Iterators stay within the seek key's prefix (needs a prefix extractor).
     pub prefix_same_as_start: bool,
+    /// Where a read may look (RocksDB's `read_tier`).
+    pub read_tier: ReadTier,
+}
+
+/// Where a read may look (RocksDB's `ReadTier`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReadTier {
+    /// Memtables, block cache and files (`kReadAllTier`).
+    #[default]
+    ReadAll,
+    /// No I/O: memtables, open table readers and the block cache only; a
+    /// read that would need a file answers `Incomplete`
+    /// (`kBlockCacheTier`, for non-blocking reads). Gets and multi-gets.
+    BlockCache,
+    /// `kPersistedTier`: not supported (`NotSupported`).
+    Persisted,
+    /// `kMemtableTier`: not supported (`NotSupported`).
+    Memtable,
 }
 
 impl std::fmt::Debug for ReadOptions {

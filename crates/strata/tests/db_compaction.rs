@@ -533,6 +533,124 @@ fn ttl_and_periodic_compaction_take_rocksdb_defaults() {
     );
 }
 
+/// `(level, filter bytes, entries)` of every live table.
+fn filter_bytes_per_entry(fs: &MemFileSystem, db: &DB) -> Vec<(usize, u64, u64)> {
+    use strata::fs::FileSystem;
+    db.live_files_metadata()
+        .iter()
+        .map(|f| {
+            let path = std::path::Path::new(&f.db_path).join(f.name.trim_start_matches('/'));
+            let file = fs.new_random_access_file(&path).unwrap();
+            let t = strata::tools::table::Table::open(
+                file,
+                &path.to_string_lossy(),
+                f.size,
+                &strata::TableOptions::default(),
+            )
+            .unwrap();
+            let p = t.properties();
+            (f.level, p.filter_size, p.num_entries)
+        })
+        .collect()
+}
+
+/// Filter bytes per entry over the tables of the last level (`bottom`)
+/// or of the levels above it.
+fn filter_density(per: &[(usize, u64, u64)], bottom: bool) -> f64 {
+    let last = per.iter().map(|(l, _, _)| *l).max().unwrap();
+    let (bytes, entries) = per
+        .iter()
+        .filter(|(l, _, _)| (*l == last) == bottom)
+        .fold((0, 0), |(b, e), (_, fb, fe)| (b + fb, e + fe));
+    bytes as f64 / entries.max(1) as f64
+}
+
+/// 6,000 keys written in a scattered order (no trivial moves), then 600
+/// of them overwritten: tables on the last level and above it.
+fn filter_tree(fs: &MemFileSystem, tune: impl FnOnce(&mut Options)) -> DB {
+    let mut o = opts(fs);
+    o.cf.level0_file_num_compaction_trigger = 4;
+    tune(&mut o);
+    let db = DB::open(o, "/db").unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..6000u64 {
+        let k = i * 7919 % 6000;
+        db.put(&wo, &key(k), &value(k, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    for i in 0..600u64 {
+        let k = i * 7919 % 600 * 10;
+        db.put(&wo, &key(k), &value(k, 1)).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    db
+}
+
+#[test]
+fn optimize_filters_for_hits_leaves_the_bottom_without_filters() {
+    let fs = MemFileSystem::new();
+    let db = filter_tree(&fs, |o| o.cf.optimize_filters_for_hits = true);
+    let per = filter_bytes_per_entry(&fs, &db);
+    let last = per.iter().map(|(l, _, _)| *l).max().unwrap();
+    assert!(per.iter().any(|(l, _, _)| *l < last), "{per:?}");
+    for (level, bytes, _) in &per {
+        if *level == last {
+            assert_eq!(*bytes, 0, "a bottom table has a filter: {per:?}");
+        } else {
+            assert!(*bytes > 0, "an upper table lost its filter: {per:?}");
+        }
+    }
+    // Every key is still found, absent ones are still absent.
+    assert_eq!(scan(&db).len(), 6000);
+    assert_eq!(db.get(&ReadOptions::default(), b"absent").unwrap(), None);
+    assert_eq!(
+        db.get(&ReadOptions::default(), &key(10)).unwrap(),
+        Some(value(10, 1))
+    );
+}
+
+#[test]
+fn level_scaled_filters_give_upper_levels_more_bits() {
+    let fs = MemFileSystem::new();
+    let db = filter_tree(&fs, |o| o.cf.level_scaled_filters = true);
+    let scaled = filter_bytes_per_entry(&fs, &db);
+    assert_eq!(scan(&db).len(), 6000);
+    assert_eq!(db.get(&ReadOptions::default(), b"absent").unwrap(), None);
+    let fs2 = MemFileSystem::new();
+    let uniform = filter_bytes_per_entry(&fs2, &filter_tree(&fs2, |_| {}));
+    // Fewer bits on the last level, more above it, than the uniform 10.
+    let (sb, ub) = (
+        filter_density(&scaled, true),
+        filter_density(&uniform, true),
+    );
+    let (su, uu) = (
+        filter_density(&scaled, false),
+        filter_density(&uniform, false),
+    );
+    assert!(sb < ub, "bottom: scaled {sb} vs uniform {ub}");
+    assert!(su > uu + 0.4, "upper: scaled {su} vs uniform {uu}");
+    // The formula: 10 bits on average, ten times per level.
+    let o = strata::options::ColumnFamilyOptions {
+        level_scaled_filters: true,
+        ..Default::default()
+    };
+    let step = 10f64.ln() / 2f64.ln().powi(2);
+    let at = |d| o.bloom_bits_for_output(d, false).unwrap();
+    assert!((at(0) - (10.0 - step / 9.0)).abs() < 1e-9);
+    assert!((at(1) - at(0) - step).abs() < 1e-9);
+    // Uniform by default; none at the bottom under optimize_filters_for_hits.
+    let d = strata::options::ColumnFamilyOptions::default();
+    assert_eq!(d.bloom_bits_for_output(3, true), Some(10.0));
+    let h = strata::options::ColumnFamilyOptions {
+        optimize_filters_for_hits: true,
+        ..Default::default()
+    };
+    assert_eq!(h.bloom_bits_for_output(0, true), None);
+    assert_eq!(h.bloom_bits_for_output(0, false), Some(10.0));
+}
+
 #[test]
 fn file_deletions_can_be_paused_and_live_files_listed() {
     let fs = MemFileSystem::new();

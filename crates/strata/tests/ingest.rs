@@ -728,6 +728,37 @@ fn an_empty_range_deletion_written_by_rocksdb_is_ignored_at_ingestion() {
 }
 
 #[test]
+fn files_ingested_behind_never_make_periodic_compactions_due() {
+    // The reserved level is never compacted: its files, however old,
+    // must not make universal compaction's periodic pick (which leaves
+    // that level out) rewrite everything above it again and again.
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts();
+    o.allow_ingest_behind = true;
+    o.cf.compaction_style = strata::options::CompactionStyle::Universal;
+    o.cf.periodic_compaction_seconds = 1;
+    let db = DB::open(o, dir.path().join("db")).unwrap();
+    let f = write_sst(&dir.path().join("old.sst"), &[("a", "old")]);
+    db.ingest_external_file(
+        &[&f],
+        &IngestExternalFileOptions {
+            ingest_behind: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2200));
+    for round in 0..2 {
+        put(&db, "b", &format!("new{round}"));
+        db.flush().unwrap();
+    }
+    db.wait_for_compactions().unwrap();
+    let log = std::fs::read_to_string(dir.path().join("db/LOG")).unwrap();
+    assert!(!log.contains("(PeriodicCompaction,"), "{log}");
+    assert_eq!(get(&db, "a").as_deref(), Some("old"));
+}
+
+#[test]
 fn ingest_behind_puts_files_under_all_data_in_the_reserved_last_level() {
     // RocksDB's allow_ingest_behind with universal compaction: the last
     // level is reserved; ingest_behind files go there at sequence 0, so

@@ -1110,6 +1110,14 @@ extern STRATA_C_API void rocksdb_readoptions_set_prefix_same_as_start(
     unsigned char);
 extern STRATA_C_API unsigned char rocksdb_readoptions_get_prefix_same_as_start(
     rocksdb_readoptions_t*);
+/* 0 read all tiers (default), 1 block cache only: a get that would need
+   I/O fails with "Incomplete: ..." (2 persisted and 3 memtable are
+   refused with NotSupported). */
+extern STRATA_C_API void rocksdb_readoptions_set_read_tier(
+    rocksdb_readoptions_t*,
+    int);
+extern STRATA_C_API int rocksdb_readoptions_get_read_tier(
+    rocksdb_readoptions_t*);
 extern STRATA_C_API void rocksdb_readoptions_set_snapshot(
     rocksdb_readoptions_t*,
     const rocksdb_snapshot_t*);

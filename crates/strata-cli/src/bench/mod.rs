@@ -145,6 +145,9 @@ pub fn apply_compaction_flags(f: &Flags, o: &mut Options) -> Result<(), String> 
     let fifo_mb: u64 = f.num("fifo_compaction_max_table_files_size_mb", 0)?;
     c.fifo.max_table_files_size = fifo_mb.saturating_mul(1 << 20);
     c.fifo.ttl_seconds = f.num("fifo_compaction_ttl", 0)?;
+    c.optimize_filters_for_hits = f.bool("optimize_filters_for_hits")?;
+    // Strata's own (not a db_bench flag).
+    c.level_scaled_filters = f.bool("level_scaled_filters")?;
     // db_bench's defaults are RocksDB's "default" markers.
     c.ttl = f.num("ttl_seconds", strata::options::DEFAULT_COMPACTION_SECONDS)?;
     c.periodic_compaction_seconds = f.num(

@@ -47,6 +47,23 @@ impl TableCache {
         }
     }
 
+    /// The reader of table `number` if it is open, else `Incomplete` (a
+    /// read that may do no I/O; RocksDB's `no_io` table cache lookup).
+    pub fn get_open(&self, number: u64) -> Result<Arc<Table>> {
+        let mut g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        g.tick += 1;
+        let tick = g.tick;
+        match g.map.get_mut(&number) {
+            Some(e) => {
+                e.1 = tick;
+                Ok(Arc::clone(&e.0))
+            }
+            None => Err(crate::Error::Incomplete(format!(
+                "table #{number} not found in the table cache, no_io is set"
+            ))),
+        }
+    }
+
     /// The reader of table `number` (`file_size` bytes, `largest_seqno` in
     /// the MANIFEST: an ingested file's global sequence number), opening it
     /// if needed.

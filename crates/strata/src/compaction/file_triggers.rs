@@ -12,7 +12,10 @@
 //! 3. files whose data is older than `ttl` (`oldest_ancester_time`):
 //!    moved one level down, except on the last non-empty level;
 //! 4. files written more than `periodic_compaction_seconds` ago: rewritten
-//!    in place (L0 files go to the base level).
+//!    in place.
+//!
+//! An L0 file due for any of these compacts all of L0 into the base level
+//! (RocksDB rewrites L0 within L0 for 2 and 4).
 //!
 //! Universal compaction has its own form of 4 ([`universal_periodic_due`]).
 //! [`next_deadline`] tells the compaction timer when 3 or 4 next comes
@@ -51,16 +54,25 @@ fn range_below(v: &Version, level: usize, f: &FileMetaData) -> bool {
     (level + 1..v.num_levels()).any(|l| !v.overlapping_files(l, Some(lo), Some(hi)).is_empty())
 }
 
-/// The smallest non-zero `largest_seqno` of the bottommost files of `v`:
-/// once the oldest snapshot reaches it, a bottommost file is due (RocksDB's
-/// `bottommost_files_mark_threshold`; RocksDB waits until the snapshot
-/// passes it, one sequence number later than needed). `MAX` when there is
-/// none.
-pub fn bottommost_threshold(v: &Version) -> SequenceNumber {
+/// The smallest `largest_seqno` above `oldest_snapshot` of the bottommost
+/// files of `v` that a snapshot release could make due (not rewritten
+/// before): once the oldest snapshot reaches it, a bottommost file is due
+/// (RocksDB's `bottommost_files_mark_threshold`; RocksDB waits until the
+/// snapshot passes it, one sequence number later than needed). `MAX` when
+/// there is none.
+pub fn bottommost_threshold(
+    v: &Version,
+    oldest_snapshot: SequenceNumber,
+    rewritten: &HashSet<u64>,
+) -> SequenceNumber {
     let mut min = SequenceNumber::MAX;
     for level in 0..v.num_levels() {
         for f in v.files(level) {
-            if f.largest_seqno != 0 && f.largest_seqno < min && !range_below(v, level, f) {
+            if f.largest_seqno > oldest_snapshot
+                && f.largest_seqno < min
+                && !rewritten.contains(&f.number)
+                && !range_below(v, level, f)
+            {
                 min = f.largest_seqno;
             }
         }
@@ -94,7 +106,9 @@ fn compact_file(
         setup_compaction(p, level, vec![Arc::clone(f)], output_level, reason, 0.0)?
     };
     c.reason = reason;
-    c.allow_trivial_move = false;
+    // Data past its ttl may move down as it is (RocksDB's
+    // `IsTrivialMove`); the other reasons are about rewriting.
+    c.allow_trivial_move = reason == CompactionReason::Ttl && c.allow_trivial_move;
     Some(c)
 }
 
@@ -134,7 +148,12 @@ fn pick_marked(p: &PickerInput<'_>, base_level: usize) -> Option<Compaction> {
 /// another rewrite would keep too).
 fn pick_bottommost(p: &PickerInput<'_>, base_level: usize) -> Option<Compaction> {
     let v = p.version;
-    if p.oldest_snapshot == 0 || p.opts.compaction_style != CompactionStyle::Level {
+    // With files ingested behind, sequence numbers are never zeroed: a
+    // rewrite would gain nothing (RocksDB skips these column families).
+    if p.oldest_snapshot == 0
+        || p.reserved_last_level
+        || p.opts.compaction_style != CompactionStyle::Level
+    {
         return None;
     }
     for level in 0..v.num_levels() {
@@ -163,7 +182,7 @@ fn pick_bottommost(p: &PickerInput<'_>, base_level: usize) -> Option<Compaction>
 }
 
 /// The last non-empty level of `v` (0 when only L0 holds files).
-fn last_non_empty_level(v: &Version) -> usize {
+pub fn last_non_empty_level(v: &Version) -> usize {
     (0..v.num_levels())
         .rev()
         .find(|&l| v.num_files(l) > 0)
@@ -250,8 +269,10 @@ fn pick_periodic(p: &PickerInput<'_>, base_level: usize) -> Option<Compaction> {
 pub fn universal_periodic_due(p: &PickerInput<'_>) -> bool {
     let v = p.version;
     let period = p.opts.periodic_compaction_seconds;
+    // The level reserved for files ingested behind is never compacted.
+    let levels = v.num_levels() - usize::from(p.reserved_last_level && v.num_levels() > 2);
     period > 0
-        && (0..v.num_levels()).any(|l| {
+        && (0..levels).any(|l| {
             v.files(l).iter().any(|f| {
                 !p.being_compacted.contains(&f.number) && periodic_due(f, period, p.now_seconds)
             })
@@ -265,29 +286,41 @@ pub fn file_periodic_due(p: &PickerInput<'_>, f: &FileMetaData) -> bool {
 }
 
 /// The Unix second at which the next file of `v` becomes due for a TTL or
-/// periodic compaction (or a FIFO TTL deletion) under `o`, if any will.
-/// Files due already count as due now (the caller's picker may have left
-/// them for a busy input).
-pub fn next_deadline(v: &Version, o: &ColumnFamilyOptions) -> Option<u64> {
+/// periodic compaction (or a FIFO TTL deletion) under `o`, if any will
+/// (with the pickers' conditions: a leveled tree needs two levels, and a
+/// `reserved_last_level` is never compacted). Files due already count as
+/// due now (the caller's picker may have left them for a busy input).
+pub fn next_deadline(
+    v: &Version,
+    o: &ColumnFamilyOptions,
+    reserved_last_level: bool,
+) -> Option<u64> {
     let mut next: Option<u64> = None;
-    let mut due = |t: u64| next = Some(next.map_or(t, |n| n.min(t)));
+    let mut due = |t: u64, age: u64| {
+        let t = t.saturating_add(age).saturating_add(1);
+        next = Some(next.map_or(t, |n| n.min(t)));
+    };
     let last = last_non_empty_level(v);
-    for level in 0..v.num_levels() {
+    let levels = v.num_levels() - usize::from(reserved_last_level && v.num_levels() > 2);
+    if o.compaction_style == CompactionStyle::Level && v.num_levels() <= 1 {
+        return None;
+    }
+    for level in 0..levels {
         for f in v.files(level) {
             match o.compaction_style {
                 CompactionStyle::Fifo => {
                     if o.fifo.ttl_seconds > 0 && f.file_creation_time > 0 {
-                        due(f.file_creation_time.saturating_add(o.fifo.ttl_seconds + 1));
+                        due(f.file_creation_time, o.fifo.ttl_seconds);
                     }
                 }
                 CompactionStyle::Level | CompactionStyle::Universal => {
                     let leveled = o.compaction_style == CompactionStyle::Level;
                     if leveled && o.ttl > 0 && level < last && f.oldest_ancester_time > 0 {
-                        due(f.oldest_ancester_time.saturating_add(o.ttl + 1));
+                        due(f.oldest_ancester_time, o.ttl);
                     }
                     let t = written_at(f);
                     if o.periodic_compaction_seconds > 0 && t > 0 {
-                        due(t.saturating_add(o.periodic_compaction_seconds + 1));
+                        due(t, o.periodic_compaction_seconds);
                     }
                 }
                 CompactionStyle::None => {}

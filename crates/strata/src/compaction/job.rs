@@ -103,12 +103,15 @@ pub fn bytes_covered_below<'a>(
     ranges: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
 ) -> u64 {
     let ucmp = v.icmp().user_comparator();
+    // Overlapping ranges (a flush's are not fragmented) count a file once.
+    let mut counted = std::collections::HashSet::new();
     let mut covered = 0u64;
     for (b, e) in ranges {
         for level in first_level..v.num_levels() {
             for f in v.overlapping_files(level, Some(b), Some(e)) {
                 if ucmp.compare(extract_user_key(&f.smallest), b) != Ordering::Less
                     && ucmp.compare(extract_user_key(&f.largest), e) == Ordering::Less
+                    && counted.insert(f.number)
                 {
                     covered = covered.saturating_add(f.file_size);
                 }

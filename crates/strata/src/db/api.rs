@@ -134,6 +134,37 @@ impl DB {
     }
 
     /// Reads several keys from one consistent view.
+    /// Whether `key` may exist, without I/O (RocksDB's `KeyMayExist`):
+    /// `(false, None)` only if it surely does not (memtables, open table
+    /// readers' filters and cached blocks say so), `(true, Some(value))`
+    /// when the value was found that way, `(true, None)` when finding out
+    /// would need a read.
+    pub fn key_may_exist(&self, opts: &ReadOptions, key: &[u8]) -> (bool, Option<Vec<u8>>) {
+        self.key_may_exist_in(opts, 0, key)
+    }
+
+    pub fn key_may_exist_cf(
+        &self,
+        opts: &ReadOptions,
+        cf: &ColumnFamilyHandle,
+        key: &[u8],
+    ) -> (bool, Option<Vec<u8>>) {
+        self.key_may_exist_in(opts, cf.id, key)
+    }
+
+    fn key_may_exist_in(&self, opts: &ReadOptions, cf: u32, key: &[u8]) -> (bool, Option<Vec<u8>>) {
+        let ro = ReadOptions {
+            read_tier: crate::options::ReadTier::BlockCache,
+            ..opts.clone()
+        };
+        match self.inner.get(&ro, cf, key) {
+            Ok(Some(v)) => (true, Some(v)),
+            Ok(None) => (false, None),
+            // Incomplete (or any error) cannot rule the key out.
+            Err(_) => (true, None),
+        }
+    }
+
     pub fn multi_get(&self, opts: &ReadOptions, keys: &[&[u8]]) -> Vec<Result<Option<Vec<u8>>>> {
         self.inner.multi_get(opts, 0, keys)
     }

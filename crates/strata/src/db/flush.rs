@@ -239,6 +239,15 @@ impl DbInner {
         );
         let mut table_options = opts.table_options(cf_id, cf_name);
         table_options.compression = opts.compression_for_flush();
+        // A flushed table sits one level above the base level; it is never
+        // taken as bottommost (RocksDB's flushes keep their filters under
+        // `optimize_filters_for_hits`).
+        let distance = below.map_or(0, |v| {
+            let last = crate::compaction::file_triggers::last_non_empty_level(v);
+            let base = crate::compaction::score::compute(v, opts, &Default::default()).base_level;
+            last.saturating_sub(base) + usize::from(last > 0)
+        });
+        table_options.bloom_bits_per_key = opts.bloom_bits_for_output(distance, false);
         let mut builder = TableBuilder::new(table_options, file)?;
         builder.set_identity(&self.db_id, &self.db_session_id, number);
         let mut filter = ShadowFilter::new(&view.snapshots, view.checker.as_deref());

@@ -369,27 +369,56 @@ impl DbInner {
         st.files.forget_dead_versions();
         self.super_versions.store(Arc::new(map));
         self.recalculate_write_stall(st);
-        st.bottommost_threshold = st
-            .cfs
-            .values()
-            .filter(|c| !c.dropped)
-            .filter_map(|c| st.versions.current(c.id))
-            .map(|v| crate::compaction::file_triggers::bottommost_threshold(&v))
-            .min()
-            .unwrap_or(SequenceNumber::MAX);
+        self.recompute_bottommost_threshold(st);
         self.compaction_timer.version_changed();
+    }
+
+    /// Recomputes `st.bottommost_threshold` over the column families whose
+    /// bottommost files a snapshot release can make due: leveled, with
+    /// automatic compactions, not reserving a level for files ingested
+    /// behind.
+    pub(crate) fn recompute_bottommost_threshold(&self, st: &mut DbState) {
+        st.bottommost_threshold = if self.options.allow_ingest_behind {
+            SequenceNumber::MAX
+        } else {
+            st.cfs
+                .values()
+                .filter(|c| {
+                    !c.dropped
+                        && !c.options.disable_auto_compactions
+                        && c.options.compaction_style == crate::options::CompactionStyle::Level
+                })
+                .filter_map(|c| st.versions.current(c.id))
+                .map(|v| {
+                    crate::compaction::file_triggers::bottommost_threshold(
+                        &v,
+                        st.oldest_snapshot_released,
+                        &st.rewritten_bottommost,
+                    )
+                })
+                .min()
+                .unwrap_or(SequenceNumber::MAX)
+        };
     }
 
     /// The earliest Unix second at which a file of a column family with
     /// automatic compactions comes due by age (`ttl`,
     /// `periodic_compaction_seconds`, FIFO's TTL), if any will.
     pub(crate) fn next_age_deadline(&self, st: &DbState) -> Option<u64> {
+        // Nothing is scheduled after a background error.
+        if st.bg_error.is_some() {
+            return None;
+        }
         st.cfs
             .values()
             .filter(|c| !c.dropped && !c.options.disable_auto_compactions)
             .filter_map(|c| {
                 let v = st.versions.current(c.id)?;
-                crate::compaction::file_triggers::next_deadline(&v, &c.options)
+                crate::compaction::file_triggers::next_deadline(
+                    &v,
+                    &c.options,
+                    self.options.allow_ingest_behind,
+                )
             })
             .min()
     }

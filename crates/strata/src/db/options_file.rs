@@ -188,6 +188,11 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
         );
         kv(
             &mut s,
+            "optimize_filters_for_hits",
+            &o.optimize_filters_for_hits,
+        );
+        kv(
+            &mut s,
             "level0_file_num_compaction_trigger",
             &o.level0_file_num_compaction_trigger,
         );

@@ -279,6 +279,9 @@ impl OptionsFile {
                     }
                 }
                 "disable_auto_compactions" => c.disable_auto_compactions = boolean(file, k, v)?,
+                "optimize_filters_for_hits" => {
+                    c.optimize_filters_for_hits = boolean(file, k, v)?;
+                }
                 "level0_file_num_compaction_trigger" => {
                     if let Some(n) = count(file, k, v)?.filter(|&n| n > 0) {
                         c.level0_file_num_compaction_trigger = n;

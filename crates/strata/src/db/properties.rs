@@ -116,6 +116,11 @@ impl DbInner {
                 c.periodic_compaction_seconds
             ),
             format!("Options.bloom_bits_per_key: {:?}", c.bloom_bits_per_key),
+            format!(
+                "Options.optimize_filters_for_hits: {}",
+                c.optimize_filters_for_hits
+            ),
+            format!("Options.level_scaled_filters: {}", c.level_scaled_filters),
             format!("Options.block_size: {}", c.block_size),
         ] {
             self.info_log.log(&line);

@@ -19,7 +19,7 @@ use crate::format::iterator::InternalIterator;
 use crate::format::range_tombstones::{FragmentedRangeTombstoneList, RangeDelAggregator};
 use crate::format::{SequenceNumber, parse_internal_key};
 use crate::iter::{DBIter, DBIterOptions, MergingIterator};
-use crate::options::ReadOptions;
+use crate::options::{ReadOptions, ReadTier};
 use crate::table::{PrefixSeekIter, Table};
 
 /// A point-in-time view; reads given its sequence see the database as it
@@ -173,13 +173,34 @@ impl DbInner {
             .get(f.number, f.file_size, f.largest_seqno, &sv.table_options)
     }
 
-    /// The reader of level-0 file `i` of `sv`, kept in `sv` once opened.
-    fn sv_l0_table<'a>(&self, sv: &'a SuperVersion, i: usize) -> Result<&'a Arc<Table>> {
+    /// [`DbInner::sv_table`]; with `no_io`, only a reader already open
+    /// (else `Incomplete`).
+    fn sv_table_io(
+        &self,
+        sv: &SuperVersion,
+        f: &crate::version::FileMetaData,
+        no_io: bool,
+    ) -> Result<Arc<Table>> {
+        if no_io {
+            self.table_cache.get_open(f.number)
+        } else {
+            self.sv_table(sv, f)
+        }
+    }
+
+    /// The reader of level-0 file `i` of `sv`, kept in `sv` once opened
+    /// (with `no_io`, only if open already).
+    fn sv_l0_table<'a>(
+        &self,
+        sv: &'a SuperVersion,
+        i: usize,
+        no_io: bool,
+    ) -> Result<&'a Arc<Table>> {
         let slot = &sv.l0_tables[i];
         if let Some(t) = slot.get() {
             return Ok(t);
         }
-        let t = self.sv_table(sv, &sv.version.files(0)[i])?;
+        let t = self.sv_table_io(sv, &sv.version.files(0)[i], no_io)?;
         // Another reader may have set it first: the same table.
         Ok(slot.get_or_init(|| t))
     }
@@ -191,8 +212,12 @@ impl DbInner {
     /// The range tombstones of `sv`'s immutable memtables and tables,
     /// merged into one fragmented list once per SuperVersion (they cannot
     /// change for it) from the lists each memtable and table reader
-    /// caches.
-    fn frozen_range_dels<'a>(&self, sv: &'a SuperVersion) -> Result<&'a FrozenRangeDels> {
+    /// caches. With `no_io`, `Incomplete` if that needs a table not open.
+    fn frozen_range_dels<'a>(
+        &self,
+        sv: &'a SuperVersion,
+        no_io: bool,
+    ) -> Result<&'a FrozenRangeDels> {
         if let Some(f) = sv.frozen_range_dels.get() {
             return Ok(f);
         }
@@ -204,7 +229,10 @@ impl DbInner {
         );
         for level in 0..sv.version.num_levels() {
             for f in sv.version.files(level) {
-                if let Some(l) = self.sv_table(sv, f)?.fragmented_range_tombstones() {
+                if let Some(l) = self
+                    .sv_table_io(sv, f, no_io)?
+                    .fragmented_range_tombstones()
+                {
                     parts.push(Arc::clone(l));
                 }
             }
@@ -222,7 +250,7 @@ impl DbInner {
         if let Some(l) = sv.mem.fragmented_range_tombstones() {
             agg.add(l);
         }
-        agg.add(Arc::clone(self.frozen_range_dels(sv)?));
+        agg.add(Arc::clone(self.frozen_range_dels(sv, false)?));
         Ok(agg)
     }
 
@@ -233,8 +261,11 @@ impl DbInner {
         sv: &SuperVersion,
         seq: SequenceNumber,
         key: &[u8],
+        no_io: bool,
     ) -> Result<SequenceNumber> {
-        let frozen = self.frozen_range_dels(sv)?.max_covering_seq(key, seq);
+        let frozen = self
+            .frozen_range_dels(sv, no_io)?
+            .max_covering_seq(key, seq);
         if sv.mem.num_range_deletes() == 0 {
             return Ok(frozen);
         }
@@ -243,6 +274,34 @@ impl DbInner {
             .fragmented_range_tombstones()
             .map_or(0, |l| l.max_covering_seq(key, seq));
         Ok(frozen.max(mem))
+    }
+
+    /// [`DbInner::max_covering_tombstone_seq`] for a point read, and
+    /// whether tables may be visited: with `no_io` and a table not open
+    /// (its tombstones unknown), the memtables' tombstones alone (no table
+    /// tombstone covers a memtable entry: tables hold older data) and no.
+    fn covering_for_get(
+        &self,
+        sv: &SuperVersion,
+        seq: SequenceNumber,
+        key: &[u8],
+        no_io: bool,
+    ) -> Result<(SequenceNumber, bool)> {
+        match self.max_covering_tombstone_seq(sv, seq, key, no_io) {
+            Ok(s) => Ok((s, true)),
+            Err(crate::Error::Incomplete(_)) if no_io => {
+                let covering =
+                    |l: Option<&FrozenRangeDels>| l.map_or(0, |l| l.max_covering_seq(key, seq));
+                let mems = std::iter::once(&sv.mem).chain(sv.imms.iter());
+                Ok((
+                    mems.map(|m| covering(m.fragmented_range_tombstones().as_ref()))
+                        .max()
+                        .unwrap_or(0),
+                    false,
+                ))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     pub(crate) fn get(&self, ro: &ReadOptions, cf: u32, key: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -267,12 +326,14 @@ impl DbInner {
         let sv = svs.get(&cf).ok_or_else(|| {
             crate::Error::InvalidArgument(format!("unknown column family id {cf}"))
         })?;
+        let no_io = no_io(ro)?;
         let seq = self.snapshot_seq(ro);
-        let mut ctx = GetContext::new(self.max_covering_tombstone_seq(sv, seq, key)?);
+        let (covering, tables) = self.covering_for_get(sv, seq, key, no_io)?;
+        let mut ctx = GetContext::new(covering);
         let mut f = Some(f);
         let mut out = None;
         let mut size = 0;
-        let in_memtables = self.visit_key(sv, seq, key, |s, t, v| {
+        let in_memtables = self.visit_key(sv, seq, key, no_io, tables, |s, t, v| {
             if ctx.settles_as_plain_value(s, t) {
                 size = v.len();
                 out = f.take().map(|f| f(v));
@@ -308,9 +369,12 @@ impl DbInner {
         sv: &SuperVersion,
         seq: SequenceNumber,
         key: &[u8],
+        no_io: bool,
     ) -> Result<Option<Vec<u8>>> {
-        let mut ctx = GetContext::new(self.max_covering_tombstone_seq(sv, seq, key)?);
-        let in_memtables = self.visit_key(sv, seq, key, |s, t, v| ctx.add(s, t, v))?;
+        let (covering, tables) = self.covering_for_get(sv, seq, key, no_io)?;
+        let mut ctx = GetContext::new(covering);
+        let in_memtables =
+            self.visit_key(sv, seq, key, no_io, tables, |s, t, v| ctx.add(s, t, v))?;
         let ticker = if in_memtables {
             Ticker::MemtableHit
         } else {
@@ -336,8 +400,8 @@ impl DbInner {
         let table = &self.commit_table;
         loop {
             let seq = self.snapshot_seq(ro);
-            let mut ctx = GetContext::new(self.max_covering_tombstone_seq(&sv, seq, key)?);
-            self.visit_key(&sv, seq, key, |s, t, v| {
+            let mut ctx = GetContext::new(self.max_covering_tombstone_seq(&sv, seq, key, false)?);
+            self.visit_key(&sv, seq, key, false, true, |s, t, v| {
                 table.is_in_snapshot(s, seq) && ctx.add(s, t, v)
             })?;
             if ro.snapshot.is_some() || table.max_evicted() <= seq {
@@ -398,9 +462,9 @@ impl DbInner {
         if sv.version.max_seqno() <= above && self.commit_table.is_empty() {
             visit_memtables(&sv, seq, key, note);
         } else {
-            self.visit_key(&sv, seq, key, note)?;
+            self.visit_key(&sv, seq, key, false, true, note)?;
         }
-        let tombstone = self.max_covering_tombstone_seq(&sv, seq, key)?;
+        let tombstone = self.max_covering_tombstone_seq(&sv, seq, key, false)?;
         Ok(match (newest, tombstone) {
             (Some(s), t) => Some(s.max(t)),
             (None, 0) => None,
@@ -411,16 +475,25 @@ impl DbInner {
     /// Feeds `f` the entries of `key` visible at `seq`, newest first:
     /// memtables, then level-0 files newest first, then deeper levels,
     /// until `f` returns true (resolved). Returns whether the memtables
-    /// resolved it.
+    /// resolved it. With `no_io`, a table not open or a block not in the
+    /// block cache ends the visit with `Incomplete`, and so does reaching
+    /// the tables when `tables` is false.
     fn visit_key(
         &self,
         sv: &SuperVersion,
         seq: SequenceNumber,
         key: &[u8],
+        no_io: bool,
+        tables: bool,
         mut f: impl FnMut(SequenceNumber, crate::format::ValueType, &[u8]) -> bool,
     ) -> Result<bool> {
         if visit_memtables(sv, seq, key, &mut f) {
             return Ok(true);
+        }
+        if !tables {
+            return Err(crate::Error::Incomplete(
+                "no blocking io: the range tombstones of a table not open are unknown".into(),
+            ));
         }
         let mut done = false;
         let lookup = make_internal_key(key, seq, VALUE_TYPE_FOR_SEEK);
@@ -438,7 +511,7 @@ impl DbInner {
         if l0.len() > 1 {
             for (i, f) in l0.iter().enumerate() {
                 if covers(f) {
-                    self.sv_l0_table(sv, i)?.prepare(key);
+                    self.sv_l0_table(sv, i, no_io)?.prepare(key);
                 }
             }
         }
@@ -475,16 +548,16 @@ impl DbInner {
                 let t: &Table = if level == 0 {
                     // Level 0's candidates are all its files, in order.
                     debug_assert_eq!(candidates.len(), files.len());
-                    self.sv_l0_table(sv, i)?
+                    self.sv_l0_table(sv, i, no_io)?
                 } else {
-                    opened = self.sv_table(sv, file)?;
+                    opened = self.sv_table_io(sv, file, no_io)?;
                     &opened
                 };
-                if !t.key_may_match(key) {
+                if !t.key_may_match_with(key, no_io) {
                     continue;
                 }
                 let mut bad_key = false;
-                t.lookup(&lookup, ucmp, |ikey, value| {
+                t.lookup(&lookup, ucmp, no_io, |ikey, value| {
                     let Some(p) = parse_internal_key(ikey) else {
                         bad_key = true;
                         return true;
@@ -515,10 +588,17 @@ impl DbInner {
             Ok(sv) => sv,
             Err(e) => return keys.iter().map(|_| Err(e.duplicate())).collect(),
         };
+        let no_io = match no_io(ro) {
+            Ok(n) => n,
+            Err(e) => return keys.iter().map(|_| Err(e.duplicate())).collect(),
+        };
         let seq = self.snapshot_seq(ro);
         let stats = &self.options.statistics;
         let _timer = StopWatch::new(stats, HistogramKind::DbMultiget);
-        let out: Vec<_> = keys.iter().map(|k| self.get_in(&sv, seq, k)).collect();
+        let out: Vec<_> = keys
+            .iter()
+            .map(|k| self.get_in(&sv, seq, k, no_io))
+            .collect();
         if let Some(s) = stats {
             let bytes: u64 = out
                 .iter()
@@ -543,6 +623,12 @@ impl DbInner {
 
     /// An iterator not yet positioned (RocksDB's `NewIterator`).
     pub(crate) fn new_iterator(&self, ro: &ReadOptions, cf: u32) -> Result<DbIterator> {
+        if ro.read_tier != ReadTier::ReadAll {
+            return Err(crate::Error::NotSupported(format!(
+                "read_tier {:?} for iterators (gets and multi-gets take BlockCache)",
+                ro.read_tier
+            )));
+        }
         let sv = self.super_version(cf)?;
         let opts = Arc::clone(&sv.options);
         let seq = self.snapshot_seq(ro);
@@ -675,6 +761,9 @@ impl DbInner {
         let last = self.last_sequence.load(Ordering::Acquire);
         if st.release_snapshot(seq, last) {
             self.maybe_schedule_work(&mut st);
+            // What could not be picked now is picked when a running job
+            // ends; later releases need not try again.
+            self.recompute_bottommost_threshold(&mut st);
         }
     }
 
@@ -691,6 +780,16 @@ impl DbInner {
             seq,
             db: Arc::downgrade(self),
         }
+    }
+}
+
+/// Whether a point read with `ro` may do no I/O (`ReadTier::BlockCache`);
+/// the tiers not supported are refused.
+fn no_io(ro: &ReadOptions) -> Result<bool> {
+    match ro.read_tier {
+        ReadTier::ReadAll => Ok(false),
+        ReadTier::BlockCache => Ok(true),
+        t => Err(crate::Error::NotSupported(format!("read_tier {t:?}"))),
     }
 }
 

@@ -172,8 +172,14 @@ impl Table {
 
     /// False only if the filter proves `user_key` is absent.
     pub fn key_may_match(&self, user_key: &[u8]) -> bool {
+        self.key_may_match_with(user_key, false)
+    }
+
+    /// [`Table::key_may_match`]; with `no_io`, a filter part that would
+    /// have to be read answers "may match".
+    pub fn key_may_match_with(&self, user_key: &[u8], no_io: bool) -> bool {
         match self {
-            Table::BlockBased(t) => t.key_may_match(user_key),
+            Table::BlockBased(t) => t.key_may_match_with(user_key, no_io),
             Table::Plain(t) => t.key_may_match(user_key),
         }
     }
@@ -219,10 +225,14 @@ impl Table {
     /// true (a malformed key is passed to `f` too, which should stop). The caller has asked the filter ([`Table::key_may_match`]).
     /// A PlainTable is probed through its hash index without touching
     /// its reference count.
+    /// With `no_io`, a block-based table reads no block missing from the
+    /// block cache (`Incomplete`); a PlainTable, in memory once open, is
+    /// read as usual.
     pub fn lookup(
         &self,
         target: &[u8],
         ucmp: &crate::util::comparator::ComparatorRef,
+        no_io: bool,
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<()> {
         fn walk(
@@ -247,6 +257,7 @@ impl Table {
             it.status()
         }
         match self {
+            Table::BlockBased(t) if no_io => walk(&mut t.no_io_iter(), target, ucmp, &mut f),
             Table::BlockBased(t) => walk(&mut t.iter(), target, ucmp, &mut f),
             Table::Plain(t) => walk(&mut t.lookup_iter(), target, ucmp, &mut f),
         }

@@ -43,12 +43,16 @@ pub(crate) struct PartitionSource {
 }
 
 impl PartitionSource {
-    /// The parsed block at `h`, from the cache or the file.
-    fn block(&self, h: BlockHandle) -> Result<Arc<Block>> {
+    /// The parsed block at `h`, from the cache or (unless `no_io`:
+    /// `Incomplete`) the file.
+    fn block(&self, h: BlockHandle, no_io: bool) -> Result<Arc<Block>> {
         if let Some(c) = &self.cache
             && let Some(b) = c.lookup(self.cache_id, h.offset)
         {
             return Ok(b);
+        }
+        if no_io {
+            return Err(no_blocking_io(&self.name, h));
         }
         let contents = read_block(&*self.file, &self.name, h, &self.read_opts)?;
         let b = Arc::new(Block::new(contents.data, self.name.clone(), h)?);
@@ -76,6 +80,17 @@ pub struct TwoLevelIter {
     inner_handle: Option<BlockHandle>,
     src: Arc<PartitionSource>,
     status: Option<Error>,
+    /// Partitions not in the block cache are `Incomplete`, not read.
+    no_io: bool,
+}
+
+/// The error of a block a read may not fetch (`ReadTier::BlockCache`;
+/// RocksDB's "no blocking io").
+pub(crate) fn no_blocking_io(file: &str, h: BlockHandle) -> Error {
+    Error::Incomplete(format!(
+        "no blocking io: block at offset {} of {file} is not in the block cache",
+        h.offset
+    ))
 }
 
 impl std::fmt::Debug for IndexIter {
@@ -101,7 +116,15 @@ impl IndexIter {
             inner_handle: None,
             src,
             status: None,
+            no_io: false,
         }))
+    }
+
+    /// Reads no partition that is not in the block cache (`Incomplete`).
+    pub(crate) fn set_no_io(&mut self) {
+        if let IndexIter::TwoLevel(t) = self {
+            t.no_io = true;
+        }
     }
 }
 
@@ -124,7 +147,7 @@ impl TwoLevelIter {
         if self.inner.is_some() && self.inner_handle == Some(h) {
             return;
         }
-        match self.src.block(h) {
+        match self.src.block(h, self.no_io) {
             Ok(b) => {
                 self.inner = Some(b.iter(self.src.order.clone(), self.src.value_delta));
                 self.inner_handle = Some(h);
@@ -320,7 +343,8 @@ impl PartitionedFilter {
     /// internal key at the lookup's sequence) proves `user_key` absent.
     /// A partition that cannot be read answers "may match": the data
     /// read that follows reports the damage.
-    pub(crate) fn key_may_match(&self, lookup_key: &[u8], user_key: &[u8]) -> bool {
+    /// With `no_io`, a partition not probed before answers "may match".
+    pub(crate) fn key_may_match(&self, lookup_key: &[u8], user_key: &[u8], no_io: bool) -> bool {
         let mut it = self.top.iter(self.src.order.clone(), self.src.value_delta);
         it.seek(lookup_key);
         if !it.valid() {
@@ -333,7 +357,7 @@ impl PartitionedFilter {
         else {
             return true;
         };
-        match self.partition(h) {
+        match self.partition(h, no_io) {
             Some(f) => f.key_may_match(user_key),
             None => true,
         }
@@ -355,9 +379,12 @@ impl PartitionedFilter {
         partition_handles(it, &self.src.name, self.top_offset)
     }
 
-    fn partition(&self, h: BlockHandle) -> Option<Arc<FilterReader>> {
+    fn partition(&self, h: BlockHandle, no_io: bool) -> Option<Arc<FilterReader>> {
         if let Some(f) = self.loaded.lock().ok()?.get(&h.offset) {
             return Some(Arc::clone(f));
+        }
+        if no_io {
+            return None;
         }
         let c = read_block(&*self.src.file, &self.src.name, h, &self.src.read_opts).ok()?;
         let f = Arc::new(FilterReader::new(c.data.to_vec()));

@@ -455,16 +455,18 @@ impl BlockBasedTable {
 
     /// Reads a data block (through the block cache when there is one).
     pub fn read_data_block(&self, handle: BlockHandle) -> Result<Arc<Block>> {
-        self.read_data_block_with(handle, None, false)
+        self.read_data_block_with(handle, None, false, false)
     }
 
     /// `compaction`: neither look up nor fill the block cache, and always
-    /// verify checksums (RocksDB's compaction reads).
+    /// verify checksums (RocksDB's compaction reads). `no_io`: a block not
+    /// in the block cache is `Incomplete`, not read.
     fn read_data_block_with(
         &self,
         handle: BlockHandle,
         readahead: Option<&mut Readahead>,
         compaction: bool,
+        no_io: bool,
     ) -> Result<Arc<Block>> {
         use crate::util::statistics::{Ticker, record};
         let cache = if compaction {
@@ -484,6 +486,9 @@ impl BlockBasedTable {
             }
             record(&self.statistics, Ticker::BlockCacheMiss, 1);
             record(&self.statistics, Ticker::BlockCacheDataMiss, 1);
+        }
+        if no_io {
+            return Err(super::partitioned::no_blocking_io(&self.name, handle));
         }
         let c = match readahead {
             None => self.read_data_contents(handle, &read_opts)?,
@@ -529,6 +534,13 @@ impl BlockBasedTable {
 
     /// False only if the filter proves `user_key` is absent.
     pub fn key_may_match(&self, user_key: &[u8]) -> bool {
+        self.key_may_match_with(user_key, false)
+    }
+
+    /// [`BlockBasedTable::key_may_match`]; with `no_io`, a filter
+    /// partition not read before answers "may match" instead of being
+    /// read.
+    pub fn key_may_match_with(&self, user_key: &[u8], no_io: bool) -> bool {
         use crate::util::statistics::{Ticker, record};
         let Some(f) = &self.filter else { return true };
         let may = match f {
@@ -543,7 +555,7 @@ impl BlockBasedTable {
                     crate::format::MAX_SEQUENCE_NUMBER,
                     crate::format::dbformat::VALUE_TYPE_FOR_SEEK,
                 );
-                p.key_may_match(&lookup, user_key)
+                p.key_may_match(&lookup, user_key, no_io)
             }
             TableFilter::Partitioned(_) => return true,
         };
@@ -604,7 +616,17 @@ impl BlockBasedTable {
             readahead: Readahead::default(),
             patched: self.global_seqno.is_some(),
             compaction: false,
+            no_io: false,
         }
+    }
+
+    /// An iterator that reads no block missing from the block cache: it
+    /// stops with an `Incomplete` status instead (`ReadTier::BlockCache`).
+    pub fn no_io_iter(self: &Arc<Self>) -> BlockBasedTableIter {
+        let mut it = self.iter();
+        it.no_io = true;
+        it.index.set_no_io();
+        it
     }
 
     /// An iterator for compaction input: reads bypass the block cache
@@ -736,6 +758,8 @@ pub struct BlockBasedTableIter {
     patched: bool,
     /// Compaction input (see [`BlockBasedTable::compaction_iter`]).
     compaction: bool,
+    /// See [`BlockBasedTable::no_io_iter`].
+    no_io: bool,
 }
 
 impl std::fmt::Debug for BlockBasedTableIter {
@@ -765,10 +789,12 @@ impl BlockBasedTableIter {
         if self.data.is_some() && self.data_handle == Some(h) {
             return;
         }
-        match self
-            .table
-            .read_data_block_with(h, Some(&mut self.readahead), self.compaction)
-        {
+        match self.table.read_data_block_with(
+            h,
+            Some(&mut self.readahead),
+            self.compaction,
+            self.no_io,
+        ) {
             Ok(b) => {
                 self.data = Some(b.iter(KeyOrder::Internal(self.table.icmp.clone()), false));
                 self.data_handle = Some(h);
