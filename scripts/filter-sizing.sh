@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Filters sized by level (issue 18 item 5): the same fill, uniform bloom
+# filters (10 bits a key) against `--level_scaled_filters` (Monkey), then
+# readrandom and readmissing ROUNDS times on each: throughput, the filter
+# bytes of all tables, the files per level, and the filter statistics
+# (false positives = full.positive - keys found).
+#
+#   NUM=2000000 ROUNDS=3 ./scripts/filter-sizing.sh
+#
+# L0 drains after each flush (--level0_file_num_compaction_trigger=1) so
+# both trees end with the same shape.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+NUM="${NUM:-2000000}"
+ROUNDS="${ROUNDS:-3}"
+cargo build --release -q -p strata-cli
+S="$PWD/target/release/strata"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for mode in 0 1; do
+  d="$work/db$mode"
+  "$S" bench --db="$d" --benchmarks=fillrandom,waitforcompaction --num="$NUM" --seed=7 \
+    --bloom_bits=10 --write_buffer_size=4194304 --target_file_size_base=4194304 \
+    --max_bytes_for_level_base=16777216 --level0_file_num_compaction_trigger=1 \
+    --level_scaled_filters="$mode" | grep ops/sec
+  bytes=0
+  for f in "$d"/*.sst; do
+    b=$("$S" sst_dump --file="$f" --show_properties | awk -F': ' '/filter block size/{print $2}')
+    bytes=$((bytes + b))
+  done
+  levels=$("$S" --db="$d" dump_live_files 2>/dev/null |
+    awk '/^--- level/{l=$3} /^ *[0-9]+:[0-9]+/{c[l]++} END{for (k in c) printf "L%s: %d files ", k, c[k]}')
+  echo "level_scaled_filters=$mode: filter bytes $bytes; $levels"
+  for r in $(seq "$ROUNDS"); do
+    "$S" bench --db="$d" --use_existing_db=1 --benchmarks=readrandom,readmissing --num="$NUM" \
+      --reads=500000 --seed="$r" --bloom_bits=10 --level_scaled_filters="$mode" --statistics 2>&1 |
+      grep -E "^read|bloom.filter.useful|bloom.filter.full.positive"
+  done
+done
