@@ -297,17 +297,24 @@ fn fifo_deletes_the_oldest_files_past_the_size_limit() {
     assert_eq!(db.get(&ReadOptions::default(), &key(0)).unwrap(), None);
 }
 
-#[test]
-fn deletes_reclaim_space_without_manual_compaction() {
-    let fs = MemFileSystem::new();
-    let db = DB::open(opts(&fs), "/db").unwrap();
+/// A database of 6,000 keys, flushed and compacted, and its table bytes.
+fn filled(fs: &MemFileSystem) -> (DB, u64) {
+    let db = DB::open(opts(fs), "/db").unwrap();
     let wo = WriteOptions::default();
     for i in 0..6000u64 {
         db.put(&wo, &key(i), &value(i, 0)).unwrap();
     }
     db.flush().unwrap();
     db.wait_for_compactions().unwrap();
-    let full = sst_bytes(&fs, "/db");
+    let full = sst_bytes(fs, "/db");
+    (db, full)
+}
+
+#[test]
+fn deletes_reclaim_space_without_manual_compaction() {
+    let fs = MemFileSystem::new();
+    let (db, full) = filled(&fs);
+    let wo = WriteOptions::default();
     for i in 0..6000u64 {
         if i % 10 != 0 {
             db.delete(&wo, &key(i)).unwrap();
@@ -338,16 +345,9 @@ fn within(secs: u64, mut done: impl FnMut() -> bool) -> Option<f64> {
 #[test]
 fn range_deletes_reclaim_space_without_manual_compaction() {
     let fs = MemFileSystem::new();
-    let db = DB::open(opts(&fs), "/db").unwrap();
+    let (db, full) = filled(&fs);
     let wo = WriteOptions::default();
-    for i in 0..6000u64 {
-        db.put(&wo, &key(i), &value(i, 0)).unwrap();
-    }
-    db.flush().unwrap();
-    db.wait_for_compactions().unwrap();
-    let full = sst_bytes(&fs, "/db");
-    // 90% of the keys, in six range deletions (and one over it all but
-    // the first block, overlapping them).
+    // 90% of the keys, in six range deletions.
     for b in 0..6u64 {
         db.delete_range(&wo, &key(b * 1000 + 100), &key(b * 1000 + 1000))
             .unwrap();
@@ -366,6 +366,7 @@ fn range_deletes_reclaim_space_without_manual_compaction() {
         "full {full} bytes, after range-deleting 90%: {after}; levels {:?}",
         levels(&db)
     );
+    eprintln!("range deletes: {full} -> {after} table bytes in {took:?} s");
     let got = scan(&db);
     assert_eq!(got.len(), 601);
     assert!(got.contains_key(&key(5099)) && !got.contains_key(&key(5100)));
@@ -403,6 +404,10 @@ fn releasing_a_snapshot_lets_bottommost_files_drop_what_it_kept() {
     assert!(
         took.is_some(),
         "{kept} bytes under the snapshot, {} after its release",
+        sst_bytes(&fs, "/db")
+    );
+    eprintln!(
+        "snapshot release: {kept} -> {} table bytes in {took:?} s",
         sst_bytes(&fs, "/db")
     );
     assert_eq!(scan(&db).len(), 600);
