@@ -930,6 +930,18 @@ getter!(
     u32,
     |o| o.opts.cf.bloom_locality
 );
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_optimize_filters_for_hits,
+    c_int,
+    |o, v| o.opts.cf.optimize_filters_for_hits = v != 0
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_optimize_filters_for_hits,
+    c_uchar,
+    |o| o.opts.cf.optimize_filters_for_hits as c_uchar
+);
 
 /// Copies the table options into these options.
 #[unsafe(no_mangle)]

@@ -230,6 +230,10 @@ impl Options {
     fn set_memtable_whole_key_filtering(&mut self, whole_key_filter: bool) {
         self.opts.cf.memtable_whole_key_filtering = whole_key_filter;
     }
+    /// No filters in tables compacted to the bottom of the tree.
+    fn set_optimize_filters_for_hits(&mut self, optimize_for_hits: bool) {
+        self.opts.cf.optimize_filters_for_hits = optimize_for_hits;
+    }
     /// Cache-line locality of PlainTable bloom filters (0 or 1).
     fn set_bloom_locality(&mut self, v: u32) {
         self.opts.cf.bloom_locality = v;

@@ -5,6 +5,7 @@ checkpoints, maintenance calls and errors. When rocksdict is installed the
 same database is also read by rocksdict (and written by it, while its
 files stay readable here)."""
 
+import os
 import pickle
 
 import pytest
@@ -211,6 +212,7 @@ def test_options_tables_and_maintenance(path):
     table.set_block_cache(cache)
     opts.set_block_based_table_factory(table)
     opts.enable_statistics()
+    opts.set_optimize_filters_for_hits(True)
     with Rdict(path, opts) as db:
         for i in range(1000):
             db[f"key{i:05}"] = "v" * 100
@@ -218,6 +220,10 @@ def test_options_tables_and_maintenance(path):
         db.flush_wal()
         db.compact_range(None, None)
         assert db["key00500"] == "v" * 100
+        assert db.get("key99999") is None
+        options_files = [f for f in os.listdir(path) if f.startswith("OPTIONS-")]
+        text = open(os.path.join(path, max(options_files))).read()
+        assert "optimize_filters_for_hits=true" in text
         assert cache.get_usage() > 0
         assert db.property_int_value("rocksdb.estimate-num-keys") == 1000
         assert "level" in db.property_value("rocksdb.levelstats").lower()

@@ -813,6 +813,12 @@ extern STRATA_C_API void rocksdb_options_set_bloom_locality(
     rocksdb_options_t*,
     uint32_t);
 extern STRATA_C_API uint32_t rocksdb_options_get_bloom_locality(rocksdb_options_t*);
+/* No filters in tables compacted to the bottom of the tree. */
+extern STRATA_C_API void rocksdb_options_set_optimize_filters_for_hits(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API unsigned char rocksdb_options_get_optimize_filters_for_hits(
+    rocksdb_options_t*);
 extern STRATA_C_API void rocksdb_options_set_compaction_style(
     rocksdb_options_t*,
     int);

@@ -1338,6 +1338,10 @@ static void test_tables_and_styles(void) {
   rocksdb_options_set_hash_skip_list_rep(o, 1000, 4, 4);
   rocksdb_options_set_bloom_locality(o, 1);
   CHECK(rocksdb_options_get_bloom_locality(o) == 1);
+  CHECK(rocksdb_options_get_optimize_filters_for_hits(o) == 0);
+  rocksdb_options_set_optimize_filters_for_hits(o, 1);
+  CHECK(rocksdb_options_get_optimize_filters_for_hits(o) == 1);
+  rocksdb_options_set_optimize_filters_for_hits(o, 0);
   rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, 0.1);
   CHECK(rocksdb_options_get_memtable_prefix_bloom_size_ratio(o) == 0.1);
   rocksdb_options_set_memtable_whole_key_filtering(o, 1);
