@@ -90,8 +90,8 @@ pub fn pick(p: &PickerInput<'_>, base_level: usize) -> Option<Compaction> {
 }
 
 /// `f` of `level` compacted into `output_level` (L0 files: all of L0 into
-/// the base level), for `reason`. No trivial moves: the point is to
-/// rewrite.
+/// the base level), for `reason`. Only data past its ttl may move as it
+/// is (RocksDB's `IsTrivialMove`); the other reasons are about rewriting.
 fn compact_file(
     p: &PickerInput<'_>,
     level: usize,
@@ -106,39 +106,49 @@ fn compact_file(
         setup_compaction(p, level, vec![Arc::clone(f)], output_level, reason, 0.0)?
     };
     c.reason = reason;
-    // Data past its ttl may move down as it is (RocksDB's
-    // `IsTrivialMove`); the other reasons are about rewriting.
     c.allow_trivial_move = reason == CompactionReason::Ttl && c.allow_trivial_move;
     Some(c)
+}
+
+/// The first compaction, for `reason`, of a file of `levels` not being
+/// compacted to which `output` gives an output level.
+fn first_due(
+    p: &PickerInput<'_>,
+    levels: std::ops::Range<usize>,
+    base_level: usize,
+    reason: CompactionReason,
+    output: impl Fn(usize, &FileMetaData) -> Option<usize>,
+) -> Option<Compaction> {
+    let v = p.version;
+    for level in levels {
+        for f in v.files(level) {
+            if p.being_compacted.contains(&f.number) {
+                continue;
+            }
+            if let Some(out) = output(level, f)
+                && let Some(c) = compact_file(p, level, f, out, base_level, reason)
+            {
+                return Some(c);
+            }
+        }
+    }
+    None
 }
 
 /// Files marked for compaction (many deletions): pushed one level down, or
 /// rewritten in place on the last level holding their range.
 fn pick_marked(p: &PickerInput<'_>, base_level: usize) -> Option<Compaction> {
     let v = p.version;
-    for level in 0..v.num_levels() {
-        for f in v.files(level) {
-            if !f.marked_for_compaction || p.being_compacted.contains(&f.number) {
-                continue;
-            }
-            let output = if range_below(v, level, f) && level > 0 {
-                level + 1
-            } else {
-                level
-            };
-            if let Some(c) = compact_file(
-                p,
-                level,
-                f,
-                output,
-                base_level,
-                CompactionReason::FilesMarkedForCompaction,
-            ) {
-                return Some(c);
-            }
-        }
-    }
-    None
+    first_due(
+        p,
+        0..v.num_levels(),
+        base_level,
+        CompactionReason::FilesMarkedForCompaction,
+        |level, f| {
+            f.marked_for_compaction
+                .then(|| level + usize::from(level > 0 && range_below(v, level, f)))
+        },
+    )
 }
 
 /// Bottommost files every snapshot sees whole: rewritten in place, which
@@ -156,29 +166,19 @@ fn pick_bottommost(p: &PickerInput<'_>, base_level: usize) -> Option<Compaction>
     {
         return None;
     }
-    for level in 0..v.num_levels() {
-        for f in v.files(level) {
-            if f.largest_seqno == 0
-                || f.largest_seqno > p.oldest_snapshot
-                || p.being_compacted.contains(&f.number)
-                || p.rewritten_bottommost.contains(&f.number)
-                || range_below(v, level, f)
-            {
-                continue;
-            }
-            if let Some(c) = compact_file(
-                p,
-                level,
-                f,
-                level,
-                base_level,
-                CompactionReason::BottommostFiles,
-            ) {
-                return Some(c);
-            }
-        }
-    }
-    None
+    first_due(
+        p,
+        0..v.num_levels(),
+        base_level,
+        CompactionReason::BottommostFiles,
+        |level, f| {
+            (f.largest_seqno != 0
+                && f.largest_seqno <= p.oldest_snapshot
+                && !p.rewritten_bottommost.contains(&f.number)
+                && !range_below(v, level, f))
+            .then_some(level)
+        },
+    )
 }
 
 /// The last non-empty level of `v` (0 when only L0 holds files).
@@ -189,10 +189,11 @@ pub fn last_non_empty_level(v: &Version) -> usize {
         .unwrap_or(0)
 }
 
-/// Whether `f`'s data is older than `ttl` at `now` (RocksDB's
-/// `ComputeExpiredTtlFiles`).
-fn ttl_expired(f: &FileMetaData, ttl: u64, now: u64) -> bool {
-    ttl > 0 && f.oldest_ancester_time > 0 && now >= ttl && f.oldest_ancester_time < now - ttl
+/// The Unix second from which something written (or whose data dates)
+/// from `t` is more than `age` seconds old; `None` if either is 0
+/// (unknown, or no limit). RocksDB's `t < now - age`, as a deadline.
+fn due_at(t: u64, age: u64) -> Option<u64> {
+    (t > 0 && age > 0).then(|| t.saturating_add(age).saturating_add(1))
 }
 
 /// When `f` was written, for periodic compaction: its creation time, else
@@ -208,31 +209,28 @@ fn written_at(f: &FileMetaData) -> u64 {
 /// Whether `f` is due for periodic compaction at `now` (RocksDB's
 /// `ComputeFilesMarkedForPeriodicCompaction`).
 fn periodic_due(f: &FileMetaData, period: u64, now: u64) -> bool {
-    let t = written_at(f);
-    period > 0 && t > 0 && now >= period && t < now - period
+    due_at(written_at(f), period).is_some_and(|d| d <= now)
 }
 
-/// Files whose data outlived `ttl`, one level down (never from the last
-/// non-empty level, where there is nothing left to push through).
+/// Files whose data outlived `ttl` (RocksDB's `ComputeExpiredTtlFiles`),
+/// one level down (never from the last non-empty level, where there is
+/// nothing left to push through).
 fn pick_ttl(p: &PickerInput<'_>, base_level: usize) -> Option<Compaction> {
     let v = p.version;
-    let ttl = p.opts.ttl;
-    if ttl == 0 || p.opts.compaction_style != CompactionStyle::Level {
+    if p.opts.ttl == 0 || p.opts.compaction_style != CompactionStyle::Level {
         return None;
     }
-    let last = last_non_empty_level(v);
-    for level in 0..last.min(v.num_levels().saturating_sub(1)) {
-        for f in v.files(level) {
-            if p.being_compacted.contains(&f.number) || !ttl_expired(f, ttl, p.now_seconds) {
-                continue;
-            }
-            if let Some(c) = compact_file(p, level, f, level + 1, base_level, CompactionReason::Ttl)
-            {
-                return Some(c);
-            }
-        }
-    }
-    None
+    first_due(
+        p,
+        0..last_non_empty_level(v),
+        base_level,
+        CompactionReason::Ttl,
+        |level, f| {
+            due_at(f.oldest_ancester_time, p.opts.ttl)
+                .is_some_and(|d| d <= p.now_seconds)
+                .then_some(level + 1)
+        },
+    )
 }
 
 /// Files written more than `periodic_compaction_seconds` ago, rewritten
@@ -243,24 +241,13 @@ fn pick_periodic(p: &PickerInput<'_>, base_level: usize) -> Option<Compaction> {
     if period == 0 || p.opts.compaction_style != CompactionStyle::Level {
         return None;
     }
-    for level in 0..v.num_levels() {
-        for f in v.files(level) {
-            if p.being_compacted.contains(&f.number) || !periodic_due(f, period, p.now_seconds) {
-                continue;
-            }
-            if let Some(c) = compact_file(
-                p,
-                level,
-                f,
-                level,
-                base_level,
-                CompactionReason::PeriodicCompaction,
-            ) {
-                return Some(c);
-            }
-        }
-    }
-    None
+    first_due(
+        p,
+        0..v.num_levels(),
+        base_level,
+        CompactionReason::PeriodicCompaction,
+        |level, f| periodic_due(f, period, p.now_seconds).then_some(level),
+    )
 }
 
 /// Universal compaction: whether a file not being compacted is due for
@@ -297,8 +284,9 @@ pub fn next_deadline(
 ) -> Option<u64> {
     let mut next: Option<u64> = None;
     let mut due = |t: u64, age: u64| {
-        let t = t.saturating_add(age).saturating_add(1);
-        next = Some(next.map_or(t, |n| n.min(t)));
+        if let Some(d) = due_at(t, age) {
+            next = Some(next.map_or(d, |n| n.min(d)));
+        }
     };
     let last = last_non_empty_level(v);
     let levels = v.num_levels() - usize::from(reserved_last_level && v.num_levels() > 2);
@@ -308,20 +296,12 @@ pub fn next_deadline(
     for level in 0..levels {
         for f in v.files(level) {
             match o.compaction_style {
-                CompactionStyle::Fifo => {
-                    if o.fifo.ttl_seconds > 0 && f.file_creation_time > 0 {
-                        due(f.file_creation_time, o.fifo.ttl_seconds);
-                    }
-                }
+                CompactionStyle::Fifo => due(f.file_creation_time, o.fifo.ttl_seconds),
                 CompactionStyle::Level | CompactionStyle::Universal => {
-                    let leveled = o.compaction_style == CompactionStyle::Level;
-                    if leveled && o.ttl > 0 && level < last && f.oldest_ancester_time > 0 {
+                    if o.compaction_style == CompactionStyle::Level && level < last {
                         due(f.oldest_ancester_time, o.ttl);
                     }
-                    let t = written_at(f);
-                    if o.periodic_compaction_seconds > 0 && t > 0 {
-                        due(t, o.periodic_compaction_seconds);
-                    }
+                    due(written_at(f), o.periodic_compaction_seconds);
                 }
                 CompactionStyle::None => {}
             }

@@ -266,12 +266,15 @@ impl DbInner {
             table_options.allow_mmap_reads = self.options.allow_mmap_reads;
             table_options.use_direct_reads = self.options.use_direct_reads;
             table_options.statistics = self.options.statistics.clone();
-            let bottommost =
-                crate::compaction::BeyondOutputLevel::new(c, opts.comparator.clone()).is_empty();
-            let last = crate::compaction::file_triggers::last_non_empty_level(&c.version)
-                .max(c.output_level);
-            table_options.bloom_bits_per_key =
-                opts.bloom_bits_for_output(last - c.output_level, bottommost);
+            if opts.optimize_filters_for_hits || opts.level_scaled_filters {
+                let bottommost =
+                    crate::compaction::BeyondOutputLevel::new(c, opts.comparator.clone())
+                        .is_empty();
+                let last = crate::compaction::file_triggers::last_non_empty_level(&c.version)
+                    .max(c.output_level);
+                table_options.bloom_bits_per_key =
+                    opts.bloom_bits_for_output(last - c.output_level, bottommost);
+            }
             drop(st);
             // Inputs are opened (through the shared table cache) with the
             // options user reads use; compaction iterators bypass the block

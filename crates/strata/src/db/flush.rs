@@ -242,9 +242,9 @@ impl DbInner {
         // A flushed table sits one level above the base level; it is never
         // taken as bottommost (RocksDB's flushes keep their filters under
         // `optimize_filters_for_hits`).
-        let distance = below.map_or(0, |v| {
+        let distance = below.filter(|_| opts.level_scaled_filters).map_or(0, |v| {
             let last = crate::compaction::file_triggers::last_non_empty_level(v);
-            let base = crate::compaction::score::compute(v, opts, &Default::default()).base_level;
+            let (base, _) = crate::compaction::score::level_targets(v, opts);
             last.saturating_sub(base) + usize::from(last > 0)
         });
         table_options.bloom_bits_per_key = opts.bloom_bits_for_output(distance, false);

@@ -308,7 +308,7 @@ impl DB {
                 ),
                 mems_cache: None,
                 oldest_snapshot_released: 0,
-                bottommost_threshold: crate::format::MAX_SEQUENCE_NUMBER,
+                bottommost_threshold: crate::format::SequenceNumber::MAX,
                 rewritten_bottommost: Default::default(),
             }),
             bg_cv: Condvar::new(),
