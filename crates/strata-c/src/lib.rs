@@ -23,7 +23,9 @@ pub mod db;
 mod ffi;
 pub mod iterator;
 pub mod metadata;
+#[macro_use]
 pub mod options;
+pub mod compression_options;
 pub mod sst;
 pub mod transactions;
 pub mod wal;

@@ -119,7 +119,7 @@ pub fn compression_from_c(v: c_int) -> Option<CompressionType> {
         .filter(|c| *c != CompressionType::ZstdNotFinal)
 }
 
-fn compression_to_c(c: CompressionType) -> c_int {
+pub(crate) fn compression_to_c(c: CompressionType) -> c_int {
     c as c_int
 }
 

@@ -50,7 +50,7 @@ pub unsafe extern "C" fn rocksdb_sstfilewriter_create(
             .map(|o| o.opts.cf.clone())
             .unwrap_or_default();
         into_raw(rocksdb_sstfilewriter_t {
-            table: cf.table_options(0, ""),
+            table: cf.sst_file_writer_table_options(),
             state: WriterState::Created,
         })
     })

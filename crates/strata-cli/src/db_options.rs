@@ -65,6 +65,26 @@ pub fn apply_overrides(f: &Flags, c: &mut ColumnFamilyOptions) -> Result<(), Str
     if let Some(n) = positive("bloom_bits")? {
         c.bloom_bits_per_key = Some(n as f64);
     }
+    // ldb's ParseIntOption (std::stoi: leading digits count).
+    if let Some(v) = f.get("compression_max_dict_bytes") {
+        let digits: String = v
+            .trim_start()
+            .chars()
+            .enumerate()
+            .take_while(|(i, ch)| ch.is_ascii_digit() || (*i == 0 && (*ch == '-' || *ch == '+')))
+            .map(|(_, ch)| ch)
+            .collect();
+        match digits.parse::<i64>() {
+            Ok(n) if n > i64::from(i32::MAX) || n < i64::from(i32::MIN) => {
+                return Err("Failed: compression_max_dict_bytes has a value out-of-range.".into());
+            }
+            Ok(n) if n >= 0 => c.compression_opts.max_dict_bytes = n as u32,
+            Ok(_) => return Err("Failed: compression_max_dict_bytes must be >= 0.".into()),
+            Err(_) => {
+                return Err("Failed: compression_max_dict_bytes has an invalid value.".into());
+            }
+        }
+    }
     if let Some(v) = f.get("compression_type") {
         c.compression = CompressionType::parse(v)
             .filter(|t| t.can_compress())

@@ -17,6 +17,13 @@ pub fn run(f: &Flags) -> Result<(), String> {
         opts.compression =
             CompressionType::parse(c).ok_or_else(|| format!("unknown compression type: {c}"))?;
     }
+    // db_bench's names for the compression dictionary options.
+    opts.compression_opts.max_dict_bytes = f.num("compression_max_dict_bytes", 0u32)?;
+    opts.compression_opts.zstd_max_train_bytes = f.num("compression_zstd_max_train_bytes", 0u32)?;
+    opts.compression_opts.max_dict_buffer_bytes =
+        f.num("compression_max_dict_buffer_bytes", 0u64)?;
+    opts.compression_opts.use_zstd_dict_trainer =
+        f.bool_or("compression_use_zstd_dict_trainer", true)?;
     let bits: f64 = f.num("bloom_bits", 10.0)?;
     opts.bloom_bits_per_key = (bits > 0.0).then_some(bits);
     opts.block_size = f.num("block_size", 4096usize)?;

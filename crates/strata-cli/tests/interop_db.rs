@@ -965,6 +965,9 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// Files per level of `db`, as ldb's list_live_files_metadata shows them.
+/// A tool's success, its output, and the (level, files) it left.
+type ToolRun = (bool, String, Vec<(usize, usize)>);
+
 fn levels_of(db: &Path) -> Vec<(usize, usize)> {
     let mut c = ldb(db);
     c.arg("list_live_files_metadata");
@@ -1009,7 +1012,9 @@ fn reduce_levels_change_compaction_style_and_update_manifest_match_ldb() {
     scan.arg("scan").arg("--hex");
     let data = run(scan, b"");
     assert!(levels_of(&src).len() >= 3, "{:?}", levels_of(&src));
-    let both = |args: &[&str]| -> Vec<(String, Vec<(usize, usize)>)> {
+    // Each tool's success, output and resulting levels (a failure's
+    // message included: ldb's own commands can fail on some shapes).
+    let both = |args: &[&str]| -> Vec<ToolRun> {
         let name = args[0];
         [true, false]
             .into_iter()
@@ -1019,39 +1024,58 @@ fn reduce_levels_change_compaction_style_and_update_manifest_match_ldb() {
                     .join(format!("{name}-{}", if theirs { "ldb" } else { "strata" }));
                 copy_dir(&src, &db);
                 let mut c = if theirs { ldb(&db) } else { ours(&db) };
-                c.args(args);
-                let out = run(c, b"");
+                let o = c.args(args).output().unwrap();
+                let out = format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&o.stdout),
+                    String::from_utf8_lossy(&o.stderr)
+                );
                 let mut scan = ldb(&db);
                 scan.arg("scan").arg("--hex");
                 assert_eq!(run(scan, b""), data, "{args:?} by {}", db.display());
-                (out, levels_of(&db))
+                (o.status.success(), out, levels_of(&db))
             })
             .collect()
     };
     let r = both(&["reduce_levels", "--new_levels=2", "--print_old_levels"]);
     assert_eq!(r[0], r[1]);
-    let old: usize = r[0].0["The old number of levels in use is ".len()..]
+    assert!(r[0].0, "{}", r[0].1);
+    let old: usize = r[0].1["The old number of levels in use is ".len()..]
         .lines()
         .next()
         .unwrap()
         .parse()
         .unwrap();
     assert!(
-        old >= 3 && r[0].0.ends_with("Compacting the db...\n"),
+        old >= 3 && r[0].1.ends_with("Compacting the db...\n"),
         "{}",
-        r[0].0
+        r[0].1
     );
-    assert_eq!(r[0].1.iter().map(|l| l.0).collect::<Vec<_>>(), [1]);
+    assert_eq!(r[0].2.iter().map(|l| l.0).collect::<Vec<_>>(), [1]);
     // Every table opens and no temperature differs: nothing to change.
     let u = both(&["update_manifest", "--update_temperatures"]);
     assert_eq!(u[0], u[1]);
+    assert!(u[0].0, "{}", u[0].1);
     let c = both(&[
         "change_compaction_style",
         "--old_compaction_style=0",
         "--new_compaction_style=1",
     ]);
     assert_eq!(c[0], c[1]);
-    assert_eq!(c[0].1, [(0, 1)]);
+    // About one run in fifty, db_bench leaves a last-level file beyond the
+    // key range of the level above it; RocksDB's CompactRange leaves it
+    // alone and ldb then refuses its own result ("Number of db files at
+    // level 0 after compaction is 2, not 1"). Strata must do the same.
+    if c[0].0 {
+        assert_eq!(c[0].2, [(0, 1)]);
+    } else {
+        assert!(
+            c[0].1
+                .contains("Number of db files at level 0 after compaction is"),
+            "{}",
+            c[0].1
+        );
+    }
     for args in [
         &["reduce_levels"][..],
         &["reduce_levels", "--new_levels=1"],

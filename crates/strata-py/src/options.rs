@@ -98,6 +98,50 @@ impl Options {
     fn set_compression_per_level(&mut self, level_types: Vec<DBCompressionType>) {
         self.opts.cf.compression_per_level = level_types.into_iter().map(|t| t.0).collect();
     }
+    /// Codec of outputs at the bottom of the tree (RocksDB's
+    /// `bottommost_compression`).
+    fn set_bottommost_compression_type(&mut self, t: &DBCompressionType) {
+        self.opts.cf.bottommost_compression = Some(t.0);
+    }
+    /// Window bits, level, strategy and compression dictionary size
+    /// (RocksDB's `compression_opts`).
+    fn set_compression_options(
+        &mut self,
+        w_bits: i32,
+        level: i32,
+        strategy: i32,
+        max_dict_bytes: i32,
+    ) {
+        let c = &mut self.opts.cf.compression_opts;
+        (c.window_bits, c.level, c.strategy) = (w_bits, level, strategy);
+        c.max_dict_bytes = max_dict_bytes.max(0) as u32;
+    }
+    /// Bytes sampled to train a ZSTD dictionary (0: raw samples).
+    fn set_zstd_max_train_bytes(&mut self, value: i32) {
+        self.opts.cf.compression_opts.zstd_max_train_bytes = value.max(0) as u32;
+    }
+    /// `set_compression_options` for outputs at the bottom, and whether
+    /// they apply (RocksDB's `bottommost_compression_opts`).
+    fn set_bottommost_compression_options(
+        &mut self,
+        w_bits: i32,
+        level: i32,
+        strategy: i32,
+        max_dict_bytes: i32,
+        enabled: bool,
+    ) {
+        let c = &mut self.opts.cf.bottommost_compression_opts;
+        (c.window_bits, c.level, c.strategy) = (w_bits, level, strategy);
+        c.max_dict_bytes = max_dict_bytes.max(0) as u32;
+        c.enabled = enabled;
+    }
+    /// ZSTD training bytes for outputs at the bottom, and whether the
+    /// bottommost options apply.
+    fn set_bottommost_zstd_max_train_bytes(&mut self, value: i32, enabled: bool) {
+        let c = &mut self.opts.cf.bottommost_compression_opts;
+        c.zstd_max_train_bytes = value.max(0) as u32;
+        c.enabled = enabled;
+    }
     /// Levels below `lvl` uncompressed, the rest with the current codec.
     fn set_min_level_to_compress(&mut self, lvl: i32) {
         if lvl >= 0 {

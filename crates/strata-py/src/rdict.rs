@@ -1028,7 +1028,7 @@ impl SstFileWriter {
             |o| (o.opts.cf.clone(), o.raw_mode),
         );
         Ok(SstFileWriter {
-            table: cf.table_options(0, ""),
+            table: cf.sst_file_writer_table_options(),
             writer: None,
             codec: Codec::new(py, raw)?,
             size: 0,

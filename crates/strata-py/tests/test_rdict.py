@@ -235,6 +235,31 @@ def test_options_tables_and_maintenance(path):
         assert opts.get_statistics() is not None
 
 
+def test_compression_dictionaries(tmp_path):
+    path = str(tmp_path / "dict")
+    opts = Options()
+    opts.create_if_missing(True)
+    opts.set_compression_type(DBCompressionType.lz4())
+    opts.set_compression_options(-14, 32767, 0, 8192)
+    opts.set_bottommost_compression_type(DBCompressionType.zstd())
+    opts.set_bottommost_compression_options(-14, 3, 0, 16384, True)
+    opts.set_bottommost_zstd_max_train_bytes(1 << 17, True)
+    opts.set_zstd_max_train_bytes(0)
+    with Rdict(path, opts) as db:
+        for i in range(3000):
+            db[f"key{i:05}"] = f"value-{i % 11}-shared-words-{i}"
+        db.flush()
+        db.compact_range(None, None)
+        assert db["key01234"] == "value-2-shared-words-1234"
+        options_files = [f for f in os.listdir(path) if f.startswith("OPTIONS-")]
+        text = open(os.path.join(path, max(options_files))).read()
+        assert "bottommost_compression=kZSTD" in text
+        assert "max_dict_bytes=8192;" in text
+        assert "zstd_max_train_bytes=131072;" in text
+    with Rdict(path, opts) as db:
+        assert db["key02999"] == "value-7-shared-words-2999"
+
+
 def test_sst_files_ingestion_and_checkpoint(tmp_path):
     path = str(tmp_path / "db")
     w = SstFileWriter(Options())

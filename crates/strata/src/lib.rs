@@ -58,6 +58,7 @@ pub use options::{
     WalRecoveryMode, WriteOptions,
 };
 pub use table::compression::CompressionType;
+pub use table::compression_dict::CompressionOptions;
 pub use table::options::{BlockCacheApi, IndexShorteningMode, IndexType, TableOptions};
 pub use table::plain::EncodingType;
 pub use table::{PlainTableOptions, SstFileWriter};

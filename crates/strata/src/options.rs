@@ -162,6 +162,19 @@ pub struct ColumnFamilyOptions {
     /// compaction into level L > 0 takes entry `L - base_level + 1`,
     /// clamped to the last entry (RocksDB's `GetCompressionType`).
     pub compression_per_level: Vec<CompressionType>,
+    /// Codec of compaction outputs at the bottom of the tree (RocksDB's
+    /// `bottommost_compression`; `None` is RocksDB's
+    /// kDisableCompressionOption: the level's codec). An output is at the
+    /// bottom when no level below its own holds data.
+    pub bottommost_compression: Option<CompressionType>,
+    /// Codec level and compression dictionary (RocksDB's
+    /// `compression_opts`): with `max_dict_bytes > 0` every table builds a
+    /// dictionary from its own data blocks and compresses them against it
+    /// (ZSTD, LZ4 and Zlib use it).
+    pub compression_opts: crate::table::CompressionOptions,
+    /// `compression_opts` for outputs at the bottom, when its `enabled`
+    /// is set (RocksDB's `bottommost_compression_opts`).
+    pub bottommost_compression_opts: crate::table::CompressionOptions,
     pub block_size: usize,
     pub block_restart_interval: usize,
     pub bloom_bits_per_key: Option<f64>,
@@ -284,6 +297,9 @@ impl Default for ColumnFamilyOptions {
             max_write_buffer_number: 2,
             compression: CompressionType::Snappy,
             compression_per_level: Vec::new(),
+            bottommost_compression: None,
+            compression_opts: Default::default(),
+            bottommost_compression_opts: Default::default(),
             block_size: 4096,
             block_restart_interval: 16,
             bloom_bits_per_key: Some(10.0),
@@ -528,6 +544,22 @@ impl ColumnFamilyOptions {
                 self.compression.name()
             ));
         }
+        if let Some(c) = self.bottommost_compression.filter(|c| !c.can_compress()) {
+            return bad(format!(
+                "bottommost_compression {} is supported for reading only",
+                c.name()
+            ));
+        }
+        // RocksDB's CheckCompressionSupported.
+        if self.compression_opts.zstd_max_train_bytes > 0
+            && self.compression_opts.max_dict_bytes == 0
+        {
+            return bad(
+                "The dictionary size limit (`CompressionOptions::max_dict_bytes`) should \
+                 be nonzero if we're using zstd's dictionary generator."
+                    .into(),
+            );
+        }
         if self.level0_file_num_compaction_trigger == 0 {
             return bad("level0_file_num_compaction_trigger must be at least 1".into());
         }
@@ -654,6 +686,68 @@ impl ColumnFamilyOptions {
         Some((last + step * distance as f64).clamp(1.0, bits.max(1.0) * 4.0))
     }
 
+    /// The codec and its options for a compaction's output into `level`
+    /// (RocksDB's `GetCompressionType` and `GetCompressionOptions`):
+    /// `bottommost` when no level below `level` holds data; `base_level`
+    /// (asked only with `compression_per_level`) is the level L0 compacts
+    /// into (1 for universal compaction).
+    pub fn compression_for_output(
+        &self,
+        level: usize,
+        bottommost: bool,
+        base_level: impl FnOnce() -> usize,
+    ) -> (CompressionType, crate::table::CompressionOptions) {
+        let codec = match self.bottommost_compression {
+            Some(c) if bottommost => c,
+            _ if self.compression_per_level.is_empty() => self.compression,
+            _ => self.compression_for_level(level, base_level()),
+        };
+        let opts = if bottommost && self.bottommost_compression_opts.enabled {
+            self.bottommost_compression_opts
+        } else {
+            self.compression_opts
+        };
+        (codec, opts)
+    }
+
+    /// Whether choosing an output's compression needs to know if it is at
+    /// the bottom of the tree.
+    pub fn compression_depends_on_bottommost(&self) -> bool {
+        self.bottommost_compression.is_some() || self.bottommost_compression_opts.enabled
+    }
+
+    /// The codec and options of a file `SstFileWriter` writes (RocksDB's:
+    /// the bottommost codec if set, with its options when enabled; else
+    /// the last level's codec, else `compression`).
+    pub fn compression_for_sst_file_writer(
+        &self,
+    ) -> (CompressionType, crate::table::CompressionOptions) {
+        match (
+            self.bottommost_compression,
+            self.compression_per_level.last(),
+        ) {
+            (Some(c), _) => (
+                c,
+                if self.bottommost_compression_opts.enabled {
+                    self.bottommost_compression_opts
+                } else {
+                    self.compression_opts
+                },
+            ),
+            (None, Some(&c)) => (c, self.compression_opts),
+            (None, None) => (self.compression, self.compression_opts),
+        }
+    }
+
+    /// The table options of a file `SstFileWriter` writes with these
+    /// settings (no column family; the codec as RocksDB's SstFileWriter
+    /// picks it).
+    pub fn sst_file_writer_table_options(&self) -> TableOptions {
+        let mut t = self.table_options(0, "");
+        (t.compression, t.compression_opts) = self.compression_for_sst_file_writer();
+        t
+    }
+
     /// The codec of a compaction's output into `level`, with `base_level`
     /// the level L0 compacts into (1 for universal compaction).
     pub fn compression_for_level(&self, level: usize, base_level: usize) -> CompressionType {
@@ -675,6 +769,7 @@ impl ColumnFamilyOptions {
             block_size: self.block_size,
             block_restart_interval: self.block_restart_interval,
             compression: self.compression,
+            compression_opts: self.compression_opts,
             bloom_bits_per_key: self.bloom_bits_per_key,
             whole_key_filtering: self.whole_key_filtering,
             format_version: self.format_version,

@@ -1156,6 +1156,149 @@ fn compression_per_level_picks_each_tables_codec_as_rocksdb() {
     assert_eq!(back.compression_per_level, o.cf.compression_per_level);
 }
 
+/// RocksDB's `bottommost_compression` and `bottommost_compression_opts`:
+/// outputs into the last non-empty level take them; flushes and outputs
+/// above data take `compression` with `compression_opts`; every table
+/// carries its dictionary and says which options made it.
+#[test]
+fn bottommost_compression_and_dictionaries_as_rocksdb() {
+    use strata::tools::table::Table;
+    use strata::{CompressionOptions, CompressionType};
+    let fs = MemFileSystem::new();
+    let mut o = opts(&fs);
+    o.cf.disable_auto_compactions = true;
+    o.cf.level_compaction_dynamic_level_bytes = false;
+    // Room for the ZSTD trainer: blocks are held up to the target size.
+    o.cf.target_file_size_base = 1 << 20;
+    o.cf.write_buffer_size = 1 << 20;
+    o.cf.compression = CompressionType::Lz4;
+    o.cf.compression_opts.max_dict_bytes = 4096;
+    o.cf.bottommost_compression = Some(CompressionType::Zstd);
+    o.cf.bottommost_compression_opts = CompressionOptions {
+        enabled: true,
+        max_dict_bytes: 2048,
+        zstd_max_train_bytes: 1 << 16,
+        ..CompressionOptions::default()
+    };
+    let db = DB::open(o.clone(), "/db").unwrap();
+    let wo = WriteOptions::default();
+    let fill = |from: u32| {
+        for i in from..from + 2000 {
+            let v = format!("value-{}-some-shared-text-{}", i % 17, i);
+            db.put(&wo, format!("key{i:05}").as_bytes(), v.as_bytes())
+                .unwrap();
+        }
+        db.flush().unwrap();
+    };
+    // (codec, compression options property, has a dictionary) per table.
+    let tables_at = |db: &DB, level: usize| -> Vec<(String, String, bool)> {
+        db.live_files_metadata()
+            .iter()
+            .filter(|f| f.level == level)
+            .map(|f| {
+                let path = format!("/db{}", f.name);
+                let file = fs
+                    .new_random_access_file(std::path::Path::new(&path))
+                    .unwrap();
+                let t =
+                    Table::open(file, &path, f.size, &o.cf.table_options(0, "default")).unwrap();
+                let p = t.properties();
+                (
+                    String::from_utf8_lossy(&p.compression_name).into_owned(),
+                    String::from_utf8_lossy(&p.compression_options).into_owned(),
+                    t.meta_blocks().contains_key("rocksdb.compression_dict"),
+                )
+            })
+            .collect()
+    };
+    let upper = |t: &[(String, String, bool)]| {
+        !t.is_empty()
+            && t.iter().all(|(c, p, d)| {
+                c == "LZ4" && p.contains("max_dict_bytes=4096;") && p.contains("enabled=0;") && *d
+            })
+    };
+    let bottom = |t: &[(String, String, bool)]| {
+        !t.is_empty()
+            && t.iter().all(|(c, p, d)| {
+                c == "ZSTD"
+                    && p.contains("max_dict_bytes=2048; zstd_max_train_bytes=65536; enabled=1;")
+                    && *d
+            })
+    };
+    fill(0);
+    // A flush never takes the bottommost settings.
+    let l0 = tables_at(&db, 0);
+    assert!(upper(&l0), "{l0:?}");
+    let cf = db.default_cf();
+    let all = |db: &DB| -> Vec<u64> {
+        db.live_files_metadata()
+            .iter()
+            .map(|f| f.file_number)
+            .collect()
+    };
+    db.compact_files(&cf, &all(&db), 3).unwrap();
+    let l3 = tables_at(&db, 3);
+    assert!(bottom(&l3), "{l3:?}");
+    // Above data in L3, a compaction output is not at the bottom.
+    fill(2000);
+    let l0: Vec<u64> = db
+        .live_files_metadata()
+        .iter()
+        .filter(|f| f.level == 0)
+        .map(|f| f.file_number)
+        .collect();
+    db.compact_files(&cf, &l0, 1).unwrap();
+    let l1 = tables_at(&db, 1);
+    assert!(upper(&l1), "{l1:?}");
+    for i in (0..4000u32).step_by(97) {
+        let v = format!("value-{}-some-shared-text-{}", i % 17, i);
+        assert_eq!(
+            db.get(&ReadOptions::default(), format!("key{i:05}").as_bytes())
+                .unwrap(),
+            Some(v.into_bytes())
+        );
+    }
+    drop(db);
+    // The OPTIONS file carries all three in RocksDB's form and reads back.
+    let newest = fs
+        .children(std::path::Path::new("/db"))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.starts_with("OPTIONS-"))
+        .max()
+        .unwrap();
+    let text = String::from_utf8(
+        fs.read_file(std::path::Path::new(&format!("/db/{newest}")))
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(text.contains("  bottommost_compression=kZSTD\n"), "{text}");
+    assert!(
+        text.contains(
+            "  compression_opts={max_dict_buffer_bytes=0;enabled=false;max_dict_bytes=4096;"
+        ),
+        "{text}"
+    );
+    let parsed = strata::db::options_parser::parse(&newest, &text).unwrap();
+    let mut back = strata::ColumnFamilyOptions::default();
+    parsed.apply_cf("default", &mut back).unwrap();
+    assert_eq!(back.bottommost_compression, o.cf.bottommost_compression);
+    assert_eq!(back.compression_opts, o.cf.compression_opts);
+    assert_eq!(
+        back.bottommost_compression_opts,
+        o.cf.bottommost_compression_opts
+    );
+    // RocksDB's check: training needs a dictionary size.
+    let mut bad = opts(&fs);
+    bad.cf.compression_opts.zstd_max_train_bytes = 1 << 16;
+    let e = DB::open(bad, "/other").err().unwrap();
+    assert!(
+        e.to_string()
+            .contains("should be nonzero if we're using zstd's dictionary generator"),
+        "{e}"
+    );
+}
+
 fn files_per_level(db: &DB) -> Vec<usize> {
     (0..db.number_levels(&db.default_cf()).unwrap())
         .map(|l| {

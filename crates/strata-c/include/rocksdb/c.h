@@ -763,6 +763,78 @@ extern STRATA_C_API void rocksdb_options_set_compression(
     rocksdb_options_t*,
     int);
 extern STRATA_C_API int rocksdb_options_get_compression(rocksdb_options_t*);
+/* Codec of outputs at the bottom of the tree (0xff, RocksDB's
+   kDisableCompressionOption: the level's codec). */
+extern STRATA_C_API void rocksdb_options_set_bottommost_compression(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API int rocksdb_options_get_bottommost_compression(
+    rocksdb_options_t*);
+/* compression_opts: window bits, level, strategy, max_dict_bytes. A
+   nonzero max_dict_bytes gives every table a compression dictionary built
+   from its own data blocks (ZSTD, LZ4 and Zlib use it). */
+extern STRATA_C_API void rocksdb_options_set_compression_options(
+    rocksdb_options_t*,
+    int,
+    int,
+    int,
+    int);
+extern STRATA_C_API void
+rocksdb_options_set_compression_options_zstd_max_train_bytes(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API int
+rocksdb_options_get_compression_options_zstd_max_train_bytes(
+    rocksdb_options_t* opt);
+extern STRATA_C_API void
+rocksdb_options_set_compression_options_use_zstd_dict_trainer(
+    rocksdb_options_t*,
+    unsigned char);
+extern STRATA_C_API unsigned char
+rocksdb_options_get_compression_options_use_zstd_dict_trainer(
+    rocksdb_options_t* opt);
+/* Stored and reported; Strata compresses on the flush or compaction
+   thread. */
+extern STRATA_C_API void
+rocksdb_options_set_compression_options_parallel_threads(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API int
+rocksdb_options_get_compression_options_parallel_threads(
+    rocksdb_options_t* opt);
+extern STRATA_C_API void
+rocksdb_options_set_compression_options_max_dict_buffer_bytes(
+    rocksdb_options_t*,
+    uint64_t);
+extern STRATA_C_API uint64_t
+rocksdb_options_get_compression_options_max_dict_buffer_bytes(
+    rocksdb_options_t* opt);
+/* bottommost_compression_opts; the last argument sets `enabled`. */
+extern STRATA_C_API void rocksdb_options_set_bottommost_compression_options(
+    rocksdb_options_t*,
+    int,
+    int,
+    int,
+    int,
+    unsigned char);
+extern STRATA_C_API void
+rocksdb_options_set_bottommost_compression_options_zstd_max_train_bytes(
+    rocksdb_options_t*,
+    int,
+    unsigned char);
+extern STRATA_C_API void
+rocksdb_options_set_bottommost_compression_options_use_zstd_dict_trainer(
+    rocksdb_options_t*,
+    unsigned char,
+    unsigned char);
+extern STRATA_C_API unsigned char
+rocksdb_options_get_bottommost_compression_options_use_zstd_dict_trainer(
+    rocksdb_options_t* opt);
+extern STRATA_C_API void
+rocksdb_options_set_bottommost_compression_options_max_dict_buffer_bytes(
+    rocksdb_options_t*,
+    uint64_t,
+    unsigned char);
 extern STRATA_C_API void rocksdb_options_set_compression_per_level(
     rocksdb_options_t* opt,
     const int* level_values,

@@ -1275,6 +1275,55 @@ static void test_tables_and_styles(void) {
   rocksdb_close(db);
   rocksdb_options_destroy(o);
 
+  /* Compression dictionaries: raw samples for flushes and upper levels,
+     a trained ZSTD dictionary at the bottom (with its own codec). */
+  o = rocksdb_options_create();
+  rocksdb_options_set_create_if_missing(o, 1);
+  CHECK(rocksdb_options_get_bottommost_compression(o) == 0xff);
+  rocksdb_options_set_compression(o, rocksdb_lz4_compression);
+  rocksdb_options_set_compression_options(o, -14, 32767, 0, 8192);
+  rocksdb_options_set_compression_options_max_dict_buffer_bytes(o, 1 << 20);
+  CHECK(rocksdb_options_get_compression_options_max_dict_buffer_bytes(o) == 1 << 20);
+  rocksdb_options_set_compression_options_zstd_max_train_bytes(o, 0);
+  CHECK(rocksdb_options_get_compression_options_zstd_max_train_bytes(o) == 0);
+  CHECK(rocksdb_options_get_compression_options_use_zstd_dict_trainer(o) == 1);
+  rocksdb_options_set_compression_options_use_zstd_dict_trainer(o, 0);
+  CHECK(rocksdb_options_get_compression_options_use_zstd_dict_trainer(o) == 0);
+  rocksdb_options_set_compression_options_use_zstd_dict_trainer(o, 1);
+  CHECK(rocksdb_options_get_compression_options_parallel_threads(o) == 1);
+  rocksdb_options_set_compression_options_parallel_threads(o, 1);
+  rocksdb_options_set_bottommost_compression(o, rocksdb_zstd_compression);
+  CHECK(rocksdb_options_get_bottommost_compression(o) == rocksdb_zstd_compression);
+  rocksdb_options_set_bottommost_compression_options(o, -14, 3, 0, 16384, 1);
+  rocksdb_options_set_bottommost_compression_options_zstd_max_train_bytes(o, 1 << 17, 1);
+  rocksdb_options_set_bottommost_compression_options_max_dict_buffer_bytes(o, 0, 1);
+  CHECK(rocksdb_options_get_bottommost_compression_options_use_zstd_dict_trainer(o) == 1);
+  rocksdb_options_set_bottommost_compression_options_use_zstd_dict_trainer(o, 0, 1);
+  CHECK(rocksdb_options_get_bottommost_compression_options_use_zstd_dict_trainer(o) == 0);
+  path(p, "dictionaries");
+  db = rocksdb_open(o, p, &err);
+  CHECK_OK(err);
+  for (int i = 0; i < 4000; i++) {
+    char v[64];
+    snprintf(k, sizeof k, "dict%05d", i);
+    snprintf(v, sizeof v, "value-%d-shared-words-shared-words-%d", i % 13, i);
+    rocksdb_put(db, wo, k, strlen(k), v, strlen(v), &err);
+    CHECK_OK(err);
+  }
+  rocksdb_flush(db, fo, &err);
+  CHECK_OK(err);
+  CHECK_GET(db, ro, "dict01234", "value-12-shared-words-shared-words-1234");
+  rocksdb_compact_range(db, NULL, 0, NULL, 0);
+  CHECK_GET(db, ro, "dict03999", "value-8-shared-words-shared-words-3999");
+  rocksdb_close(db);
+  db = rocksdb_open(o, p, &err); /* the OPTIONS file it wrote reads back */
+  CHECK_OK(err);
+  CHECK_GET(db, ro, "dict00007", "value-7-shared-words-shared-words-7");
+  rocksdb_close(db);
+  rocksdb_options_set_bottommost_compression(o, 0xff);
+  CHECK(rocksdb_options_get_bottommost_compression(o) == 0xff);
+  rocksdb_options_destroy(o);
+
   /* Direct I/O for reads and for flush and compaction outputs (a file
      system without O_DIRECT, such as tmpfs, refuses the open). */
   o = rocksdb_options_create();

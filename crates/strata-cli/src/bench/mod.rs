@@ -665,6 +665,14 @@ pub fn run(f: &Flags) -> Result<(), String> {
         // db_bench's default.
         None => CompressionType::Snappy,
     };
+    // db_bench's compression_opts flags.
+    let co = &mut opts.cf.compression_opts;
+    co.level = f.num("compression_level", co.level)?;
+    co.max_dict_bytes = f.num("compression_max_dict_bytes", 0)?;
+    co.zstd_max_train_bytes = f.num("compression_zstd_max_train_bytes", 0)?;
+    co.parallel_threads = f.num("compression_parallel_threads", 1)?;
+    co.max_dict_buffer_bytes = f.num("compression_max_dict_buffer_bytes", 0)?;
+    co.use_zstd_dict_trainer = f.bool_or("compression_use_zstd_dict_trainer", true)?;
     let bloom_bits: f64 = f.num("bloom_bits", -1.0)?;
     opts.cf.bloom_bits_per_key = (bloom_bits >= 0.0).then_some(bloom_bits);
     opts.cf.whole_key_filtering = f.bool_or("whole_key_filtering", true)?;

@@ -252,16 +252,21 @@ impl DbInner {
             kind = "compaction";
             let mut view = self.begin_job_view(&mut st);
             let mut table_options = opts.table_options(c.cf_id, &cf_name);
-            if !opts.compression_per_level.is_empty() {
-                let base_level =
+            // RocksDB's bottom for compression: no level below the output
+            // holds data in the input version.
+            let bottommost = opts.compression_depends_on_bottommost()
+                && c.output_level
+                    >= crate::compaction::file_triggers::last_non_empty_level(&c.version);
+            (table_options.compression, table_options.compression_opts) = opts
+                .compression_for_output(c.output_level, bottommost, || {
                     if opts.compaction_style == crate::options::CompactionStyle::Universal {
                         1
                     } else {
                         crate::compaction::score::compute(&c.version, &opts, &Default::default())
                             .base_level
-                    };
-                table_options.compression = opts.compression_for_level(c.output_level, base_level);
-            }
+                    }
+                });
+            table_options.target_file_size = c.target_file_size;
             table_options.verify_checksums = self.options.paranoid_checks;
             table_options.allow_mmap_reads = self.options.allow_mmap_reads;
             table_options.use_direct_reads = self.options.use_direct_reads;

@@ -175,6 +175,22 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
                 .collect();
             kv(&mut s, "compression_per_level", &names.join(":"));
         }
+        kv(
+            &mut s,
+            "compression_opts",
+            &o.compression_opts.to_options_string(),
+        );
+        kv(
+            &mut s,
+            "bottommost_compression_opts",
+            &o.bottommost_compression_opts.to_options_string(),
+        );
+        kv(
+            &mut s,
+            "bottommost_compression",
+            &o.bottommost_compression
+                .map_or("kDisableCompressionOption", compression_name),
+        );
         kv(&mut s, "num_levels", &o.num_levels);
         kv(
             &mut s,

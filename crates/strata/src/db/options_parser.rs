@@ -355,6 +355,24 @@ impl OptionsFile {
                         c.compression = t;
                     }
                 }
+                "compression_opts" | "bottommost_compression_opts" => {
+                    let o = if k == "compression_opts" {
+                        &mut c.compression_opts
+                    } else {
+                        &mut c.bottommost_compression_opts
+                    };
+                    o.parse_into(k, v).map_err(|_| {
+                        bad(format!(
+                            "{file}: unable to parse the specified CF option {k}"
+                        ))
+                    })?;
+                }
+                "bottommost_compression" => {
+                    // kDisableCompressionOption, or a codec this build
+                    // cannot write, leaves the level's codec.
+                    c.bottommost_compression =
+                        CompressionType::parse(v).filter(|t| t.can_compress());
+                }
                 "compaction_options_universal" => {
                     let u = struct_fields(v);
                     if let Some(x) = u.get("size_ratio") {

@@ -21,6 +21,31 @@ use super::stats::{LevelShape, render_cf, render_stalls};
 use super::{ColumnFamilyHandle, DB, DbInner};
 use crate::compaction::score;
 
+/// The LOG's lines for a `CompressionOptions`, as RocksDB prints them.
+fn compression_opts_lines(name: &str, o: &crate::table::CompressionOptions) -> String {
+    [
+        format!("Options.{name}.window_bits: {}", o.window_bits),
+        format!("Options.{name}.level: {}", o.level),
+        format!("Options.{name}.strategy: {}", o.strategy),
+        format!("Options.{name}.max_dict_bytes: {}", o.max_dict_bytes),
+        format!(
+            "Options.{name}.zstd_max_train_bytes: {}",
+            o.zstd_max_train_bytes
+        ),
+        format!(
+            "Options.{name}.use_zstd_dict_trainer: {}",
+            o.use_zstd_dict_trainer
+        ),
+        format!("Options.{name}.parallel_threads: {}", o.parallel_threads),
+        format!("Options.{name}.enabled: {}", o.enabled),
+        format!(
+            "Options.{name}.max_dict_buffer_bytes: {}",
+            o.max_dict_buffer_bytes
+        ),
+    ]
+    .join("\n")
+}
+
 impl DbInner {
     /// Writes the options to the LOG (at open).
     pub(crate) fn log_options(&self) {
@@ -54,6 +79,15 @@ impl DbInner {
                 c.max_write_buffer_number
             ),
             format!("Options.compression: {}", c.compression.name()),
+            format!(
+                "Options.bottommost_compression: {}",
+                c.bottommost_compression.map_or("Disabled", |b| b.name())
+            ),
+            compression_opts_lines(
+                "bottommost_compression_opts",
+                &c.bottommost_compression_opts,
+            ),
+            compression_opts_lines("compression_opts", &c.compression_opts),
             format!("Options.num_levels: {}", c.num_levels),
             format!(
                 "Options.compaction_style: {}",
@@ -123,7 +157,9 @@ impl DbInner {
             format!("Options.level_scaled_filters: {}", c.level_scaled_filters),
             format!("Options.block_size: {}", c.block_size),
         ] {
-            self.info_log.log(&line);
+            for l in line.lines() {
+                self.info_log.log(l);
+            }
         }
     }
 

@@ -103,9 +103,42 @@ fn with_size_prefix(raw_len: usize, body: &[u8]) -> Vec<u8> {
 /// codec's default when `None`. Returns `Ok(None)` for codecs we cannot
 /// write.
 pub fn compress(kind: CompressionType, raw: &[u8], level: Option<i32>) -> Result<Option<Vec<u8>>> {
+    compress_with_dict(kind, raw, level, None)
+}
+
+/// [`compress`] against a compression dictionary (RocksDB's
+/// `CompressionDict`): ZSTD, LZ4 and Zlib use it, as RocksDB's codecs do;
+/// Snappy and BZip2 take none.
+pub fn compress_with_dict(
+    kind: CompressionType,
+    raw: &[u8],
+    level: Option<i32>,
+    dict: Option<&mut DictCompressor>,
+) -> Result<Option<Vec<u8>>> {
     use CompressionType as C;
     let failed =
         |what: &str, e: String| Error::InvalidArgument(format!("{what} compression failed: {e}"));
+    if let Some(d) = dict {
+        match kind {
+            C::Lz4 | C::Lz4hc => {
+                return Ok(Some(with_size_prefix(
+                    raw.len(),
+                    &lz4_flex::block::compress_with_dict(raw, &d.raw),
+                )));
+            }
+            C::Zstd => {
+                let body = match &mut d.zstd {
+                    Some(z) => z.compress(raw),
+                    None => zstd::bulk::Compressor::with_dictionary(level.unwrap_or(3), &d.raw)
+                        .and_then(|mut z| z.compress(raw)),
+                }
+                .map_err(|e| failed("zstd", e.to_string()))?;
+                return Ok(Some(with_size_prefix(raw.len(), &body)));
+            }
+            C::Zlib => return deflate(raw, level, Some(&d.raw)).map(Some),
+            _ => {}
+        }
+    }
     Ok(Some(match kind {
         C::None => raw.to_vec(),
         C::Snappy => snap::raw::Encoder::new()
@@ -117,24 +150,7 @@ pub fn compress(kind: CompressionType, raw: &[u8], level: Option<i32>) -> Result
                 .map_err(|e| failed("zstd", e.to_string()))?;
             with_size_prefix(raw.len(), &body)
         }
-        C::Zlib => {
-            // Raw deflate with a 16 KiB window: RocksDB inflates with
-            // windowBits -14 and rejects distances beyond it.
-            let lvl = flate2::Compression::new(level.unwrap_or(6).clamp(0, 9) as u32);
-            let mut c = flate2::Compress::new_with_window_bits(lvl, false, 14);
-            let mut body = Vec::with_capacity(raw.len() / 2 + 64);
-            loop {
-                let before_in = c.total_in() as usize;
-                body.reserve(raw.len() / 2 + 1024);
-                let status = c
-                    .compress_vec(&raw[before_in..], &mut body, flate2::FlushCompress::Finish)
-                    .map_err(|e| failed("zlib", e.to_string()))?;
-                if status == flate2::Status::StreamEnd {
-                    break;
-                }
-            }
-            with_size_prefix(raw.len(), &body)
-        }
+        C::Zlib => deflate(raw, level, None)?,
         C::BZip2 => {
             let lvl = bzip2::Compression::new(level.unwrap_or(9).clamp(1, 9) as u32);
             let mut enc = bzip2::read::BzEncoder::new(raw, lvl);
@@ -148,6 +164,66 @@ pub fn compress(kind: CompressionType, raw: &[u8], level: Option<i32>) -> Result
 }
 
 /// Splits RocksDB's varint32 uncompressed-size prefix (v2 framing).
+/// Raw deflate with a 16 KiB window (RocksDB inflates with windowBits -14
+/// and rejects distances beyond it), primed with `dict` if given
+/// (RocksDB's `deflateSetDictionary`), size-prefixed.
+fn deflate(raw: &[u8], level: Option<i32>, dict: Option<&[u8]>) -> Result<Vec<u8>> {
+    let failed = |e: String| Error::InvalidArgument(format!("zlib compression failed: {e}"));
+    let lvl = flate2::Compression::new(level.unwrap_or(6).clamp(0, 9) as u32);
+    let mut c = flate2::Compress::new_with_window_bits(lvl, false, 14);
+    if let Some(d) = dict {
+        c.set_dictionary(d).map_err(|e| failed(e.to_string()))?;
+    }
+    let mut body = Vec::with_capacity(raw.len() / 2 + 64);
+    loop {
+        let before_in = c.total_in() as usize;
+        body.reserve(raw.len() / 2 + 1024);
+        let status = c
+            .compress_vec(&raw[before_in..], &mut body, flate2::FlushCompress::Finish)
+            .map_err(|e| failed(e.to_string()))?;
+        if status == flate2::Status::StreamEnd {
+            break;
+        }
+    }
+    Ok(with_size_prefix(raw.len(), &body))
+}
+
+/// A compression dictionary ready for use: its bytes (stored in the
+/// table's `rocksdb.compression_dict` block) and a ZSTD context primed
+/// with it at the table's level, so the dictionary is digested once per
+/// table rather than once per block.
+pub struct DictCompressor {
+    raw: Vec<u8>,
+    /// Only for ZSTD tables.
+    zstd: Option<zstd::bulk::Compressor<'static>>,
+}
+
+impl DictCompressor {
+    pub fn new(raw: Vec<u8>, kind: CompressionType, level: Option<i32>) -> Result<DictCompressor> {
+        let zstd = match kind {
+            CompressionType::Zstd => Some(
+                zstd::bulk::Compressor::with_dictionary(level.unwrap_or(3), &raw)
+                    .map_err(|e| Error::InvalidArgument(format!("bad ZSTD dictionary: {e}")))?,
+            ),
+            _ => None,
+        };
+        Ok(DictCompressor { raw, zstd })
+    }
+
+    /// The dictionary's bytes.
+    pub fn raw(&self) -> &[u8] {
+        &self.raw
+    }
+}
+
+impl std::fmt::Debug for DictCompressor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DictCompressor")
+            .field("bytes", &self.raw.len())
+            .finish()
+    }
+}
+
 fn split_size_prefix(data: &[u8]) -> Result<(usize, &[u8])> {
     let (n, used) = get_varint32(data).ok_or_else(|| corrupt("bad uncompressed size prefix"))?;
     let n = n as usize;

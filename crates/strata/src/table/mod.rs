@@ -10,6 +10,7 @@
 pub mod block;
 pub mod block_builder;
 pub mod compression;
+pub mod compression_dict;
 pub mod factory;
 pub mod filter;
 pub mod footer;
@@ -25,6 +26,7 @@ pub mod table_reader;
 pub mod unique_id;
 
 pub use compression::CompressionType;
+pub use compression_dict::CompressionOptions;
 pub use factory::{Table, TableBuilder, TableIter};
 pub use options::TableOptions;
 pub use plain::PlainTableOptions;

@@ -122,8 +122,14 @@ pub struct TableOptions {
     /// Compress the index block with `compression` too (RocksDB's
     /// `enable_index_compression`, default true).
     pub enable_index_compression: bool,
-    /// Codec level; `None` uses the codec's default.
-    pub compression_level: Option<i32>,
+    /// Codec level and compression dictionary settings (RocksDB's
+    /// `compression_opts`, or `bottommost_compression_opts` for outputs at
+    /// the bottom).
+    pub compression_opts: super::compression_dict::CompressionOptions,
+    /// The size at which the writer cuts output files (0: none, as for
+    /// flushes); caps the data held back to build a compression
+    /// dictionary, as RocksDB's `TableBuilderOptions::target_file_size`.
+    pub target_file_size: u64,
     /// Block checksum written into the footer.
     pub checksum: ChecksumType,
     /// Table format_version (1..=6; RocksDB 7.8.3 reads up to 5). It also
@@ -188,7 +194,8 @@ impl Default for TableOptions {
             index_type: IndexType::BinarySearch,
             partition_filters: false,
             metadata_block_size: 4096,
-            compression_level: None,
+            compression_opts: Default::default(),
+            target_file_size: 0,
             checksum: ChecksumType::Crc32c,
             format_version: 5,
             bloom_bits_per_key: Some(10.0),

@@ -7,6 +7,12 @@
 //! `block_size`, or when the entry would take it past `block_size` and it
 //! is already over 90% full.
 //!
+//! With a compression dictionary (`compression_opts.max_dict_bytes`), data
+//! blocks are held back uncompressed until they pass the buffer limit or
+//! the table ends (RocksDB's kBuffered state); the dictionary is then
+//! built from them (`compression_dict.rs`), and their filter keys, index
+//! entries and compressed bytes are written as if they had just been cut.
+//!
 //! Invariants: keys are added in strictly increasing internal-key order
 //! (checked in debug builds); an index entry for a data block is written
 //! only once the next key (or the end) is known, so its separator satisfies
@@ -16,7 +22,8 @@
 use std::cmp::Ordering;
 
 use super::block_builder::BlockBuilder;
-use super::compression::{CompressionType, compress};
+use super::compression::{CompressionType, DictCompressor, compress_with_dict};
+use super::compression_dict::build_dictionary;
 use super::filter::FilterBuilder;
 use super::filter::PartitionedFilterBuilder;
 use super::footer::{
@@ -25,8 +32,8 @@ use super::footer::{
 use super::index_builder::{IndexBuilder, PartitionedIndexBuilder};
 use super::options::{IndexShorteningMode, IndexType, TableOptions};
 use super::table_properties::{
-    FULL_FILTER_BLOCK, INDEX_BLOCK, INDEX_TYPE, PARTITIONED_FILTER_BLOCK, PREFIX_FILTERING,
-    PROPERTIES_BLOCK, RANGE_DEL_BLOCK, TableProperties, WHOLE_KEY_FILTERING,
+    COMPRESSION_DICT_BLOCK, FULL_FILTER_BLOCK, INDEX_BLOCK, INDEX_TYPE, PARTITIONED_FILTER_BLOCK,
+    PREFIX_FILTERING, PROPERTIES_BLOCK, RANGE_DEL_BLOCK, TableProperties, WHOLE_KEY_FILTERING,
 };
 use crate::error::{Error, Result};
 use crate::format::dbformat::{
@@ -72,7 +79,29 @@ pub struct BlockBasedTableBuilder {
     /// format_version >= 6: this file's nonzero base for block checksum
     /// contexts (random per file, as RocksDB); 0 before.
     base_context_checksum: u32,
+    /// Data blocks held back until the compression dictionary is built;
+    /// `None` once it is (or when there is none to build).
+    held: Option<HeldBlocks>,
+    /// The data blocks' compression dictionary, once built.
+    dict: Option<DictCompressor>,
     finished: bool,
+}
+
+/// Data blocks held back, uncompressed, with the keys each holds (whose
+/// filter entries and index entries wait for the blocks' handles).
+#[derive(Debug, Default)]
+struct HeldBlocks {
+    blocks: Vec<Vec<u8>>,
+    /// Every held key, concatenated, and where each block's keys end.
+    keys: Vec<u8>,
+    key_ends: Vec<usize>,
+    block_key_counts: Vec<usize>,
+    /// Keys of the open data block so far.
+    open_block_keys: usize,
+    /// Bytes held (RocksDB's `data_begin_offset` while buffered).
+    bytes: u64,
+    /// Build the dictionary once more than this is held (0: at the end).
+    limit: u64,
 }
 
 /// The index being built: one block, or partitions.
@@ -183,7 +212,7 @@ impl BlockBasedTableBuilder {
         let props = TableProperties {
             format_version: 0, // RocksDB writes 0 here for block-based tables
             compression_name: opts.compression.name().as_bytes().to_vec(),
-            compression_options: b"window_bits=-14; level=32767; strategy=0; max_dict_bytes=0; zstd_max_train_bytes=0; enabled=0; max_dict_buffer_bytes=0; use_zstd_dict_trainer=1; ".to_vec(),
+            compression_options: opts.compression_opts.to_property_string().into_bytes(),
             filter_policy_name: if filter.is_some() {
                 b"bloomfilter".to_vec()
             } else {
@@ -196,6 +225,10 @@ impl BlockBasedTableBuilder {
         } else {
             0
         };
+        let held = (opts.compression_opts.max_dict_bytes > 0).then(|| HeldBlocks {
+            limit: opts.compression_opts.buffer_limit(opts.target_file_size),
+            ..HeldBlocks::default()
+        });
         Ok(BlockBasedTableBuilder {
             icmp: InternalKeyComparator::new(opts.comparator.clone()),
             data_block: BlockBuilder::new(opts.block_restart_interval),
@@ -216,6 +249,8 @@ impl BlockBasedTableBuilder {
             },
             compressed_buf: Vec::new(),
             base_context_checksum,
+            held,
+            dict: None,
             finished: false,
         })
     }
@@ -280,58 +315,27 @@ impl BlockBasedTableBuilder {
                         > self.opts.block_size)
             {
                 self.flush_data_block()?;
+                if self
+                    .held
+                    .as_ref()
+                    .is_some_and(|h| h.limit != 0 && h.bytes > h.limit)
+                {
+                    self.write_held_blocks()?;
+                }
             }
         }
         if let Some(handle) = self.pending_handle.take() {
-            let mut sep = std::mem::take(&mut self.last_key);
-            let splits_user_key = self
-                .icmp
-                .user_comparator()
-                .compare(extract_user_key(&sep), parsed.user_key)
-                .is_eq();
-            if self.opts.index_shortening != IndexShorteningMode::NoShortening {
-                self.icmp.find_shortest_separator(&mut sep, ikey);
-            }
-            match &mut self.index {
-                IndexWriter::Flat(i) => i.add(&sep, handle, splits_user_key),
-                IndexWriter::Partitioned(i) => {
-                    // A closed index partition closes the filter's too,
-                    // under the key of the block just indexed (whose keys
-                    // the filter partition already holds).
-                    if i.add(&sep, handle, splits_user_key, false)
-                        && let Some(FilterWriter::Partitioned(f)) = &mut self.filter
-                    {
-                        f.cut(&sep);
-                        // As RocksDB: the previous partition's last prefix
-                        // goes into the new one too (prefix SeekForPrev
-                        // probes the partition after a boundary).
-                        if let Some(p) = &self.last_prefix {
-                            f.add_key(p);
-                        }
-                    }
-                }
-            }
+            let last = std::mem::take(&mut self.last_key);
+            self.add_index_entry(handle, last, ikey);
         }
-        if let Some(f) = &mut self.filter {
-            let user_key = parsed.user_key;
-            if let Some(pe) = &self.opts.prefix_extractor
-                && pe.in_domain(user_key)
-            {
-                let prefix = pe.transform(user_key);
-                if self.last_prefix.as_deref() != Some(prefix) {
-                    f.add_key(prefix);
-                    self.last_prefix = Some(prefix.to_vec());
-                }
+        match &mut self.held {
+            // Filter entries wait for the held block's handle.
+            Some(h) => {
+                h.keys.extend_from_slice(ikey);
+                h.key_ends.push(h.keys.len());
+                h.open_block_keys += 1;
             }
-            if self.opts.whole_key_filtering {
-                f.add_key(user_key);
-            }
-            if let (FilterWriter::Partitioned(f), IndexWriter::Partitioned(i)) =
-                (f, &mut self.index)
-                && f.wants_cut()
-            {
-                i.request_cut();
-            }
+            None => self.add_filter_key(parsed.user_key),
         }
         self.data_block.add(ikey, value);
         self.last_key.clear();
@@ -347,6 +351,105 @@ impl BlockBasedTableBuilder {
             _ => {}
         }
         self.track_key(ikey, parsed.sequence, None);
+        Ok(())
+    }
+
+    /// Adds the index entry of the data block at `handle`, whose last key
+    /// is `last`, given the first key of the next block.
+    fn add_index_entry(&mut self, handle: BlockHandle, mut sep: Vec<u8>, next: &[u8]) {
+        let splits_user_key = self
+            .icmp
+            .user_comparator()
+            .compare(extract_user_key(&sep), extract_user_key(next))
+            .is_eq();
+        if self.opts.index_shortening != IndexShorteningMode::NoShortening {
+            self.icmp.find_shortest_separator(&mut sep, next);
+        }
+        match &mut self.index {
+            IndexWriter::Flat(i) => i.add(&sep, handle, splits_user_key),
+            IndexWriter::Partitioned(i) => {
+                // A closed index partition closes the filter's too, under
+                // the key of the block just indexed (whose keys the filter
+                // partition already holds).
+                if i.add(&sep, handle, splits_user_key, false)
+                    && let Some(FilterWriter::Partitioned(f)) = &mut self.filter
+                {
+                    f.cut(&sep);
+                    // As RocksDB: the previous partition's last prefix goes
+                    // into the new one too (prefix SeekForPrev probes the
+                    // partition after a boundary).
+                    if let Some(p) = &self.last_prefix {
+                        f.add_key(p);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adds a user key's filter entries (its prefix, the whole key).
+    fn add_filter_key(&mut self, user_key: &[u8]) {
+        let Some(f) = &mut self.filter else {
+            return;
+        };
+        if let Some(pe) = &self.opts.prefix_extractor
+            && pe.in_domain(user_key)
+        {
+            let prefix = pe.transform(user_key);
+            if self.last_prefix.as_deref() != Some(prefix) {
+                f.add_key(prefix);
+                self.last_prefix = Some(prefix.to_vec());
+            }
+        }
+        if self.opts.whole_key_filtering {
+            f.add_key(user_key);
+        }
+        if let (FilterWriter::Partitioned(f), IndexWriter::Partitioned(i)) = (f, &mut self.index)
+            && f.wants_cut()
+        {
+            i.request_cut();
+        }
+    }
+
+    /// Builds the compression dictionary from the held blocks and writes
+    /// them, their filter keys and index entries, as RocksDB's
+    /// `EnterUnbuffered`. The last block's index entry stays pending, as
+    /// for a block just cut.
+    fn write_held_blocks(&mut self) -> Result<()> {
+        let Some(held) = self.held.take() else {
+            return Ok(());
+        };
+        debug_assert_eq!(
+            held.open_block_keys, 0,
+            "an open data block while writing held ones"
+        );
+        debug_assert!(self.pending_handle.is_none());
+        let raw = build_dictionary(&held.blocks, &self.opts.compression_opts);
+        if !raw.is_empty() {
+            self.dict = Some(DictCompressor::new(
+                raw,
+                self.opts.compression,
+                self.opts.compression_opts.codec_level(),
+            )?);
+        }
+        let key_at = |k: usize| {
+            let start = if k == 0 { 0 } else { held.key_ends[k - 1] };
+            &held.keys[start..held.key_ends[k]]
+        };
+        let mut first = 0;
+        for (i, block) in held.blocks.iter().enumerate() {
+            let end = first + held.block_key_counts[i];
+            for k in first..end {
+                self.add_filter_key(extract_user_key(key_at(k)));
+            }
+            let handle = self.write_data_block(block)?;
+            if i + 1 < held.blocks.len() {
+                self.add_index_entry(handle, key_at(end - 1).to_vec(), key_at(end));
+            } else {
+                self.pending_handle = Some(handle);
+            }
+            first = end;
+        }
+        debug_assert_eq!(first, held.key_ends.len());
         Ok(())
     }
 
@@ -379,21 +482,48 @@ impl BlockBasedTableBuilder {
             return Ok(());
         }
         let raw = self.data_block.finish().to_vec();
-        let handle = self.write_block(&raw, self.opts.compression)?;
         self.data_block.reset();
-        self.props.num_data_blocks += 1;
-        self.props.data_size = self.offset;
+        if let Some(h) = &mut self.held {
+            h.bytes += raw.len() as u64;
+            h.blocks.push(raw);
+            h.block_key_counts
+                .push(std::mem::take(&mut h.open_block_keys));
+            return Ok(());
+        }
+        let handle = self.write_data_block(&raw)?;
         debug_assert!(self.pending_handle.is_none());
         self.pending_handle = Some(handle);
         Ok(())
     }
 
-    /// Writes a block with its trailer, compressing it if that pays.
+    /// Writes a data block, compressed against the dictionary if any.
+    fn write_data_block(&mut self, raw: &[u8]) -> Result<BlockHandle> {
+        let handle = self.write_block_with(raw, self.opts.compression, true)?;
+        self.props.num_data_blocks += 1;
+        self.props.data_size = self.offset;
+        Ok(handle)
+    }
+
+    /// Writes a meta or index block with its trailer, compressing it if
+    /// that pays.
     fn write_block(&mut self, raw: &[u8], kind: CompressionType) -> Result<BlockHandle> {
+        self.write_block_with(raw, kind, false)
+    }
+
+    /// Writes a block with its trailer, compressing it if that pays (data
+    /// blocks against the dictionary).
+    fn write_block_with(
+        &mut self,
+        raw: &[u8],
+        kind: CompressionType,
+        data: bool,
+    ) -> Result<BlockHandle> {
         let mut stored: &[u8] = raw;
         let mut type_byte = CompressionType::None;
+        let dict = if data { self.dict.as_mut() } else { None };
         if kind != CompressionType::None
-            && let Some(c) = compress(kind, raw, self.opts.compression_level)?
+            && let Some(c) =
+                compress_with_dict(kind, raw, self.opts.compression_opts.codec_level(), dict)?
             && c.len() < raw.len() - raw.len() / 8
         {
             self.compressed_buf = c;
@@ -417,6 +547,7 @@ impl BlockBasedTableBuilder {
     /// closes the file.
     pub fn finish(mut self, sync: bool) -> Result<TableInfo> {
         self.flush_data_block()?;
+        self.write_held_blocks()?;
         if let Some(handle) = self.pending_handle.take() {
             // RocksDB's default index_shortening (kShortenSeparators)
             // keeps the last key as it is.
@@ -514,6 +645,11 @@ impl BlockBasedTableBuilder {
                 self.write_block(&top, index_codec)?
             }
         };
+        if let Some(d) = &self.dict {
+            let raw = d.raw().to_vec();
+            let h = self.write_block(&raw, CompressionType::None)?;
+            meta.push((COMPRESSION_DICT_BLOCK, h));
+        }
         self.props.index_key_is_user_key = u64::from(user_keys);
         self.props.index_value_is_delta_encoded = u64::from(delta);
         if !self.range_del_block.is_empty() {
