@@ -37,6 +37,7 @@ pub struct rocksdb_block_based_table_options_t {
     block_size: usize,
     block_restart_interval: usize,
     bloom_bits_per_key: Option<f64>,
+    filter_policy: strata::FilterPolicy,
     block_cache: Option<Arc<BlockCache>>,
     no_block_cache: bool,
     checksum: strata::ChecksumType,
@@ -56,6 +57,7 @@ impl Default for rocksdb_block_based_table_options_t {
             block_restart_interval: d.block_restart_interval,
             // RocksDB's BlockBasedTableOptions has no filter by default.
             bloom_bits_per_key: None,
+            filter_policy: strata::FilterPolicy::Bloom,
             block_cache: None,
             no_block_cache: false,
             checksum: d.checksum,
@@ -74,9 +76,11 @@ pub struct rocksdb_cache_t {
     pub cache: Arc<BlockCache>,
 }
 
-/// A filter policy: Strata's tables write full bloom filters.
+/// A filter policy: full Bloom or Standard128 Ribbon filters of a
+/// Bloom-equivalent bits/key.
 pub struct rocksdb_filterpolicy_t {
     bits_per_key: f64,
+    policy: strata::FilterPolicy,
 }
 
 #[derive(Clone, Default)]
@@ -957,6 +961,7 @@ pub unsafe extern "C" fn rocksdb_options_set_block_based_table_factory(
             cf.block_size = t.block_size;
             cf.block_restart_interval = t.block_restart_interval;
             cf.bloom_bits_per_key = t.bloom_bits_per_key;
+            cf.filter_policy = t.filter_policy;
             cf.checksum = t.checksum;
             cf.format_version = t.format_version;
             cf.whole_key_filtering = t.whole_key_filtering;
@@ -1252,11 +1257,13 @@ pub unsafe extern "C" fn rocksdb_block_based_options_set_filter_policy(
     guard_quiet((), || {
         // SAFETY: NULL or live objects of this library; `policy` is consumed.
         if let Some(t) = unsafe { t.as_mut() } {
-            t.bloom_bits_per_key = if policy.is_null() {
-                None
+            if policy.is_null() {
+                t.bloom_bits_per_key = None;
             } else {
-                Some(unsafe { Box::from_raw(policy) }.bits_per_key)
-            };
+                let p = unsafe { Box::from_raw(policy) };
+                t.bloom_bits_per_key = Some(p.bits_per_key);
+                t.filter_policy = p.policy;
+            }
         }
     })
 }
@@ -1308,14 +1315,40 @@ getter!(
 pub extern "C" fn rocksdb_filterpolicy_create_bloom(
     bits_per_key: f64,
 ) -> *mut rocksdb_filterpolicy_t {
-    into_raw(rocksdb_filterpolicy_t { bits_per_key })
+    into_raw(rocksdb_filterpolicy_t {
+        bits_per_key,
+        policy: strata::FilterPolicy::Bloom,
+    })
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn rocksdb_filterpolicy_create_bloom_full(
     bits_per_key: f64,
 ) -> *mut rocksdb_filterpolicy_t {
-    into_raw(rocksdb_filterpolicy_t { bits_per_key })
+    rocksdb_filterpolicy_create_bloom(bits_per_key)
+}
+
+/// A Standard128 Ribbon filter as accurate as a Bloom filter of
+/// `bloom_equivalent_bits_per_key` (RocksDB's `NewRibbonFilterPolicy`:
+/// flushes keep Bloom filters).
+#[unsafe(no_mangle)]
+pub extern "C" fn rocksdb_filterpolicy_create_ribbon(
+    bloom_equivalent_bits_per_key: f64,
+) -> *mut rocksdb_filterpolicy_t {
+    rocksdb_filterpolicy_create_ribbon_hybrid(bloom_equivalent_bits_per_key, 0)
+}
+
+/// Ribbon filters for files written at `bloom_before_level` and below
+/// it in the tree, Bloom filters above (flushes count as level -1).
+#[unsafe(no_mangle)]
+pub extern "C" fn rocksdb_filterpolicy_create_ribbon_hybrid(
+    bloom_equivalent_bits_per_key: f64,
+    bloom_before_level: c_int,
+) -> *mut rocksdb_filterpolicy_t {
+    into_raw(rocksdb_filterpolicy_t {
+        bits_per_key: bloom_equivalent_bits_per_key,
+        policy: strata::FilterPolicy::Ribbon { bloom_before_level },
+    })
 }
 
 #[unsafe(no_mangle)]

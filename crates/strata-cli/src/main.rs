@@ -31,7 +31,7 @@ const USAGE: &str = "usage: strata COMMAND [--flag=value ...]\n\
      \x20 sst_dump  --file=PATH [--command=scan|check|verify|raw|none] [--show_properties]\n\
      \x20           [--output_hex] [--input_key_hex] [--from=K] [--to=K] [--read_num=N]\n\
      \x20 sst_write --file=PATH [--compression_type=snappy|lz4|lz4hc|zstd|zlib|bzip2|none]\n\
-     \x20           [--bloom_bits=10] [--block_size=4096] [--checksum_type=1] [--hex]\n\
+     \x20           [--bloom_bits=10] [--use_ribbon_filter] [--block_size=4096] [--checksum_type=1] [--hex]\n\
      \x20           [--compression_max_dict_bytes=0] [--compression_zstd_max_train_bytes=0]\n\
      \x20           [--compression_max_dict_buffer_bytes=0] [--compression_use_zstd_dict_trainer]\n\
      \x20           reads `key ==> value` lines from stdin\n\

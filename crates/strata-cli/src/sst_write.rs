@@ -26,6 +26,11 @@ pub fn run(f: &Flags) -> Result<(), String> {
         f.bool_or("compression_use_zstd_dict_trainer", true)?;
     let bits: f64 = f.num("bloom_bits", 10.0)?;
     opts.bloom_bits_per_key = (bits > 0.0).then_some(bits);
+    if f.bool("use_ribbon_filter")? {
+        opts.filter_policy = strata::FilterPolicy::Ribbon {
+            bloom_before_level: 0,
+        };
+    }
     opts.block_size = f.num("block_size", 4096usize)?;
     opts.block_restart_interval = f.num("block_restart_interval", 16usize)?;
     let ct: u8 = f.num("checksum_type", 1u8)?;

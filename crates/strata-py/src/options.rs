@@ -226,6 +226,7 @@ impl Options {
         cf.block_size = f.block_size;
         cf.block_restart_interval = f.block_restart_interval;
         cf.bloom_bits_per_key = f.bloom_bits_per_key;
+        cf.filter_policy = f.filter_policy;
         cf.format_version = f.format_version;
         cf.whole_key_filtering = f.whole_key_filtering;
         cf.index_type = f.index_type;
@@ -560,6 +561,7 @@ pub struct BlockBasedOptions {
     block_size: usize,
     block_restart_interval: usize,
     bloom_bits_per_key: Option<f64>,
+    filter_policy: strata::FilterPolicy,
     format_version: u32,
     whole_key_filtering: bool,
     index_type: strata::IndexType,
@@ -579,6 +581,7 @@ impl BlockBasedOptions {
             block_size: d.block_size,
             block_restart_interval: d.block_restart_interval,
             bloom_bits_per_key: None,
+            filter_policy: strata::FilterPolicy::Bloom,
             format_version: d.format_version,
             whole_key_filtering: d.whole_key_filtering,
             index_type: d.index_type,
@@ -625,6 +628,22 @@ impl BlockBasedOptions {
     fn set_bloom_filter(&mut self, bits_per_key: f64, block_based: bool) {
         let _ = block_based;
         self.bloom_bits_per_key = Some(bits_per_key);
+        self.filter_policy = strata::FilterPolicy::Bloom;
+    }
+    /// Standard128 Ribbon filters as accurate as Bloom filters of
+    /// `bloom_equivalent_bits_per_key` (flushes keep Bloom filters).
+    fn set_ribbon_filter(&mut self, bloom_equivalent_bits_per_key: f64) {
+        self.set_hybrid_ribbon_filter(bloom_equivalent_bits_per_key, 0);
+    }
+    /// Ribbon filters for files written at `bloom_before_level` and
+    /// deeper, Bloom above (flushes count as level -1).
+    fn set_hybrid_ribbon_filter(
+        &mut self,
+        bloom_equivalent_bits_per_key: f64,
+        bloom_before_level: i32,
+    ) {
+        self.bloom_bits_per_key = Some(bloom_equivalent_bits_per_key);
+        self.filter_policy = strata::FilterPolicy::Ribbon { bloom_before_level };
     }
     fn set_block_cache(&mut self, cache: &Cache) {
         self.cache = Some(cache.0.clone());

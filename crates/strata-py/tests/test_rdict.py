@@ -245,6 +245,10 @@ def test_compression_dictionaries(tmp_path):
     opts.set_bottommost_compression_options(-14, 3, 0, 16384, True)
     opts.set_bottommost_zstd_max_train_bytes(1 << 17, True)
     opts.set_zstd_max_train_bytes(0)
+    table = BlockBasedOptions()
+    table.set_hybrid_ribbon_filter(10, -1)
+    table.set_ribbon_filter(10)
+    opts.set_block_based_table_factory(table)
     with Rdict(path, opts) as db:
         for i in range(3000):
             db[f"key{i:05}"] = f"value-{i % 11}-shared-words-{i}"
@@ -256,6 +260,8 @@ def test_compression_dictionaries(tmp_path):
         assert "bottommost_compression=kZSTD" in text
         assert "max_dict_bytes=8192;" in text
         assert "zstd_max_train_bytes=131072;" in text
+        assert "filter_policy=ribbonfilter:10:0" in text
+        assert db.get("key03000") is None
     with Rdict(path, opts) as db:
         assert db["key02999"] == "value-7-shared-words-2999"
 

@@ -59,7 +59,9 @@ pub use options::{
 };
 pub use table::compression::CompressionType;
 pub use table::compression_dict::CompressionOptions;
-pub use table::options::{BlockCacheApi, IndexShorteningMode, IndexType, TableOptions};
+pub use table::options::{
+    BlockCacheApi, FilterPolicy, IndexShorteningMode, IndexType, TableOptions,
+};
 pub use table::plain::EncodingType;
 pub use table::{PlainTableOptions, SstFileWriter};
 pub use util::checksum::ChecksumType;

@@ -178,6 +178,9 @@ pub struct ColumnFamilyOptions {
     pub block_size: usize,
     pub block_restart_interval: usize,
     pub bloom_bits_per_key: Option<f64>,
+    /// Bloom or Ribbon filters, sized by `bloom_bits_per_key` (RocksDB's
+    /// `filter_policy`).
+    pub filter_policy: crate::table::options::FilterPolicy,
     /// Put whole user keys into the filter (with a prefix extractor, off
     /// leaves only prefixes in it).
     pub whole_key_filtering: bool,
@@ -303,6 +306,7 @@ impl Default for ColumnFamilyOptions {
             block_size: 4096,
             block_restart_interval: 16,
             bloom_bits_per_key: Some(10.0),
+            filter_policy: Default::default(),
             whole_key_filtering: true,
             format_version: 5,
             checksum: ChecksumType::Crc32c,
@@ -771,6 +775,7 @@ impl ColumnFamilyOptions {
             compression: self.compression,
             compression_opts: self.compression_opts,
             bloom_bits_per_key: self.bloom_bits_per_key,
+            filter_policy: self.filter_policy,
             whole_key_filtering: self.whole_key_filtering,
             format_version: self.format_version,
             checksum: self.checksum,

@@ -1299,6 +1299,98 @@ fn bottommost_compression_and_dictionaries_as_rocksdb() {
     );
 }
 
+/// RocksDB's Ribbon filter policy with `bloom_before_level`: flushes
+/// (level -1) keep Bloom filters under 0, every file is Ribbon under -1;
+/// the property and the OPTIONS file name the policy, which reads back.
+#[test]
+fn ribbon_filters_by_level_as_rocksdb() {
+    use strata::FilterPolicy;
+    use strata::tools::table::Table;
+    for before in [0, -1] {
+        let fs = MemFileSystem::new();
+        let mut o = opts(&fs);
+        o.cf.disable_auto_compactions = true;
+        // Tables of thousands of keys: RocksDB (and Strata) write Bloom
+        // instead of Ribbon for filters Bloom stores in less space.
+        o.cf.write_buffer_size = 1 << 20;
+        o.cf.target_file_size_base = 1 << 20;
+        o.cf.bloom_bits_per_key = Some(10.0);
+        o.cf.filter_policy = FilterPolicy::Ribbon {
+            bloom_before_level: before,
+        };
+        let db = DB::open(o.clone(), "/db").unwrap();
+        let wo = WriteOptions::default();
+        for i in 0..3000u64 {
+            db.put(&wo, &key(i), &value(i, 0)).unwrap();
+        }
+        db.flush().unwrap();
+        // (level, filter trailer marker, policy property) per table.
+        let filters = |db: &DB| -> Vec<(usize, u8, String)> {
+            db.live_files_metadata()
+                .iter()
+                .map(|f| {
+                    let path = format!("/db{}", f.name);
+                    let p = std::path::Path::new(&path);
+                    let bytes = fs.read_file(p).unwrap();
+                    let file = fs.new_random_access_file(p).unwrap();
+                    let t = Table::open(file, &path, f.size, &o.cf.table_options(0, "default"))
+                        .unwrap();
+                    let h = t.meta_blocks()["fullfilter.rocksdb.BuiltinBloomFilter"];
+                    let marker = bytes[(h.offset + h.size) as usize - 5];
+                    let name = String::from_utf8_lossy(&t.properties().filter_policy_name);
+                    (f.level, marker, name.into_owned())
+                })
+                .collect()
+        };
+        // 0xff: FastLocalBloom's marker; 0xfe: Standard128 Ribbon's.
+        let flushed = filters(&db);
+        let want = if before == 0 { 0xff } else { 0xfe };
+        assert!(
+            !flushed.is_empty() && flushed.iter().all(|f| f.1 == want && f.2 == "ribbonfilter"),
+            "before {before}: {flushed:?}"
+        );
+        // Overlapping tables, so the compaction rewrites (no trivial move).
+        for i in (0..3000u64).step_by(2) {
+            db.put(&wo, &key(i), &value(i, 0)).unwrap();
+        }
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        let compacted = filters(&db);
+        assert!(
+            !compacted.is_empty() && compacted.iter().all(|f| f.0 > 0 && f.1 == 0xfe),
+            "before {before}: {compacted:?}"
+        );
+        for i in (0..3000u64).step_by(101) {
+            assert_eq!(
+                db.get(&ReadOptions::default(), &key(i)).unwrap(),
+                Some(value(i, 0))
+            );
+        }
+        drop(db);
+        let newest = fs
+            .children(std::path::Path::new("/db"))
+            .unwrap()
+            .into_iter()
+            .filter(|n| n.starts_with("OPTIONS-"))
+            .max()
+            .unwrap();
+        let text = String::from_utf8(
+            fs.read_file(std::path::Path::new(&format!("/db/{newest}")))
+                .unwrap(),
+        )
+        .unwrap();
+        assert!(
+            text.contains(&format!("  filter_policy=ribbonfilter:10:{before}\n")),
+            "{text}"
+        );
+        let parsed = strata::db::options_parser::parse(&newest, &text).unwrap();
+        let mut back = strata::ColumnFamilyOptions::default();
+        parsed.apply_cf("default", &mut back).unwrap();
+        assert_eq!(back.filter_policy, o.cf.filter_policy);
+        assert_eq!(back.bloom_bits_per_key, Some(10.0));
+    }
+}
+
 fn files_per_level(db: &DB) -> Vec<usize> {
     (0..db.number_levels(&db.default_cf()).unwrap())
         .map(|l| {

@@ -1137,6 +1137,14 @@ extern STRATA_C_API rocksdb_filterpolicy_t* rocksdb_filterpolicy_create_bloom(
     double bits_per_key);
 extern STRATA_C_API rocksdb_filterpolicy_t* rocksdb_filterpolicy_create_bloom_full(
     double bits_per_key);
+/* Standard128 Ribbon filters, as accurate as Bloom filters of the given
+   bits/key in about 30% less space; files written above
+   bloom_before_level (flushes count as level -1) keep Bloom filters. */
+extern STRATA_C_API rocksdb_filterpolicy_t* rocksdb_filterpolicy_create_ribbon(
+    double bloom_equivalent_bits_per_key);
+extern STRATA_C_API rocksdb_filterpolicy_t*
+rocksdb_filterpolicy_create_ribbon_hybrid(double bloom_equivalent_bits_per_key,
+                                          int bloom_before_level);
 extern STRATA_C_API void rocksdb_filterpolicy_destroy(rocksdb_filterpolicy_t*);
 extern STRATA_C_API rocksdb_universal_compaction_options_t* rocksdb_universal_compaction_options_create(
     void);

@@ -1276,8 +1276,14 @@ static void test_tables_and_styles(void) {
   rocksdb_options_destroy(o);
 
   /* Compression dictionaries: raw samples for flushes and upper levels,
-     a trained ZSTD dictionary at the bottom (with its own codec). */
+     a trained ZSTD dictionary at the bottom (with its own codec); Ribbon
+     filters everywhere (a hybrid policy with Ribbon from level -1). */
+  rocksdb_filterpolicy_destroy(rocksdb_filterpolicy_create_ribbon(8));
+  t = rocksdb_block_based_options_create();
+  rocksdb_block_based_options_set_filter_policy(t, rocksdb_filterpolicy_create_ribbon_hybrid(10, -1));
   o = rocksdb_options_create();
+  rocksdb_options_set_block_based_table_factory(o, t);
+  rocksdb_block_based_options_destroy(t);
   rocksdb_options_set_create_if_missing(o, 1);
   CHECK(rocksdb_options_get_bottommost_compression(o) == 0xff);
   rocksdb_options_set_compression(o, rocksdb_lz4_compression);
@@ -1315,6 +1321,7 @@ static void test_tables_and_styles(void) {
   CHECK_GET(db, ro, "dict01234", "value-12-shared-words-shared-words-1234");
   rocksdb_compact_range(db, NULL, 0, NULL, 0);
   CHECK_GET(db, ro, "dict03999", "value-8-shared-words-shared-words-3999");
+  CHECK_GET(db, ro, "dict03999x", NULL);
   rocksdb_close(db);
   db = rocksdb_open(o, p, &err); /* the OPTIONS file it wrote reads back */
   CHECK_OK(err);

@@ -675,6 +675,12 @@ pub fn run(f: &Flags) -> Result<(), String> {
     co.use_zstd_dict_trainer = f.bool_or("compression_use_zstd_dict_trainer", true)?;
     let bloom_bits: f64 = f.num("bloom_bits", -1.0)?;
     opts.cf.bloom_bits_per_key = (bloom_bits >= 0.0).then_some(bloom_bits);
+    // db_bench's NewRibbonFilterPolicy(bloom_bits): bloom_before_level 0.
+    if f.bool("use_ribbon_filter")? {
+        opts.cf.filter_policy = strata::FilterPolicy::Ribbon {
+            bloom_before_level: 0,
+        };
+    }
     opts.cf.whole_key_filtering = f.bool_or("whole_key_filtering", true)?;
     opts.cf.format_version = f.num("format_version", 5)?;
     opts.cf.enable_index_compression = f.bool_or("enable_index_compression", true)?;

@@ -267,6 +267,9 @@ impl DbInner {
                     }
                 });
             table_options.target_file_size = c.target_file_size;
+            if opts.compaction_style != crate::options::CompactionStyle::Fifo {
+                table_options.filter_levelish = c.output_level as i32;
+            }
             table_options.verify_checksums = self.options.paranoid_checks;
             table_options.allow_mmap_reads = self.options.allow_mmap_reads;
             table_options.use_direct_reads = self.options.use_direct_reads;

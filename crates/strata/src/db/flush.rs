@@ -248,6 +248,11 @@ impl DbInner {
             last.saturating_sub(base) + usize::from(last > 0)
         });
         table_options.bloom_bits_per_key = opts.bloom_bits_for_output(distance, false);
+        // RocksDB's filter "levelish": flushes are level -1, except under
+        // FIFO, whose files all count as the bottom.
+        if opts.compaction_style != crate::options::CompactionStyle::Fifo {
+            table_options.filter_levelish = -1;
+        }
         let mut builder = TableBuilder::new(table_options, file)?;
         builder.set_identity(&self.db_id, &self.db_session_id, number);
         let mut filter = ShadowFilter::new(&view.snapshots, view.checker.as_deref());

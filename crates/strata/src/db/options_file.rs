@@ -330,7 +330,7 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
         kv(&mut s, "whole_key_filtering", &t.whole_key_filtering);
         let filter = t.bloom_bits_per_key.map_or_else(
             || "nullptr".to_string(),
-            |b| format!("bloomfilter:{b}:false"),
+            |b| t.filter_policy.options_string(b),
         );
         kv(&mut s, "filter_policy", &filter);
         s.push('\n');

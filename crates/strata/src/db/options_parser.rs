@@ -483,18 +483,35 @@ impl OptionsFile {
                         }
                     }
                     "filter_policy" => {
-                        c.bloom_bits_per_key = match v.as_str() {
-                            "nullptr" | "" => None,
+                        use crate::table::options::FilterPolicy;
+                        match v.as_str() {
+                            "nullptr" | "" => c.bloom_bits_per_key = None,
                             p => {
-                                // `bloomfilter:BITS:USE_BLOCK_BASED` (other
-                                // policies keep the default).
+                                // `bloomfilter:BITS:USE_BLOCK_BASED` or
+                                // `ribbonfilter:BITS:BLOOM_BEFORE_LEVEL`
+                                // (other policies keep the default).
                                 let mut parts = p.split(':');
-                                match (parts.next(), parts.next().map(str::parse::<f64>)) {
-                                    (Some("bloomfilter"), Some(Ok(b))) => Some(b),
-                                    _ => c.bloom_bits_per_key,
+                                match (
+                                    parts.next(),
+                                    parts.next().map(str::parse::<f64>),
+                                    parts.next(),
+                                ) {
+                                    (Some("bloomfilter"), Some(Ok(b)), _) => {
+                                        c.bloom_bits_per_key = Some(b);
+                                        c.filter_policy = FilterPolicy::Bloom;
+                                    }
+                                    (Some("ribbonfilter"), Some(Ok(b)), level) => {
+                                        c.bloom_bits_per_key = Some(b);
+                                        c.filter_policy = FilterPolicy::Ribbon {
+                                            bloom_before_level: level
+                                                .and_then(|l| l.parse().ok())
+                                                .unwrap_or(0),
+                                        };
+                                    }
+                                    _ => {}
                                 }
                             }
-                        };
+                        }
                     }
                     _ => {}
                 }

@@ -151,6 +151,11 @@ impl DbInner {
             ),
             format!("Options.bloom_bits_per_key: {:?}", c.bloom_bits_per_key),
             format!(
+                "Options.filter_policy: {}",
+                c.bloom_bits_per_key
+                    .map_or_else(|| "nullptr".into(), |b| c.filter_policy.options_string(b))
+            ),
+            format!(
                 "Options.optimize_filters_for_hits: {}",
                 c.optimize_filters_for_hits
             ),

@@ -19,6 +19,7 @@ pub mod options;
 pub mod partitioned;
 pub mod plain;
 pub mod prefix_seek_iter;
+pub mod ribbon_builder;
 pub mod sst_file_writer;
 pub mod table_builder;
 pub mod table_properties;

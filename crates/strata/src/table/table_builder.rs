@@ -24,8 +24,7 @@ use std::cmp::Ordering;
 use super::block_builder::BlockBuilder;
 use super::compression::{CompressionType, DictCompressor, compress_with_dict};
 use super::compression_dict::build_dictionary;
-use super::filter::FilterBuilder;
-use super::filter::PartitionedFilterBuilder;
+use super::filter::{FilterBuilder, FilterFlavor, PartitionedFilterBuilder};
 use super::footer::{
     BLOCK_TRAILER_SIZE, BlockHandle, Footer, MAX_FORMAT_VERSION, checksum_modifier_for_context,
 };
@@ -181,20 +180,24 @@ impl BlockBasedTableBuilder {
             ));
         }
         let two_level = opts.index_type == IndexType::TwoLevelIndexSearch;
-        // Older tables carry RocksDB's legacy Bloom filter.
-        let legacy = opts.format_version < 5;
+        // Ribbon where the policy asks for it (RocksDB writes it whatever
+        // the format_version); older tables carry RocksDB's legacy Bloom.
+        let flavor = if opts.filter_policy.ribbon_at(opts.filter_levelish) {
+            FilterFlavor::Ribbon
+        } else if opts.format_version < 5 {
+            FilterFlavor::LegacyBloom
+        } else {
+            FilterFlavor::FastLocalBloom
+        };
         let filter = match opts.bloom_bits_per_key {
             Some(bits) if bits >= 0.5 && two_level && opts.partition_filters => {
                 Some(FilterWriter::Partitioned(PartitionedFilterBuilder::new(
                     bits,
-                    legacy,
+                    flavor,
                     opts.metadata_block_size,
                 )))
             }
-            Some(bits) if bits >= 0.5 && legacy => {
-                Some(FilterWriter::Full(FilterBuilder::new_legacy(bits)))
-            }
-            Some(bits) if bits >= 0.5 => Some(FilterWriter::Full(FilterBuilder::new(bits))),
+            Some(bits) if bits >= 0.5 => Some(FilterWriter::Full(FilterBuilder::of(flavor, bits))),
             _ => None,
         };
         let index = if two_level {
@@ -214,7 +217,7 @@ impl BlockBasedTableBuilder {
             compression_name: opts.compression.name().as_bytes().to_vec(),
             compression_options: opts.compression_opts.to_property_string().into_bytes(),
             filter_policy_name: if filter.is_some() {
-                b"bloomfilter".to_vec()
+                opts.filter_policy.name().as_bytes().to_vec()
             } else {
                 Vec::new()
             },

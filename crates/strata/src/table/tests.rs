@@ -83,7 +83,7 @@ proptest! {
         interval in 1usize..20,
         block_size in 32usize..2048,
         checksum in 0u8..5,
-        bloom in any::<bool>(),
+        filter in 0u8..3,
         fv in prop_oneof![Just(2u32), Just(3), Just(4), Just(5), Just(6)],
         partitioned in 0u8..3,
         metadata_block_size in 64usize..1024,
@@ -106,7 +106,13 @@ proptest! {
             block_restart_interval: interval,
             block_size,
             checksum: ChecksumType::from_u8(checksum).unwrap(),
-            bloom_bits_per_key: bloom.then_some(10.0),
+            // No filter, Bloom, Ribbon.
+            bloom_bits_per_key: (filter > 0).then_some(10.0),
+            filter_policy: if filter == 2 {
+                options::FilterPolicy::Ribbon { bloom_before_level: 0 }
+            } else {
+                options::FilterPolicy::Bloom
+            },
             format_version: fv,
             index_type: if partitioned > 0 {
                 options::IndexType::TwoLevelIndexSearch
