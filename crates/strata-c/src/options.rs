@@ -44,6 +44,8 @@ pub struct rocksdb_block_based_table_options_t {
     format_version: u32,
     whole_key_filtering: bool,
     index_type: strata::IndexType,
+    data_block_index_type: strata::DataBlockIndexType,
+    data_block_hash_ratio: f64,
     partition_filters: bool,
     metadata_block_size: usize,
     index_block_restart_interval: usize,
@@ -64,6 +66,8 @@ impl Default for rocksdb_block_based_table_options_t {
             format_version: d.format_version,
             whole_key_filtering: d.whole_key_filtering,
             index_type: d.index_type,
+            data_block_index_type: d.data_block_index_type,
+            data_block_hash_ratio: d.data_block_hash_table_util_ratio,
             partition_filters: d.partition_filters,
             metadata_block_size: d.metadata_block_size,
             index_block_restart_interval: d.index_block_restart_interval,
@@ -965,6 +969,8 @@ pub unsafe extern "C" fn rocksdb_options_set_block_based_table_factory(
             cf.checksum = t.checksum;
             cf.format_version = t.format_version;
             cf.whole_key_filtering = t.whole_key_filtering;
+            cf.data_block_index_type = t.data_block_index_type;
+            cf.data_block_hash_table_util_ratio = t.data_block_hash_ratio;
             cf.index_type = t.index_type;
             cf.partition_filters = t.partition_filters;
             cf.metadata_block_size = t.metadata_block_size;
@@ -1211,17 +1217,34 @@ setter!(
     c_uchar,
     |t, v| t.whole_key_filtering = v != 0
 );
-// Hash search is written as a binary-search index (what RocksDB's hash
-// index is built on; every reader reads it).
+// An unknown code keeps the current index type.
 setter!(
     rocksdb_block_based_table_options_t,
     rocksdb_block_based_options_set_index_type,
     c_int,
-    |t, v| t.index_type = if v == 2 {
-        strata::IndexType::TwoLevelIndexSearch
-    } else {
-        strata::IndexType::BinarySearch
+    |t, v| {
+        if let Some(i) = strata::IndexType::from_code(i64::from(v)) {
+            t.index_type = i;
+        }
     }
+);
+setter!(
+    rocksdb_block_based_table_options_t,
+    rocksdb_block_based_options_set_data_block_index_type,
+    c_int,
+    |t, v| {
+        match v {
+            0 => t.data_block_index_type = strata::DataBlockIndexType::BinarySearch,
+            1 => t.data_block_index_type = strata::DataBlockIndexType::BinaryAndHash,
+            _ => {}
+        }
+    }
+);
+setter!(
+    rocksdb_block_based_table_options_t,
+    rocksdb_block_based_options_set_data_block_hash_ratio,
+    f64,
+    |t, v| t.data_block_hash_ratio = v
 );
 setter!(
     rocksdb_block_based_table_options_t,

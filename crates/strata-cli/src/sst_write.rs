@@ -42,6 +42,9 @@ pub fn run(f: &Flags) -> Result<(), String> {
         opts.index_type = strata::IndexType::TwoLevelIndexSearch;
     }
     opts.partition_filters = partition_all;
+    if f.bool("use_data_block_hash_index")? {
+        opts.data_block_index_type = strata::DataBlockIndexType::BinaryAndHash;
+    }
     opts.metadata_block_size = f.num("metadata_block_size", 4096usize)?;
     let hex = f.bool("hex")?;
     let unknown = f.unknown();

@@ -293,6 +293,95 @@ fn only_filter_block(db: &std::path::Path) -> Vec<u8> {
     bytes[h.offset as usize..(h.offset + h.size) as usize].to_vec()
 }
 
+/// The only table in `db`: its bytes and its meta blocks' handles.
+fn only_table(
+    db: &std::path::Path,
+) -> (
+    Vec<u8>,
+    strata::tools::table::table_properties::TableProperties,
+    Vec<(String, u64, u64)>,
+) {
+    use strata::tools::table::{Table, TableOptions};
+    let tables: Vec<_> = std::fs::read_dir(db)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+        .collect();
+    assert_eq!(tables.len(), 1, "{}: {tables:?}", db.display());
+    let bytes = std::fs::read(&tables[0]).unwrap();
+    let file = strata::fs::default_fs()
+        .new_random_access_file(&tables[0])
+        .unwrap();
+    let t = Table::open(file, "t.sst", bytes.len() as u64, &TableOptions::default()).unwrap();
+    let meta = t
+        .meta_blocks()
+        .iter()
+        .map(|(k, h)| (k.clone(), h.offset, h.size))
+        .collect();
+    (bytes, t.properties().clone(), meta)
+}
+
+/// Data block hash indexes (`--use_data_block_hash_index`) and hash-search
+/// indexes (`--use_hash_search --prefix_size=8`) are RocksDB's byte for
+/// byte: the same db_bench keys and values compacted by RocksDB's db_bench
+/// and by strata bench give identical data blocks (hash indexes included)
+/// and identical `rocksdb.hashindex.*` blocks; index sizes (partitioned
+/// too) are recorded as RocksDB records them.
+#[test]
+fn hash_indexes_match_rocksdbs_byte_for_byte() {
+    let Some(_) = rocksdb_tool("db_bench") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [&[&str]; 3] = [
+        &["--use_data_block_hash_index=1", "--block_size=2048"],
+        &[
+            "--use_hash_search=1",
+            "--prefix_size=8",
+            "--keys_per_prefix=3",
+        ],
+        // And the partitioned index's size accounting.
+        &["--partition_index_and_filters=1", "--bloom_bits=10"],
+    ];
+    for (i, extra) in cases.iter().enumerate() {
+        let mut flags = vec![
+            "--benchmarks=fillseq,compact".to_string(),
+            "--num=8000".to_string(),
+            "--compression_type=none".to_string(),
+        ];
+        flags.extend(extra.iter().map(|f| f.to_string()));
+        let theirs = dir.path().join(format!("rocksdb-{i}"));
+        let mut b = rocksdb_tool("db_bench").unwrap();
+        b.args(&flags).arg(format!("--db={}", theirs.display()));
+        run(b, b"");
+        let ours = dir.path().join(format!("strata-{i}"));
+        let mut b = strata();
+        b.arg("bench")
+            .args(&flags)
+            .arg(format!("--db={}", ours.display()));
+        run(b, b"");
+        let (a, pa, ma) = only_table(&theirs);
+        let (b, pb, mb) = only_table(&ours);
+        let what = extra.join(" ");
+        assert_eq!(pa.index_type(), pb.index_type(), "{what}");
+        assert_eq!(pa.num_data_blocks, pb.num_data_blocks, "{what}");
+        assert_eq!(pa.index_size, pb.index_size, "{what}");
+        let n = pa.data_size as usize;
+        assert_eq!(pb.data_size as usize, n, "{what}");
+        assert!(a[..n] == b[..n], "{what}: the data blocks differ");
+        let block = |bytes: &[u8], meta: &[(String, u64, u64)], name: &str| {
+            meta.iter()
+                .find(|m| m.0 == name)
+                .map(|m| bytes[m.1 as usize..(m.1 + m.2) as usize].to_vec())
+        };
+        for name in ["rocksdb.hashindex.prefixes", "rocksdb.hashindex.metadata"] {
+            let (x, y) = (block(&a, &ma, name), block(&b, &mb, name));
+            assert_eq!(x.is_some(), i == 1, "{what}: {name}");
+            assert!(x == y, "{what}: {name} differs");
+        }
+    }
+}
+
 /// Standard128 Ribbon filters (`--use_ribbon_filter`) are RocksDB's byte
 /// for byte: the same keys compacted by RocksDB's db_bench and by strata
 /// bench give identical filter blocks (size, hash seed, solution bits).

@@ -23,6 +23,7 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "WriteOptions",
         "BlockBasedOptions",
         "BlockBasedIndexType",
+        "DataBlockIndexType",
         "ChecksumType",
         "Cache",
         "DBCompressionType",
@@ -52,6 +53,7 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<options::WriteOptions>()?;
     m.add_class::<options::BlockBasedOptions>()?;
     m.add_class::<options::BlockBasedIndexType>()?;
+    m.add_class::<options::DataBlockIndexType>()?;
     m.add_class::<options::ChecksumType>()?;
     m.add_class::<options::Cache>()?;
     m.add_class::<options::DBCompressionType>()?;

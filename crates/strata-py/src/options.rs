@@ -230,6 +230,8 @@ impl Options {
         cf.format_version = f.format_version;
         cf.whole_key_filtering = f.whole_key_filtering;
         cf.index_type = f.index_type;
+        cf.data_block_index_type = f.data_block_index_type;
+        cf.data_block_hash_table_util_ratio = f.data_block_hash_ratio;
         cf.partition_filters = f.partition_filters;
         cf.metadata_block_size = f.metadata_block_size;
         cf.index_block_restart_interval = f.index_block_restart_interval;
@@ -565,6 +567,8 @@ pub struct BlockBasedOptions {
     format_version: u32,
     whole_key_filtering: bool,
     index_type: strata::IndexType,
+    data_block_index_type: strata::DataBlockIndexType,
+    data_block_hash_ratio: f64,
     partition_filters: bool,
     metadata_block_size: usize,
     index_block_restart_interval: usize,
@@ -585,6 +589,8 @@ impl BlockBasedOptions {
             format_version: d.format_version,
             whole_key_filtering: d.whole_key_filtering,
             index_type: d.index_type,
+            data_block_index_type: d.data_block_index_type,
+            data_block_hash_ratio: d.data_block_hash_table_util_ratio,
             partition_filters: d.partition_filters,
             metadata_block_size: d.metadata_block_size,
             index_block_restart_interval: d.index_block_restart_interval,
@@ -594,6 +600,15 @@ impl BlockBasedOptions {
     }
     fn set_index_type(&mut self, index_type: &BlockBasedIndexType) {
         self.index_type = index_type.0;
+    }
+    /// Data blocks with a hash index of their keys
+    /// (`DataBlockIndexType.binary_search_and_hash()`).
+    fn set_data_block_index_type(&mut self, t: &DataBlockIndexType) {
+        self.data_block_index_type = t.0;
+    }
+    /// Keys per bucket of data block hash indexes.
+    fn set_data_block_hash_ratio(&mut self, ratio: f64) {
+        self.data_block_hash_ratio = ratio;
     }
     /// Partition the filter too (with a two-level index).
     fn set_partition_filters(&mut self, v: bool) {
@@ -682,11 +697,28 @@ impl BlockBasedIndexType {
     }
     #[staticmethod]
     fn hash_search() -> Self {
-        BlockBasedIndexType(strata::IndexType::BinarySearch)
+        BlockBasedIndexType(strata::IndexType::HashSearch)
     }
     #[staticmethod]
     fn two_level_index_search() -> Self {
         BlockBasedIndexType(strata::IndexType::TwoLevelIndexSearch)
+    }
+}
+
+/// rocksdict's `DataBlockIndexType`.
+#[pyclass(module = "strata")]
+#[derive(Clone)]
+pub struct DataBlockIndexType(strata::DataBlockIndexType);
+
+#[pymethods]
+impl DataBlockIndexType {
+    #[staticmethod]
+    fn binary_search() -> Self {
+        DataBlockIndexType(strata::DataBlockIndexType::BinarySearch)
+    }
+    #[staticmethod]
+    fn binary_search_and_hash() -> Self {
+        DataBlockIndexType(strata::DataBlockIndexType::BinaryAndHash)
     }
 }
 

@@ -12,12 +12,14 @@ import pytest
 
 from strata import (
     AccessType,
+    BlockBasedIndexType,
     BlockBasedOptions,
     Cache,
     Checkpoint,
     DbClosedError,
     DBCompactionStyle,
     DBCompressionType,
+    DataBlockIndexType,
     IngestExternalFileOptions,
     MemtableFactory,
     Options,
@@ -248,7 +250,11 @@ def test_compression_dictionaries(tmp_path):
     table = BlockBasedOptions()
     table.set_hybrid_ribbon_filter(10, -1)
     table.set_ribbon_filter(10)
+    table.set_index_type(BlockBasedIndexType.hash_search())
+    table.set_data_block_index_type(DataBlockIndexType.binary_search_and_hash())
+    table.set_data_block_hash_ratio(0.5)
     opts.set_block_based_table_factory(table)
+    opts.set_prefix_extractor(SliceTransform.create_fixed_prefix(3))
     with Rdict(path, opts) as db:
         for i in range(3000):
             db[f"key{i:05}"] = f"value-{i % 11}-shared-words-{i}"
@@ -261,6 +267,8 @@ def test_compression_dictionaries(tmp_path):
         assert "max_dict_bytes=8192;" in text
         assert "zstd_max_train_bytes=131072;" in text
         assert "filter_policy=ribbonfilter:10:0" in text
+        assert "index_type=kHashSearch" in text
+        assert "data_block_index_type=kDataBlockBinaryAndHash" in text
         assert db.get("key03000") is None
     with Rdict(path, opts) as db:
         assert db["key02999"] == "value-7-shared-words-2999"

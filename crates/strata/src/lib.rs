@@ -60,7 +60,7 @@ pub use options::{
 pub use table::compression::CompressionType;
 pub use table::compression_dict::CompressionOptions;
 pub use table::options::{
-    BlockCacheApi, FilterPolicy, IndexShorteningMode, IndexType, TableOptions,
+    BlockCacheApi, DataBlockIndexType, FilterPolicy, IndexShorteningMode, IndexType, TableOptions,
 };
 pub use table::plain::EncodingType;
 pub use table::{PlainTableOptions, SstFileWriter};

@@ -200,9 +200,17 @@ pub struct ColumnFamilyOptions {
     pub index_block_restart_interval: usize,
     /// How index keys are shortened (RocksDB's `index_shortening`).
     pub index_shortening: crate::table::options::IndexShorteningMode,
-    /// Index form: one block, or partitions paged through the block cache
-    /// (RocksDB's `index_type`).
+    /// Index form: one block, one block with key prefixes for prefix
+    /// seeks (needs `prefix_extractor`), or partitions paged through the
+    /// block cache (RocksDB's `index_type`).
     pub index_type: crate::table::options::IndexType,
+    /// Data blocks searched by binary search alone, or with a hash index
+    /// of their user keys for point lookups (RocksDB's
+    /// `data_block_index_type`).
+    pub data_block_index_type: crate::table::options::DataBlockIndexType,
+    /// Keys per bucket of data block hash indexes (RocksDB's
+    /// `data_block_hash_table_util_ratio`, default 0.75).
+    pub data_block_hash_table_util_ratio: f64,
     /// Partition the filter as well (needs the two-level index; RocksDB's
     /// `partition_filters`).
     pub partition_filters: bool,
@@ -314,6 +322,8 @@ impl Default for ColumnFamilyOptions {
             index_block_restart_interval: 1,
             index_shortening: crate::table::options::IndexShorteningMode::ShortenSeparators,
             index_type: crate::table::options::IndexType::BinarySearch,
+            data_block_index_type: Default::default(),
+            data_block_hash_table_util_ratio: 0.75,
             partition_filters: false,
             metadata_block_size: 4096,
             table_factory: TableFactory::BlockBased,
@@ -602,6 +612,17 @@ impl ColumnFamilyOptions {
                 self.num_levels
             ));
         }
+        // RocksDB's BlockBasedTableFactory::ValidateOptions.
+        if self.index_type == crate::table::options::IndexType::HashSearch
+            && self.prefix_extractor.is_none()
+            && matches!(self.table_factory, TableFactory::BlockBased)
+        {
+            return bad(
+                "Hash index is specified for block-based table, but prefix_extractor is not \
+                 given"
+                    .into(),
+            );
+        }
         if let Some(b) = self.bloom_bits_per_key {
             if !b.is_finite() || b < 0.0 {
                 return bad(format!("bloom_bits_per_key {b} is not a valid number"));
@@ -633,13 +654,19 @@ impl ColumnFamilyOptions {
     }
 
     /// RocksDB's `OptimizeForPointLookup(block_cache_size_mb)`: a block
-    /// cache of that size and a 10-bit bloom filter (RocksDB also switches
-    /// to a hash index, which Strata's tables do not have yet).
+    /// cache of that size, a 10-bit Bloom filter, data block hash indexes
+    /// (0.75 keys per bucket) and a memtable bloom of whole keys (2% of
+    /// the write buffer).
     pub fn optimize_for_point_lookup(&mut self, block_cache_size_mb: u64) {
         self.block_cache = Some(crate::cache::BlockCache::new(
             block_cache_size_mb.saturating_mul(1 << 20),
         ));
         self.bloom_bits_per_key = Some(10.0);
+        self.filter_policy = crate::table::options::FilterPolicy::Bloom;
+        self.data_block_index_type = crate::table::options::DataBlockIndexType::BinaryAndHash;
+        self.data_block_hash_table_util_ratio = 0.75;
+        self.memtable_prefix_bloom_size_ratio = 0.02;
+        self.memtable_whole_key_filtering = true;
     }
 
     /// Levels below `level` uncompressed, the rest with `compression`, as
@@ -783,6 +810,8 @@ impl ColumnFamilyOptions {
             index_block_restart_interval: self.index_block_restart_interval,
             index_shortening: self.index_shortening,
             index_type: self.index_type,
+            data_block_index_type: self.data_block_index_type,
+            data_block_hash_table_util_ratio: self.data_block_hash_table_util_ratio,
             partition_filters: self.partition_filters,
             metadata_block_size: self.metadata_block_size,
             prefix_extractor: self.prefix_extractor.clone(),

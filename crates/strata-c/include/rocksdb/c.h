@@ -1106,11 +1106,23 @@ enum {
   rocksdb_block_based_table_index_type_hash_search = 1,
   rocksdb_block_based_table_index_type_two_level_index_search = 2,
 };
-/* Two-level (partitioned) or binary-search index; hash search is written as
-   its binary-search index. */
+/* Binary-search, hash-search (with the prefix extractor's prefixes; needs
+   one) or two-level (partitioned) index. */
 extern STRATA_C_API void rocksdb_block_based_options_set_index_type(
     rocksdb_block_based_table_options_t* options,
     int index_type);
+enum {
+  rocksdb_block_based_table_data_block_index_type_binary_search = 0,
+  rocksdb_block_based_table_data_block_index_type_binary_search_and_hash = 1,
+};
+/* Data blocks with a hash index of their user keys (point lookups skip
+   the binary search), at `ratio` keys per bucket (default 0.75). */
+extern STRATA_C_API void rocksdb_block_based_options_set_data_block_index_type(
+    rocksdb_block_based_table_options_t*,
+    int);
+extern STRATA_C_API void rocksdb_block_based_options_set_data_block_hash_ratio(
+    rocksdb_block_based_table_options_t* options,
+    double v);
 extern STRATA_C_API void rocksdb_block_based_options_set_partition_filters(
     rocksdb_block_based_table_options_t* options,
     unsigned char partition_filters);

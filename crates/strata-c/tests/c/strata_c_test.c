@@ -1281,7 +1281,13 @@ static void test_tables_and_styles(void) {
   rocksdb_filterpolicy_destroy(rocksdb_filterpolicy_create_ribbon(8));
   t = rocksdb_block_based_options_create();
   rocksdb_block_based_options_set_filter_policy(t, rocksdb_filterpolicy_create_ribbon_hybrid(10, -1));
+  /* Hash-search index over 6-byte prefixes, hash indexes in data blocks. */
+  rocksdb_block_based_options_set_index_type(t, rocksdb_block_based_table_index_type_hash_search);
+  rocksdb_block_based_options_set_data_block_index_type(
+      t, rocksdb_block_based_table_data_block_index_type_binary_search_and_hash);
+  rocksdb_block_based_options_set_data_block_hash_ratio(t, 0.5);
   o = rocksdb_options_create();
+  rocksdb_options_set_prefix_extractor(o, rocksdb_slicetransform_create_fixed_prefix(6));
   rocksdb_options_set_block_based_table_factory(o, t);
   rocksdb_block_based_options_destroy(t);
   rocksdb_options_set_create_if_missing(o, 1);

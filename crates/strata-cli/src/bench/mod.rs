@@ -690,6 +690,15 @@ pub fn run(f: &Flags) -> Result<(), String> {
         opts.cf.index_type = strata::IndexType::TwoLevelIndexSearch;
     }
     opts.cf.partition_filters = partition_all;
+    // db_bench: --use_hash_search (with a prefix extractor) unless the
+    // index is partitioned.
+    if f.bool("use_hash_search")? && !partition_all && !f.bool("partition_index")? {
+        opts.cf.index_type = strata::IndexType::HashSearch;
+    }
+    if f.bool("use_data_block_hash_index")? {
+        opts.cf.data_block_index_type = strata::DataBlockIndexType::BinaryAndHash;
+    }
+    opts.cf.data_block_hash_table_util_ratio = f.num("data_block_hash_table_util_ratio", 0.75)?;
     opts.cf.metadata_block_size = f.num("metadata_block_size", 4096)?;
     // db_bench's default is 2 (separators and successor).
     let mode: i64 = f.num("index_shortening_mode", 2)?;

@@ -325,6 +325,16 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
         );
         kv(&mut s, "index_shortening", &t.index_shortening.name());
         kv(&mut s, "index_type", &t.index_type.name());
+        kv(
+            &mut s,
+            "data_block_index_type",
+            &t.data_block_index_type.name(),
+        );
+        kv(
+            &mut s,
+            "data_block_hash_table_util_ratio",
+            &format!("{:.6}", t.data_block_hash_table_util_ratio),
+        );
         kv(&mut s, "partition_filters", &t.partition_filters);
         kv(&mut s, "metadata_block_size", &t.metadata_block_size);
         kv(&mut s, "whole_key_filtering", &t.whole_key_filtering);

@@ -482,6 +482,33 @@ impl OptionsFile {
                             c.index_block_restart_interval = n;
                         }
                     }
+                    "index_type" => {
+                        // kBinarySearchWithFirstKey is read, not written:
+                        // it keeps the default.
+                        if let Some(t) = crate::table::options::IndexType::from_name(v) {
+                            c.index_type = t;
+                        }
+                    }
+                    "data_block_index_type" => {
+                        c.data_block_index_type =
+                            crate::table::options::DataBlockIndexType::from_name(v).ok_or_else(
+                                || bad(format!("{file}: invalid value for {k}: {v}")),
+                            )?;
+                    }
+                    "data_block_hash_table_util_ratio" => {
+                        c.data_block_hash_table_util_ratio = num(file, k, v)?;
+                    }
+                    "partition_filters" => c.partition_filters = boolean(file, k, v)?,
+                    "metadata_block_size" => {
+                        if let Some(n) = count(file, k, v)?.filter(|&n| n > 0) {
+                            c.metadata_block_size = n;
+                        }
+                    }
+                    "index_shortening" => {
+                        if let Some(m) = crate::table::options::IndexShorteningMode::from_name(v) {
+                            c.index_shortening = m;
+                        }
+                    }
                     "filter_policy" => {
                         use crate::table::options::FilterPolicy;
                         match v.as_str() {

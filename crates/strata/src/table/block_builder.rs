@@ -10,6 +10,11 @@
 //! entry has no `value_len`: a restart entry (`shared == 0`) holds the
 //! whole encoded block handle, the others only the signed size delta.
 //!
+//! A data block may end with a hash index (RocksDB's
+//! `DataBlockHashIndexBuilder`): one byte per bucket naming the restart
+//! interval of the user keys hashed there (255 none, 254 several), then the
+//! bucket count (fixed16), and the top bit of the footer set.
+//!
 //! Invariants: keys are added in strictly increasing order (checked by the
 //! caller's comparator in debug builds); every `restart_interval`-th entry
 //! stores its whole key (`shared == 0`) and is listed in the restart array;
@@ -39,6 +44,90 @@ pub struct BlockBuilder {
     /// Entries carry no value length; non-restart entries store the
     /// delta value (RocksDB's `use_value_delta_encoding`).
     value_delta: bool,
+    /// The data block hash index being built, if any.
+    hash_index: Option<HashIndexBuilder>,
+}
+
+/// RocksDB's `DataBlockHashIndexBuilder`.
+#[derive(Debug, Clone)]
+struct HashIndexBuilder {
+    buckets_per_key: f64,
+    estimated_buckets: f64,
+    /// (hash of a user key, its restart interval).
+    entries: Vec<(u32, u8)>,
+    /// False once a restart index is past what a bucket holds.
+    valid: bool,
+}
+
+/// Bucket values: no key, keys of several restart intervals.
+const NO_ENTRY: u8 = 255;
+const COLLISION: u8 = 254;
+/// The largest restart index a bucket holds.
+const MAX_RESTART_FOR_HASH_INDEX: usize = 253;
+/// Blocks past this size get no hash index.
+const MAX_BLOCK_SIZE_FOR_HASH_INDEX: usize = 1 << 16;
+/// `GetSliceHash`'s seed.
+const HASH_INDEX_SEED: u32 = 397;
+
+impl HashIndexBuilder {
+    fn new(util_ratio: f64) -> Self {
+        let ratio = if util_ratio > 0.0 { util_ratio } else { 0.75 };
+        HashIndexBuilder {
+            buckets_per_key: 1.0 / ratio,
+            estimated_buckets: 0.0,
+            entries: Vec::new(),
+            valid: true,
+        }
+    }
+
+    fn num_buckets(&self) -> u16 {
+        (self.estimated_buckets as u16) | 1
+    }
+
+    /// Bytes the index would add (`EstimateSize`).
+    fn estimate_size(&self) -> usize {
+        if self.valid {
+            2 + usize::from(self.num_buckets())
+        } else {
+            0
+        }
+    }
+
+    fn add(&mut self, user_key: &[u8], restart_index: usize) {
+        if !self.valid {
+            return;
+        }
+        if restart_index > MAX_RESTART_FOR_HASH_INDEX {
+            self.valid = false;
+            return;
+        }
+        self.entries.push((
+            crate::util::hash::hash32(user_key, HASH_INDEX_SEED),
+            restart_index as u8,
+        ));
+        self.estimated_buckets += self.buckets_per_key;
+    }
+
+    fn finish(&self, buf: &mut Vec<u8>) {
+        let n = self.num_buckets().max(1);
+        let mut buckets = vec![NO_ENTRY; usize::from(n)];
+        for &(h, restart) in &self.entries {
+            let b = &mut buckets[(h % u32::from(n)) as usize];
+            if *b == NO_ENTRY {
+                *b = restart;
+            } else if *b != restart {
+                *b = COLLISION;
+            }
+        }
+        buf.extend_from_slice(&buckets);
+        buf.extend_from_slice(&n.to_le_bytes());
+    }
+
+    fn reset(&mut self) {
+        self.estimated_buckets = 0.0;
+        self.entries.clear();
+        self.valid = true;
+    }
 }
 
 impl BlockBuilder {
@@ -54,6 +143,17 @@ impl BlockBuilder {
             num_entries: 0,
             finished: false,
             value_delta: false,
+            hash_index: None,
+        }
+    }
+
+    /// A data block builder that ends blocks with a hash index of user
+    /// keys at `util_ratio` keys per bucket (RocksDB's
+    /// kDataBlockBinaryAndHash).
+    pub fn with_hash_index(restart_interval: usize, util_ratio: f64) -> Self {
+        BlockBuilder {
+            hash_index: Some(HashIndexBuilder::new(util_ratio)),
+            ..Self::new(restart_interval)
         }
     }
 
@@ -75,6 +175,9 @@ impl BlockBuilder {
         self.last_key.clear();
         self.num_entries = 0;
         self.finished = false;
+        if let Some(h) = &mut self.hash_index {
+            h.reset();
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -92,7 +195,13 @@ impl BlockBuilder {
 
     /// Size the block would have if finished now.
     pub fn current_size_estimate(&self) -> usize {
-        self.buf.len() + self.restarts.len() * 4 + 4
+        self.buf.len()
+            + self.restarts.len() * 4
+            + 4
+            + self
+                .hash_index
+                .as_ref()
+                .map_or(0, HashIndexBuilder::estimate_size)
     }
 
     /// Size estimate after adding an entry of these sizes, computed as
@@ -156,6 +265,12 @@ impl BlockBuilder {
         }
         self.last_key.truncate(shared);
         self.last_key.extend_from_slice(&key[shared..]);
+        if let Some(h) = &mut self.hash_index {
+            h.add(
+                crate::format::dbformat::extract_user_key(key),
+                self.restarts.len() - 1,
+            );
+        }
         self.counter += 1;
         self.num_entries += 1;
     }
@@ -163,10 +278,17 @@ impl BlockBuilder {
     /// Appends the restart array and returns the finished block.
     pub fn finish(&mut self) -> &[u8] {
         if !self.finished {
+            let with_hash = self.hash_index.as_ref().is_some_and(|h| h.valid)
+                && self.current_size_estimate() <= MAX_BLOCK_SIZE_FOR_HASH_INDEX;
             for &r in &self.restarts {
                 put_fixed32(&mut self.buf, r);
             }
-            put_fixed32(&mut self.buf, self.restarts.len() as u32);
+            let mut footer = self.restarts.len() as u32;
+            if with_hash && let Some(h) = &self.hash_index {
+                h.finish(&mut self.buf);
+                footer |= 1 << 31;
+            }
+            put_fixed32(&mut self.buf, footer);
             self.finished = true;
         }
         &self.buf
@@ -186,6 +308,52 @@ mod tests {
             0x00, 0x09, 0x01, 0x61, 0x01, 0x01, 0, 0, 0, 0, 0, 0, 0x31, 0, 0, 0, 0, 0x01, 0, 0, 0,
         ];
         assert_eq!(b.finish(), want);
+    }
+
+    /// A data block hash index: every user key's bucket names its restart
+    /// interval (or a collision), the bucket count is odd, the footer's top
+    /// bit is set, and readers still parse the block.
+    #[test]
+    fn data_block_hash_index_layout() {
+        let mut b = BlockBuilder::with_hash_index(4, 0.75);
+        let keys: Vec<Vec<u8>> = (0..40u32)
+            .map(|i| {
+                crate::format::make_internal_key(
+                    format!("key{i:03}").as_bytes(),
+                    7,
+                    crate::format::ValueType::Value,
+                )
+            })
+            .collect();
+        for k in &keys {
+            b.add(k, b"value");
+        }
+        let est = b.current_size_estimate();
+        let block = b.finish().to_vec();
+        assert_eq!(block.len(), est);
+        let footer = u32::from_le_bytes(block[block.len() - 4..].try_into().unwrap());
+        assert_eq!(footer, (1 << 31) | 10, "10 restarts, hash index bit");
+        let n = u16::from_le_bytes(block[block.len() - 6..block.len() - 4].try_into().unwrap());
+        assert_eq!(n, (40.0f64 / 0.75) as u16 | 1);
+        let buckets = &block[block.len() - 6 - usize::from(n)..block.len() - 6];
+        for (i, k) in keys.iter().enumerate() {
+            let h = crate::util::hash::hash32(&k[..k.len() - 8], HASH_INDEX_SEED);
+            let got = buckets[(h % u32::from(n)) as usize];
+            assert!(
+                got == (i / 4) as u8 || got == COLLISION,
+                "key {i}: bucket {got}"
+            );
+        }
+        let parsed = std::sync::Arc::new(super::super::block::Block::from_vec(block).unwrap());
+        assert_eq!(parsed.num_restarts(), 10);
+        // More restart intervals than a bucket names: no hash index.
+        let mut b = BlockBuilder::with_hash_index(1, 0.75);
+        for i in 0..300u32 {
+            b.add(format!("k{i:05}").as_bytes(), b"");
+        }
+        let block = b.finish();
+        let footer = u32::from_le_bytes(block[block.len() - 4..].try_into().unwrap());
+        assert_eq!(footer, 300);
     }
 
     #[test]

@@ -338,3 +338,48 @@ mod tests {
         assert_eq!(f.block, want);
     }
 }
+
+/// The prefix part of a hash-search index (RocksDB's `HashIndexBuilder`):
+/// for each run of keys sharing a prefix, the prefix (in
+/// `rocksdb.hashindex.prefixes`) and its length, first data block and
+/// number of blocks (three varint32s in `rocksdb.hashindex.metadata`).
+#[derive(Debug, Default)]
+pub struct HashIndexPrefixes {
+    prefixes: Vec<u8>,
+    metadata: Vec<u8>,
+    /// The current run: prefix, first block, blocks.
+    pending: Option<(Vec<u8>, u32, u32)>,
+}
+
+impl HashIndexPrefixes {
+    /// A key with `prefix` was added to data block `block` (the number of
+    /// index entries written before it).
+    pub fn on_key_added(&mut self, prefix: &[u8], block: u32) {
+        match &mut self.pending {
+            Some((p, first, n)) if p.as_slice() == prefix => {
+                if *first + *n - 1 != block {
+                    *n += 1;
+                }
+            }
+            _ => {
+                self.flush_pending();
+                self.pending = Some((prefix.to_vec(), block, 1));
+            }
+        }
+    }
+
+    fn flush_pending(&mut self) {
+        if let Some((p, first, n)) = self.pending.take() {
+            self.prefixes.extend_from_slice(&p);
+            crate::util::coding::put_varint32(&mut self.metadata, p.len() as u32);
+            crate::util::coding::put_varint32(&mut self.metadata, first);
+            crate::util::coding::put_varint32(&mut self.metadata, n);
+        }
+    }
+
+    /// The two meta blocks: prefixes, then metadata.
+    pub fn finish(mut self) -> (Vec<u8>, Vec<u8>) {
+        self.flush_pending();
+        (self.prefixes, self.metadata)
+    }
+}

@@ -62,12 +62,16 @@ impl IndexShorteningMode {
 }
 
 /// The index forms Strata writes (RocksDB's `BlockBasedTableOptions::
-/// IndexType`; hash search and first-key indexes are read, not written).
+/// IndexType`; first-key indexes are read, not written).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum IndexType {
     /// One index block (`kBinarySearch`, 0).
     #[default]
     BinarySearch,
+    /// One index block plus the prefixes of the keys in each data block
+    /// (`kHashSearch`, 1: the `rocksdb.hashindex.*` meta blocks), for
+    /// prefix seeks; needs a prefix extractor.
+    HashSearch,
     /// Index partitions under a top-level index (`kTwoLevelIndexSearch`,
     /// 2): index memory is paged through the block cache.
     TwoLevelIndexSearch,
@@ -78,6 +82,7 @@ impl IndexType {
     pub fn code(self) -> u32 {
         match self {
             IndexType::BinarySearch => 0,
+            IndexType::HashSearch => 1,
             IndexType::TwoLevelIndexSearch => 2,
         }
     }
@@ -86,14 +91,61 @@ impl IndexType {
     pub fn name(self) -> &'static str {
         match self {
             IndexType::BinarySearch => "kBinarySearch",
+            IndexType::HashSearch => "kHashSearch",
             IndexType::TwoLevelIndexSearch => "kTwoLevelIndexSearch",
         }
     }
 
     pub fn from_name(n: &str) -> Option<Self> {
-        [IndexType::BinarySearch, IndexType::TwoLevelIndexSearch]
-            .into_iter()
-            .find(|t| t.name() == n)
+        [
+            IndexType::BinarySearch,
+            IndexType::HashSearch,
+            IndexType::TwoLevelIndexSearch,
+        ]
+        .into_iter()
+        .find(|t| t.name() == n)
+    }
+
+    /// RocksDB's number (`rocksdb_block_based_table_index_type_*`).
+    pub fn from_code(c: i64) -> Option<Self> {
+        [
+            IndexType::BinarySearch,
+            IndexType::HashSearch,
+            IndexType::TwoLevelIndexSearch,
+        ]
+        .into_iter()
+        .find(|t| i64::from(t.code()) == c)
+    }
+}
+
+/// How data blocks are searched (RocksDB's `DataBlockIndexType`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DataBlockIndexType {
+    /// Binary search over restart points (`kDataBlockBinarySearch`).
+    #[default]
+    BinarySearch,
+    /// Also a hash table from user key to restart point at the end of
+    /// each data block under 64 KiB (`kDataBlockBinaryAndHash`): point
+    /// lookups skip the binary search.
+    BinaryAndHash,
+}
+
+impl DataBlockIndexType {
+    /// The OPTIONS file's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            DataBlockIndexType::BinarySearch => "kDataBlockBinarySearch",
+            DataBlockIndexType::BinaryAndHash => "kDataBlockBinaryAndHash",
+        }
+    }
+
+    pub fn from_name(n: &str) -> Option<Self> {
+        [
+            DataBlockIndexType::BinarySearch,
+            DataBlockIndexType::BinaryAndHash,
+        ]
+        .into_iter()
+        .find(|t| t.name() == n)
     }
 }
 
@@ -157,8 +209,14 @@ pub struct TableOptions {
     pub index_block_restart_interval: usize,
     /// Codec for data blocks.
     pub compression: CompressionType,
-    /// Index form (RocksDB's `index_type`: binary search or two-level).
+    /// Index form (RocksDB's `index_type`: binary search, hash search or
+    /// two-level).
     pub index_type: IndexType,
+    /// Data block search (RocksDB's `data_block_index_type`).
+    pub data_block_index_type: DataBlockIndexType,
+    /// Keys per hash bucket of data block hash indexes (RocksDB's
+    /// `data_block_hash_table_util_ratio`, default 0.75).
+    pub data_block_hash_table_util_ratio: f64,
     /// With a two-level index, partition the filter too (RocksDB's
     /// `partition_filters`; ignored otherwise, as RocksDB sanitizes it).
     pub partition_filters: bool,
@@ -246,6 +304,8 @@ impl Default for TableOptions {
             enable_index_compression: true,
             index_shortening: IndexShorteningMode::ShortenSeparators,
             index_type: IndexType::BinarySearch,
+            data_block_index_type: DataBlockIndexType::BinarySearch,
+            data_block_hash_table_util_ratio: 0.75,
             partition_filters: false,
             metadata_block_size: 4096,
             compression_opts: Default::default(),

@@ -28,11 +28,12 @@ use super::filter::{FilterBuilder, FilterFlavor, PartitionedFilterBuilder};
 use super::footer::{
     BLOCK_TRAILER_SIZE, BlockHandle, Footer, MAX_FORMAT_VERSION, checksum_modifier_for_context,
 };
-use super::index_builder::{IndexBuilder, PartitionedIndexBuilder};
-use super::options::{IndexShorteningMode, IndexType, TableOptions};
+use super::index_builder::{HashIndexPrefixes, IndexBuilder, PartitionedIndexBuilder};
+use super::options::{DataBlockIndexType, IndexShorteningMode, IndexType, TableOptions};
 use super::table_properties::{
-    COMPRESSION_DICT_BLOCK, FULL_FILTER_BLOCK, INDEX_BLOCK, INDEX_TYPE, PARTITIONED_FILTER_BLOCK,
-    PREFIX_FILTERING, PROPERTIES_BLOCK, RANGE_DEL_BLOCK, TableProperties, WHOLE_KEY_FILTERING,
+    COMPRESSION_DICT_BLOCK, FULL_FILTER_BLOCK, HASH_INDEX_METADATA_BLOCK,
+    HASH_INDEX_PREFIXES_BLOCK, INDEX_BLOCK, INDEX_TYPE, PARTITIONED_FILTER_BLOCK, PREFIX_FILTERING,
+    PROPERTIES_BLOCK, RANGE_DEL_BLOCK, TableProperties, WHOLE_KEY_FILTERING,
 };
 use crate::error::{Error, Result};
 use crate::format::dbformat::{
@@ -83,6 +84,10 @@ pub struct BlockBasedTableBuilder {
     held: Option<HeldBlocks>,
     /// The data blocks' compression dictionary, once built.
     dict: Option<DictCompressor>,
+    /// Hash-search indexes: the key prefixes per data block.
+    hash_prefixes: Option<HashIndexPrefixes>,
+    /// Index entries written so far (the data block a key goes to).
+    index_entries: u32,
     finished: bool,
 }
 
@@ -207,10 +212,13 @@ impl BlockBasedTableBuilder {
                 opts.metadata_block_size,
             ))
         } else {
-            IndexWriter::Flat(IndexBuilder::new(
-                opts.format_version,
-                opts.index_block_restart_interval,
-            ))
+            // RocksDB forces restart interval 1 for hash-search indexes.
+            let interval = if opts.index_type == IndexType::HashSearch {
+                1
+            } else {
+                opts.index_block_restart_interval
+            };
+            IndexWriter::Flat(IndexBuilder::new(opts.format_version, interval))
         };
         let props = TableProperties {
             format_version: 0, // RocksDB writes 0 here for block-based tables
@@ -228,13 +236,28 @@ impl BlockBasedTableBuilder {
         } else {
             0
         };
+        if opts.index_type == IndexType::HashSearch && opts.prefix_extractor.is_none() {
+            return Err(Error::InvalidArgument(
+                "Hash index is specified for block-based table, but prefix_extractor is not given"
+                    .into(),
+            ));
+        }
+        let hash_prefixes =
+            (opts.index_type == IndexType::HashSearch).then(HashIndexPrefixes::default);
+        let data_block = match opts.data_block_index_type {
+            DataBlockIndexType::BinarySearch => BlockBuilder::new(opts.block_restart_interval),
+            DataBlockIndexType::BinaryAndHash => BlockBuilder::with_hash_index(
+                opts.block_restart_interval,
+                opts.data_block_hash_table_util_ratio,
+            ),
+        };
         let held = (opts.compression_opts.max_dict_bytes > 0).then(|| HeldBlocks {
             limit: opts.compression_opts.buffer_limit(opts.target_file_size),
             ..HeldBlocks::default()
         });
         Ok(BlockBasedTableBuilder {
             icmp: InternalKeyComparator::new(opts.comparator.clone()),
-            data_block: BlockBuilder::new(opts.block_restart_interval),
+            data_block,
             index,
             deviation_limit: (opts.block_size * (100 - BLOCK_SIZE_DEVIATION)).div_ceil(100),
             range_del_block: BlockBuilder::new(1),
@@ -254,6 +277,8 @@ impl BlockBasedTableBuilder {
             base_context_checksum,
             held,
             dict: None,
+            hash_prefixes,
+            index_entries: 0,
             finished: false,
         })
     }
@@ -338,7 +363,7 @@ impl BlockBasedTableBuilder {
                 h.key_ends.push(h.keys.len());
                 h.open_block_keys += 1;
             }
-            None => self.add_filter_key(parsed.user_key),
+            None => self.on_key_added(ikey),
         }
         self.data_block.add(ikey, value);
         self.last_key.clear();
@@ -360,6 +385,7 @@ impl BlockBasedTableBuilder {
     /// Adds the index entry of the data block at `handle`, whose last key
     /// is `last`, given the first key of the next block.
     fn add_index_entry(&mut self, handle: BlockHandle, mut sep: Vec<u8>, next: &[u8]) {
+        self.index_entries += 1;
         let splits_user_key = self
             .icmp
             .user_comparator()
@@ -387,6 +413,22 @@ impl BlockBasedTableBuilder {
                 }
             }
         }
+    }
+
+    /// Records a key of the open data block: its filter entries and, for
+    /// hash-search indexes, its prefix (RocksDB's `OnKeyAdded`).
+    fn on_key_added(&mut self, ikey: &[u8]) {
+        let user_key = extract_user_key(ikey);
+        if let (Some(h), Some(pe)) = (&mut self.hash_prefixes, &self.opts.prefix_extractor) {
+            // Keys outside the extractor's domain count as their own prefix.
+            let prefix = if pe.in_domain(user_key) {
+                pe.transform(user_key)
+            } else {
+                user_key
+            };
+            h.on_key_added(prefix, self.index_entries);
+        }
+        self.add_filter_key(user_key);
     }
 
     /// Adds a user key's filter entries (its prefix, the whole key).
@@ -442,7 +484,7 @@ impl BlockBasedTableBuilder {
         for (i, block) in held.blocks.iter().enumerate() {
             let end = first + held.block_key_counts[i];
             for k in first..end {
-                self.add_filter_key(extract_user_key(key_at(k)));
+                self.on_key_added(key_at(k));
             }
             let handle = self.write_data_block(block)?;
             if i + 1 < held.blocks.len() {
@@ -624,11 +666,25 @@ impl BlockBasedTableBuilder {
             }
             None => {}
         }
+        // RocksDB counts a hash-search index's prefix blocks in its size.
+        let mut hash_index_bytes = 0;
+        if let Some(h) = self.hash_prefixes.take() {
+            // RocksDB writes these before the index block, compressed with
+            // the table's codec when that pays.
+            let (prefixes, metadata) = h.finish();
+            hash_index_bytes = (prefixes.len() + metadata.len()) as u64;
+            let hp = self.write_block(&prefixes, self.opts.compression)?;
+            meta.push((HASH_INDEX_PREFIXES_BLOCK, hp));
+            let hm = self.write_block(&metadata, self.opts.compression)?;
+            meta.push((HASH_INDEX_METADATA_BLOCK, hm));
+        }
         let index_handle = match flat {
             Some(block) => {
                 let h = self.write_block(&block, index_codec)?;
-                // RocksDB records the uncompressed index size.
-                self.props.index_size = block.len() as u64;
+                // RocksDB records the uncompressed index size plus one
+                // block trailer.
+                self.props.index_size =
+                    block.len() as u64 + hash_index_bytes + BLOCK_TRAILER_SIZE as u64;
                 h
             }
             None => {
@@ -644,7 +700,7 @@ impl BlockBasedTableBuilder {
                 }
                 let top = top.finish_with(!user_keys).block;
                 self.props.top_level_index_size = top.len() as u64;
-                self.props.index_size += top.len() as u64;
+                self.props.index_size += (top.len() + BLOCK_TRAILER_SIZE) as u64;
                 self.write_block(&top, index_codec)?
             }
         };

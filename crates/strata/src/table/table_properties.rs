@@ -24,6 +24,10 @@ pub const PROPERTIES_BLOCK_OLD: &str = "rocksdb.stats";
 pub const INDEX_BLOCK: &str = "rocksdb.index";
 /// Meta-index entry of the data blocks' compression dictionary.
 pub const COMPRESSION_DICT_BLOCK: &str = "rocksdb.compression_dict";
+/// The hash-search index's meta blocks (`kHashIndexPrefixesBlock`,
+/// `kHashIndexPrefixesMetadataBlock`).
+pub const HASH_INDEX_PREFIXES_BLOCK: &str = "rocksdb.hashindex.prefixes";
+pub const HASH_INDEX_METADATA_BLOCK: &str = "rocksdb.hashindex.metadata";
 pub const RANGE_DEL_BLOCK: &str = "rocksdb.range_del";
 /// Meta-index name of the full filter written by the built-in bloom policies.
 pub const FULL_FILTER_BLOCK: &str = "fullfilter.rocksdb.BuiltinBloomFilter";

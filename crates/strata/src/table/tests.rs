@@ -89,6 +89,7 @@ proptest! {
         metadata_block_size in 64usize..1024,
         probes in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..6), 0..30),
         dict in 0u8..4,
+        data_block_hash in any::<bool>(),
         held_limit in prop_oneof![Just(0u64), 64u64..4000],
     ) {
         // Compression dictionaries: none, raw samples, ZSTD-trained,
@@ -102,6 +103,11 @@ proptest! {
         };
         let opts = TableOptions {
             compression_opts,
+            data_block_index_type: if data_block_hash {
+                options::DataBlockIndexType::BinaryAndHash
+            } else {
+                options::DataBlockIndexType::BinarySearch
+            },
             compression: CODECS[codec],
             block_restart_interval: interval,
             block_size,
@@ -711,5 +717,73 @@ fn compression_dictionary_edge_tables() {
         t.meta_blocks()
             .get(table_properties::COMPRESSION_DICT_BLOCK)
             .is_none()
+    );
+}
+
+/// Hash-search indexes (RocksDB's kHashSearch): the prefixes of each data
+/// block's keys in the `rocksdb.hashindex.*` blocks, one run per prefix
+/// (its first block and block count), over a binary-search index every
+/// reader reads; a prefix extractor is required.
+#[test]
+fn hash_search_index_tables() {
+    let prefix: crate::util::slice_transform::SliceTransformRef =
+        Arc::new(crate::util::slice_transform::FixedPrefix(4));
+    let model: Model = (0..3000u32)
+        .map(|i| {
+            let k = format!("{:04}-{:05}", i / 7, i).into_bytes();
+            (k, (u64::from(i) + 1, ValueType::Value, vec![b'v'; 50]))
+        })
+        .collect();
+    let opts = TableOptions {
+        index_type: options::IndexType::HashSearch,
+        prefix_extractor: Some(prefix),
+        block_size: 512,
+        compression: CompressionType::None,
+        ..TableOptions::default()
+    };
+    let bytes = build(&model, &opts);
+    let t = open(bytes.clone(), &opts).unwrap();
+    assert_eq!(t.properties().index_type(), 1);
+    assert_eq!(scan(&t).unwrap(), expected(&model));
+    let prefixes =
+        meta_block_bytes(&bytes, &t, table_properties::HASH_INDEX_PREFIXES_BLOCK).unwrap();
+    let meta = meta_block_bytes(&bytes, &t, table_properties::HASH_INDEX_METADATA_BLOCK).unwrap();
+    // 3000 / 7 prefixes of 4 bytes, in order, each once.
+    let n = 3000usize.div_ceil(7);
+    assert_eq!(prefixes.len(), n * 4);
+    assert_eq!(&prefixes[..8], b"00000001");
+    // (length, first block, blocks) per prefix; the runs cover the data
+    // blocks in order.
+    let mut at = 0;
+    let mut runs = Vec::new();
+    while at < meta.len() {
+        let mut triple = [0u32; 3];
+        for v in &mut triple {
+            let (x, used) = crate::util::coding::get_varint32(&meta[at..]).unwrap();
+            at += used;
+            *v = x;
+        }
+        runs.push(triple);
+    }
+    assert_eq!(runs.len(), n);
+    assert!(runs.iter().all(|r| r[0] == 4 && r[2] >= 1));
+    assert!(
+        runs.windows(2)
+            .all(|w| w[1][1] >= w[0][1] && w[1][1] <= w[0][1] + w[0][2])
+    );
+    let blocks = t.properties().num_data_blocks as u32;
+    let last = runs.last().unwrap();
+    assert_eq!(last[1] + last[2], blocks);
+    // No prefix extractor: refused, as RocksDB refuses it.
+    let bad = TableOptions {
+        prefix_extractor: None,
+        ..opts
+    };
+    let err = TableBuilder::new(bad, Box::new(BufferFile::new()))
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string().contains("prefix_extractor is not given"),
+        "{err}"
     );
 }
