@@ -1313,6 +1313,80 @@ pub extern "C" fn rocksdb_cache_create_lru(capacity: usize) -> *mut rocksdb_cach
     })
 }
 
+/// A cache that never holds more than `capacity`: a block that does not
+/// fit once unpinned blocks are evicted is not cached.
+#[unsafe(no_mangle)]
+pub extern "C" fn rocksdb_cache_create_lru_with_strict_capacity_limit(
+    capacity: usize,
+) -> *mut rocksdb_cache_t {
+    into_raw(rocksdb_cache_t {
+        cache: BlockCache::with_options(capacity as u64, -1, true),
+    })
+}
+
+/// RocksDB's `LRUCacheOptions` (capacity and shard bits).
+pub struct rocksdb_lru_cache_options_t {
+    capacity: usize,
+    num_shard_bits: c_int,
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn rocksdb_lru_cache_options_create() -> *mut rocksdb_lru_cache_options_t {
+    into_raw(rocksdb_lru_cache_options_t {
+        capacity: 0,
+        num_shard_bits: -1,
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_lru_cache_options_destroy(o: *mut rocksdb_lru_cache_options_t) {
+    // SAFETY: NULL or from rocksdb_lru_cache_options_create.
+    guard_quiet((), || unsafe { drop_raw(o) })
+}
+
+setter!(
+    rocksdb_lru_cache_options_t,
+    rocksdb_lru_cache_options_set_capacity,
+    usize,
+    |o, v| o.capacity = v
+);
+setter!(
+    rocksdb_lru_cache_options_t,
+    rocksdb_lru_cache_options_set_num_shard_bits,
+    c_int,
+    |o, v| o.num_shard_bits = v
+);
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_cache_create_lru_opts(
+    o: *mut rocksdb_lru_cache_options_t,
+) -> *mut rocksdb_cache_t {
+    guard_quiet(std::ptr::null_mut(), || {
+        // SAFETY: NULL (defaults) or live options.
+        let (capacity, bits) =
+            unsafe { o.as_ref() }.map_or((0, -1), |o| (o.capacity, o.num_shard_bits));
+        into_raw(rocksdb_cache_t {
+            cache: BlockCache::with_shard_bits(capacity as u64, bits),
+        })
+    })
+}
+
+/// Changes the capacity; unpinned blocks that no longer fit are evicted.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_cache_set_capacity(cache: *mut rocksdb_cache_t, capacity: usize) {
+    guard_quiet((), || {
+        // SAFETY: NULL or a live cache.
+        if let Some(c) = unsafe { cache.as_ref() } {
+            c.cache.set_capacity(capacity as u64);
+        }
+    })
+}
+
+/// RocksDB leaks the cache's contents at destruction for a fast exit;
+/// Strata frees them as usual (nothing to do here).
+#[unsafe(no_mangle)]
+pub extern "C" fn rocksdb_cache_disown_data(_cache: *mut rocksdb_cache_t) {}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rocksdb_cache_destroy(cache: *mut rocksdb_cache_t) {
     // SAFETY: NULL or from rocksdb_cache_create_lru.
@@ -1330,6 +1404,12 @@ getter!(
     rocksdb_cache_get_capacity,
     usize,
     |c| c.cache.capacity() as usize
+);
+getter!(
+    rocksdb_cache_t,
+    rocksdb_cache_get_pinned_usage,
+    usize,
+    |c| c.cache.pinned_usage() as usize
 );
 
 /// A full bloom filter of `bits_per_key` (Strata writes RocksDB's

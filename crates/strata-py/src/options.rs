@@ -681,10 +681,18 @@ impl Cache {
     fn get_capacity(&self) -> u64 {
         self.0.capacity()
     }
+    /// Bytes of blocks in use outside the cache, and memory charged to it.
+    fn get_pinned_usage(&self) -> u64 {
+        self.0.pinned_usage()
+    }
+    /// Unpinned blocks that no longer fit are evicted.
+    fn set_capacity(&self, capacity: u64) {
+        self.0.set_capacity(capacity);
+    }
 }
 
-/// rocksdict's `BlockBasedIndexType`. Hash search is written as the
-/// binary-search index it is built on.
+/// rocksdict's `BlockBasedIndexType` (hash search needs a prefix
+/// extractor).
 #[pyclass(module = "strata")]
 #[derive(Clone)]
 pub struct BlockBasedIndexType(strata::IndexType);

@@ -227,6 +227,9 @@ def test_options_tables_and_maintenance(path):
         text = open(os.path.join(path, max(options_files))).read()
         assert "optimize_filters_for_hits=true" in text
         assert cache.get_usage() > 0
+        assert cache.get_pinned_usage() <= cache.get_usage()
+        cache.set_capacity(1 << 20)
+        assert cache.get_capacity() == 1 << 20
         assert db.property_int_value("rocksdb.estimate-num-keys") == 1000
         assert "level" in db.property_value("rocksdb.levelstats").lower()
         assert db.latest_sequence_number() == 1000

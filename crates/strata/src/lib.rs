@@ -51,7 +51,7 @@ pub use env::{Env, ThreadPool};
 pub use error::{Error, Result};
 pub use format::WriteBatch;
 pub use format::write_batch::BatchRecord;
-pub use memtable::WriteBufferManager;
+pub use memtable::{MemoryCharger, WriteBufferManager};
 pub use options::{
     ColumnFamilyOptions, CompactionStyle, FifoCompactionOptions, IngestExternalFileOptions,
     MemTableFactory, Options, ReadOptions, TableFactory, UniversalCompactionOptions,

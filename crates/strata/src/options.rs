@@ -874,6 +874,16 @@ pub struct Options {
     /// A memtable budget shared with other databases (RocksDB's
     /// `write_buffer_manager`).
     pub write_buffer_manager: Option<Arc<crate::memtable::WriteBufferManager>>,
+    /// Strata's own: one hard memory budget, in bytes, for this database.
+    /// It becomes a block cache of that capacity with a strict limit,
+    /// shared by every column family that sets no cache of its own; the
+    /// memtables are charged to it (a write buffer manager of a quarter of
+    /// the budget, or `db_write_buffer_size` if smaller, whose writers wait
+    /// rather than fail when it is used up), and so are the open table
+    /// readers' indexes, filters and dictionaries. Blocks give way to
+    /// them; iterators' pinned blocks count in it. Not written to the
+    /// OPTIONS file (RocksDB has no such option).
+    pub memory_budget: Option<u64>,
     /// Bytes per second writes may proceed at while compaction is behind
     /// (the starting rate; it adapts to the debt).
     pub delayed_write_rate: u64,
@@ -992,6 +1002,7 @@ impl Default for Options {
             max_background_jobs: 2,
             max_subcompactions: 1,
             db_write_buffer_size: 0,
+            memory_budget: None,
             write_buffer_manager: None,
             delayed_write_rate: 16 << 20,
             env: None,

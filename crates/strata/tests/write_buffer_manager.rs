@@ -217,3 +217,103 @@ fn concurrent_write_groups_release_their_memtables() {
         "flushed memtables still charged: something keeps them alive"
     );
 }
+
+/// Memtables charged to a block cache (RocksDB's `WriteBufferManager(size,
+/// cache)`): the cache's usage includes them, in 256 KiB units, blocks
+/// give way to them, and the charge goes when the memtables do.
+#[test]
+fn memtables_charged_to_a_block_cache_take_its_room() {
+    let fs = MemFileSystem::new();
+    let cache = strata::BlockCache::with_options(8 << 20, 0, true);
+    let wbm = WriteBufferManager::with_cache(
+        4 << 20,
+        Arc::clone(&cache) as Arc<dyn strata::MemoryCharger>,
+        false,
+    );
+    let mut o = options(&fs);
+    o.write_buffer_manager = Some(Arc::clone(&wbm));
+    o.cf.block_cache = Some(Arc::clone(&cache) as Arc<dyn strata::BlockCacheApi>);
+    let db = DB::open(o, "/db").unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..5000u32 {
+        db.put(&wo, format!("key{i:06}").as_bytes(), &[b'v'; 200])
+            .unwrap();
+    }
+    let charged = wbm.charged_to_cache();
+    assert!(charged >= wbm.memory_usage() && charged > 0, "{charged}");
+    assert_eq!(charged % (256 << 10), 0);
+    assert!(cache.usage() >= charged as u64);
+    assert!(cache.pinned_usage() >= charged as u64);
+    // Reads fill the rest of the cache, never past it (strict).
+    db.flush().unwrap();
+    for i in 0..5000u32 {
+        db.get(&ReadOptions::default(), format!("key{i:06}").as_bytes())
+            .unwrap()
+            .unwrap();
+    }
+    assert!(cache.usage() <= cache.capacity(), "{:?}", cache);
+    drop(db);
+    wait_until_released(&wbm);
+    assert_eq!(wbm.charged_to_cache(), 0);
+}
+
+/// `Options::memory_budget`: one strict cache holds blocks, the memtables'
+/// charge and the open table readers' charge; writes far past the budget
+/// never fail (they wait for flushes), and everything reads back.
+#[test]
+fn memory_budget_holds_blocks_memtables_and_table_readers() {
+    let fs = MemFileSystem::new();
+    let budget = 4u64 << 20;
+    let mut o = options(&fs);
+    o.memory_budget = Some(budget);
+    o.cf.bloom_bits_per_key = Some(10.0);
+    let db = DB::open(o, "/db").unwrap();
+    let prop = |name: &str| -> u64 { db.property(name).unwrap().parse().unwrap() };
+    assert_eq!(prop("rocksdb.block-cache-capacity"), budget);
+    let wo = WriteOptions::default();
+    let (mut peak, mut peak_mem) = (0, 0);
+    // About 30 MiB of data through a 4 MiB budget (1 MiB of memtables,
+    // where the column family's own write_buffer_size is 64 MiB).
+    for i in 0..120_000u32 {
+        let k = format!("key{:08}", (i as u64 * 7919) % 120_000);
+        db.put(&wo, k.as_bytes(), &[b'x'; 240]).unwrap();
+        if i % 2000 == 0 {
+            peak = peak.max(prop("rocksdb.block-cache-usage"));
+            peak_mem = peak_mem.max(prop("rocksdb.cur-size-all-mem-tables"));
+        }
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    assert!(
+        peak_mem <= budget / 4 + budget / 8,
+        "memtables held {peak_mem} bytes"
+    );
+    // Reads through a pinning iterator and point lookups.
+    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() && n < 1000 {
+        n += 1;
+        it.next();
+    }
+    assert!(prop("rocksdb.block-cache-pinned-usage") > 0);
+    for i in (0..120_000u64).step_by(97) {
+        let k = format!("key{i:08}");
+        assert_eq!(
+            db.get(&ReadOptions::default(), k.as_bytes()).unwrap(),
+            Some(vec![b'x'; 240]),
+            "{k}"
+        );
+        peak = peak.max(prop("rocksdb.block-cache-usage"));
+    }
+    drop(it);
+    // The table readers' indexes and filters are in the cache's usage.
+    let readers = prop("rocksdb.estimate-table-readers-mem");
+    assert!(readers > 0);
+    assert!(prop("rocksdb.block-cache-pinned-usage") >= readers);
+    assert!(
+        peak <= budget,
+        "peak usage {peak} of a {budget}-byte budget"
+    );
+    assert!(peak > budget / 2, "the budget was used: {peak}");
+}

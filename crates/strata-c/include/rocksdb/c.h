@@ -1145,6 +1145,32 @@ extern STRATA_C_API rocksdb_cache_t* rocksdb_cache_create_lru(size_t capacity);
 extern STRATA_C_API void rocksdb_cache_destroy(rocksdb_cache_t* cache);
 extern STRATA_C_API size_t rocksdb_cache_get_usage(rocksdb_cache_t* cache);
 extern STRATA_C_API size_t rocksdb_cache_get_capacity(rocksdb_cache_t* cache);
+/* Bytes of blocks in use outside the cache (held by readers and iterators)
+   and of memory charged to it. */
+extern STRATA_C_API size_t rocksdb_cache_get_pinned_usage(rocksdb_cache_t* cache);
+/* Evicts unpinned blocks that no longer fit. */
+extern STRATA_C_API void rocksdb_cache_set_capacity(rocksdb_cache_t* cache,
+                                                    size_t capacity);
+/* Never holds more than `capacity`: a block that does not fit once the
+   unpinned ones are evicted is not cached. */
+extern STRATA_C_API rocksdb_cache_t*
+rocksdb_cache_create_lru_with_strict_capacity_limit(size_t capacity);
+typedef struct rocksdb_lru_cache_options_t rocksdb_lru_cache_options_t;
+extern STRATA_C_API rocksdb_lru_cache_options_t* rocksdb_lru_cache_options_create(
+    void);
+extern STRATA_C_API void rocksdb_lru_cache_options_destroy(
+    rocksdb_lru_cache_options_t*);
+extern STRATA_C_API void rocksdb_lru_cache_options_set_capacity(
+    rocksdb_lru_cache_options_t*,
+    size_t);
+extern STRATA_C_API void rocksdb_lru_cache_options_set_num_shard_bits(
+    rocksdb_lru_cache_options_t*,
+    int);
+extern STRATA_C_API rocksdb_cache_t* rocksdb_cache_create_lru_opts(
+    rocksdb_lru_cache_options_t*);
+/* RocksDB leaks the contents at destruction for a fast exit; Strata frees
+   them (a no-op). */
+extern STRATA_C_API void rocksdb_cache_disown_data(rocksdb_cache_t* cache);
 extern STRATA_C_API rocksdb_filterpolicy_t* rocksdb_filterpolicy_create_bloom(
     double bits_per_key);
 extern STRATA_C_API rocksdb_filterpolicy_t* rocksdb_filterpolicy_create_bloom_full(

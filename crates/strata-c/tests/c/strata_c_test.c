@@ -1275,6 +1275,50 @@ static void test_tables_and_styles(void) {
   rocksdb_close(db);
   rocksdb_options_destroy(o);
 
+  /* Caches: a strict capacity, options, capacity changes, and the blocks
+     an open iterator pins. */
+  {
+    rocksdb_cache_t* sc = rocksdb_cache_create_lru_with_strict_capacity_limit(1 << 20);
+    CHECK(rocksdb_cache_get_capacity(sc) == 1 << 20);
+    rocksdb_cache_set_capacity(sc, 2 << 20);
+    CHECK(rocksdb_cache_get_capacity(sc) == 2 << 20);
+    CHECK(rocksdb_cache_get_pinned_usage(sc) == 0);
+    rocksdb_lru_cache_options_t* lo = rocksdb_lru_cache_options_create();
+    rocksdb_lru_cache_options_set_capacity(lo, 4 << 20);
+    rocksdb_lru_cache_options_set_num_shard_bits(lo, 2);
+    rocksdb_cache_t* oc = rocksdb_cache_create_lru_opts(lo);
+    rocksdb_lru_cache_options_destroy(lo);
+    CHECK(rocksdb_cache_get_capacity(oc) == 4 << 20);
+    rocksdb_cache_disown_data(oc);
+    rocksdb_cache_destroy(oc);
+    t = rocksdb_block_based_options_create();
+    rocksdb_block_based_options_set_block_cache(t, sc);
+    o = rocksdb_options_create();
+    rocksdb_options_set_create_if_missing(o, 1);
+    rocksdb_options_set_block_based_table_factory(o, t);
+    rocksdb_block_based_options_destroy(t);
+    path(p, "strict_cache");
+    db = rocksdb_open(o, p, &err);
+    CHECK_OK(err);
+    for (int i = 0; i < 2000; i++) {
+      snprintf(k, sizeof k, "sc%05d", i);
+      rocksdb_put(db, wo, k, strlen(k), "cached-value-cached-value", 25, &err);
+      CHECK_OK(err);
+    }
+    rocksdb_flush(db, fo, &err);
+    CHECK_OK(err);
+    rocksdb_iterator_t* pit = rocksdb_create_iterator(db, ro);
+    rocksdb_iter_seek(pit, "sc01000", 7);
+    CHECK(rocksdb_iter_valid(pit));
+    CHECK(rocksdb_cache_get_usage(sc) > 0);
+    CHECK(rocksdb_cache_get_pinned_usage(sc) > 0);
+    rocksdb_iter_destroy(pit);
+    CHECK(rocksdb_cache_get_usage(sc) <= 2 << 20);
+    rocksdb_close(db);
+    rocksdb_options_destroy(o);
+    rocksdb_cache_destroy(sc);
+  }
+
   /* Compression dictionaries: raw samples for flushes and upper levels,
      a trained ZSTD dictionary at the bottom (with its own codec); Ribbon
      filters everywhere (a hybrid policy with Ribbon from level -1). */

@@ -5,4 +5,5 @@ pub mod block_cache;
 pub mod table_cache;
 
 pub use block_cache::BlockCache;
+pub use block_cache::CacheReservation;
 pub use table_cache::TableCache;

@@ -13,7 +13,9 @@ use crate::fs::FileSystemRef;
 use crate::table::{Table, TableOptions};
 
 struct Inner {
-    map: HashMap<u64, (Arc<Table>, u64)>,
+    /// Open readers: the table, its last use, and its memory charged to
+    /// the block cache (with `charge_to`).
+    map: HashMap<u64, (Arc<Table>, u64, Option<super::CacheReservation>)>,
     tick: u64,
 }
 
@@ -23,6 +25,10 @@ pub struct TableCache {
     dir: PathBuf,
     capacity: usize,
     inner: Mutex<Inner>,
+    /// Open readers' memory is charged here (RocksDB's charging of
+    /// `kBlockBasedTableReader` to the block cache), so it shares the
+    /// cache's capacity with blocks.
+    charge_to: Option<Arc<super::BlockCache>>,
 }
 
 impl std::fmt::Debug for TableCache {
@@ -44,7 +50,14 @@ impl TableCache {
                 map: HashMap::new(),
                 tick: 0,
             }),
+            charge_to: None,
         }
+    }
+
+    /// Charges every reader's memory to `cache` while it is open.
+    pub fn charging_readers_to(mut self, cache: Option<Arc<super::BlockCache>>) -> Self {
+        self.charge_to = cache;
+        self
     }
 
     /// The reader of table `number` if it is open, else `Incomplete` (a
@@ -98,15 +111,26 @@ impl TableCache {
             opts,
             Some(largest_seqno),
         )?);
+        let charge = self
+            .charge_to
+            .as_ref()
+            .and_then(|c| c.reserve_over_limit(table.memory_usage()));
         let mut g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         g.tick += 1;
         let tick = g.tick;
-        g.map.insert(number, (Arc::clone(&table), tick));
-        if g.map.len() > self.capacity
-            && let Some((&victim, _)) = g.map.iter().min_by_key(|(_, (_, t))| *t)
-        {
-            g.map.remove(&victim);
-        }
+        g.map.insert(number, (Arc::clone(&table), tick, charge));
+        let victim = (g.map.len() > self.capacity)
+            .then(|| {
+                g.map
+                    .iter()
+                    .min_by_key(|(_, (_, t, _))| *t)
+                    .map(|(&n, _)| n)
+            })
+            .flatten()
+            .and_then(|n| g.map.remove(&n));
+        drop(g);
+        // The evicted reader (and its charge) go outside the lock.
+        drop(victim);
         Ok(table)
     }
 
@@ -115,15 +139,17 @@ impl TableCache {
     /// `rocksdb.estimate-table-readers-mem`.
     pub fn readers_memory(&self) -> u64 {
         let g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        g.map.values().map(|(t, _)| t.memory_usage()).sum()
+        g.map.values().map(|(t, _, _)| t.memory_usage()).sum()
     }
 
     /// Forgets table `number` (its file is being deleted).
     pub fn evict(&self, number: u64) {
-        self.inner
+        let gone = self
+            .inner
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .map
             .remove(&number);
+        drop(gone);
     }
 }

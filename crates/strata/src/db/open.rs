@@ -123,6 +123,25 @@ impl DB {
         for d in &mut descs {
             d.options = d.options.sanitized_for(&opts);
         }
+        // Options::memory_budget: one strict cache holding blocks, the
+        // memtables' charge and the open table readers' charge.
+        let budget_cache = opts
+            .memory_budget
+            .map(|b| crate::cache::BlockCache::with_options(b, -1, true));
+        if let (Some(cache), Some(b)) = (&budget_cache, opts.memory_budget)
+            && opts.write_buffer_manager.is_none()
+        {
+            let quarter = (b / 4) as usize;
+            let share = match opts.db_write_buffer_size {
+                0 => quarter,
+                n => n.min(b as usize),
+            };
+            opts.write_buffer_manager = Some(crate::memtable::WriteBufferManager::with_cache(
+                share.max(1),
+                Arc::clone(cache) as Arc<dyn crate::memtable::MemoryCharger>,
+                true,
+            ));
+        }
         // The memtable budget: a shared manager, or one of this database's
         // own for `db_write_buffer_size` (RocksDB's SanitizeOptions).
         if opts.write_buffer_manager.is_none() && opts.db_write_buffer_size > 0 {
@@ -253,8 +272,10 @@ impl DB {
             Some(e) => Arc::clone(e),
             None => crate::env::Env::new(max_flushes, max_compactions, 8 << 20)?,
         };
-        let default_cache: Arc<dyn crate::table::options::BlockCacheApi> =
-            Arc::clone(&env.block_cache);
+        let default_cache: Arc<dyn crate::table::options::BlockCacheApi> = match &budget_cache {
+            Some(c) => Arc::clone(c) as Arc<dyn crate::table::options::BlockCacheApi>,
+            None => Arc::clone(&env.block_cache),
+        };
         let mut cfs = BTreeMap::new();
         for (id, name) in versions.column_families() {
             let mut options = by_name
@@ -280,11 +301,10 @@ impl DB {
                 },
             );
         }
-        let table_cache = Arc::new(TableCache::new(
-            Arc::clone(&fs),
-            dbname.clone(),
-            opts.max_open_files,
-        ));
+        let table_cache = Arc::new(
+            TableCache::new(Arc::clone(&fs), dbname.clone(), opts.max_open_files)
+                .charging_readers_to(budget_cache.clone()),
+        );
         let write_signals = Arc::new(super::write_signals::WriteSignals::default());
         let inner = Arc::new(DbInner {
             dbname: dbname.clone(),

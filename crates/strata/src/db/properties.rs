@@ -57,6 +57,7 @@ impl DbInner {
         for line in [
             format!("Options.max_background_jobs: {}", o.max_background_jobs),
             format!("Options.max_subcompactions: {}", o.max_subcompactions),
+            format!("Options.memory_budget: {:?}", o.memory_budget),
             format!("Options.delayed_write_rate: {}", o.delayed_write_rate),
             format!("Options.max_open_files: {}", o.max_open_files),
             format!("Options.wal_recovery_mode: {:?}", o.wal_recovery_mode),
@@ -191,6 +192,11 @@ impl DbInner {
                 .block_cache
                 .as_ref()
                 .map(|c| c.usage().to_string()),
+            "rocksdb.block-cache-pinned-usage" => cf
+                .options
+                .block_cache
+                .as_ref()
+                .map(|c| c.pinned_usage().to_string()),
             "rocksdb.estimate-table-readers-mem" => {
                 Some(self.table_cache.readers_memory().to_string())
             }

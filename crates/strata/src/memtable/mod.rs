@@ -24,7 +24,7 @@ mod sync;
 pub mod vector_rep;
 pub mod write_buffer_manager;
 
-pub use write_buffer_manager::WriteBufferManager;
+pub use write_buffer_manager::{MemoryCharger, WriteBufferManager};
 
 // Plain-thread tests; loom builds (`--cfg loom`) run only `loom_tests`, as
 // loom's atomics panic outside `loom::model`.

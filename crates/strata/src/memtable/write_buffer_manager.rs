@@ -11,6 +11,13 @@
 //! With `allow_stall`, writers wait while the budget is used up (they slow
 //! down and stop; they never fail).
 //!
+//! With a cache to charge (RocksDB's `WriteBufferManager(buffer_size,
+//! cache)`, `cost_to_cache`), memtable memory is also reserved in the block
+//! cache in 256 KiB entries (RocksDB's dummy entries), so memtables and
+//! cached blocks share one capacity; the reservation grows with the
+//! memtables and shrinks, with RocksDB's delay, once they use less than 3/4
+//! of it.
+//!
 //! Invariant: `memory_usage` is the sum of the bytes charged by live
 //! memtables, and `mutable_memory_usage` the part charged by memtables not
 //! yet marked immutable (a memtable is marked once, after its last insert:
@@ -19,6 +26,59 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
+
+/// Somewhere memory can be charged: the block cache (RocksDB's cache
+/// reservations). Implemented by `crate::cache::BlockCache`.
+pub trait MemoryCharger: Send + Sync {
+    /// Charges `bytes` until the returned token is dropped; `None` when
+    /// the charger's strict limit refuses them.
+    fn charge(&self, bytes: u64) -> Option<Box<dyn Send + Sync>>;
+}
+
+/// RocksDB's `kSizeDummyEntry`: the unit memtables are charged in.
+pub const CHARGE_UNIT: usize = 256 << 10;
+
+/// The reservation held in a cache for the memtables.
+struct CacheCharge {
+    cache: Arc<dyn MemoryCharger>,
+    /// One token per `CHARGE_UNIT` reserved.
+    tokens: Mutex<Vec<Box<dyn Send + Sync>>>,
+}
+
+impl std::fmt::Debug for CacheCharge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CacheCharge").finish_non_exhaustive()
+    }
+}
+
+impl CacheCharge {
+    /// RocksDB's `UpdateCacheReservation` with delayed decrease: grow to
+    /// cover `used`; shrink only below 3/4 of what is held, to the
+    /// smallest number of units covering `used`.
+    fn update(&self, used: usize) {
+        let mut t = self.tokens.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = t.len() * CHARGE_UNIT;
+        if used > held {
+            while t.len() * CHARGE_UNIT < used {
+                match self.cache.charge(CHARGE_UNIT as u64) {
+                    Some(tok) => t.push(tok),
+                    // The cache is full of pinned entries: charge what fits.
+                    None => break,
+                }
+            }
+        } else if used < held / 4 * 3 {
+            t.truncate(used.div_ceil(CHARGE_UNIT));
+        }
+    }
+
+    fn charged(&self) -> usize {
+        self.tokens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+            * CHARGE_UNIT
+    }
+}
 
 /// A memtable budget shared by the column families of one or more
 /// databases (pass one `Arc` in each database's
@@ -32,6 +92,8 @@ pub struct WriteBufferManager {
     /// Writers waiting for room (with `allow_stall`) sleep here.
     room: Mutex<()>,
     room_cv: Condvar,
+    /// The block cache memtables are charged to, if any.
+    cache: Option<CacheCharge>,
 }
 
 impl WriteBufferManager {
@@ -46,7 +108,42 @@ impl WriteBufferManager {
             mutable_used: AtomicUsize::new(0),
             room: Mutex::new(()),
             room_cv: Condvar::new(),
+            cache: None,
         })
+    }
+
+    /// [`WriteBufferManager::new`] that also charges memtable memory to
+    /// `cache` (RocksDB's `WriteBufferManager(buffer_size, cache,
+    /// allow_stall)`): memtables and cached blocks then share the cache's
+    /// capacity.
+    pub fn with_cache(
+        buffer_size: usize,
+        cache: Arc<dyn MemoryCharger>,
+        allow_stall: bool,
+    ) -> Arc<WriteBufferManager> {
+        Arc::new(WriteBufferManager {
+            buffer_size,
+            allow_stall,
+            memory_used: AtomicUsize::new(0),
+            mutable_used: AtomicUsize::new(0),
+            room: Mutex::new(()),
+            room_cv: Condvar::new(),
+            cache: Some(CacheCharge {
+                cache,
+                tokens: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    /// Whether memtables are charged to a cache (RocksDB's `cost_to_cache`).
+    pub fn cost_to_cache(&self) -> bool {
+        self.cache.is_some()
+    }
+
+    /// Bytes reserved in the cache for memtables (RocksDB's
+    /// `dummy_entries_in_cache_usage`).
+    pub fn charged_to_cache(&self) -> usize {
+        self.cache.as_ref().map_or(0, CacheCharge::charged)
     }
 
     /// Whether a budget is set (not only tracking).
@@ -94,8 +191,11 @@ impl WriteBufferManager {
 
     /// An active memtable grew by `bytes`.
     pub(crate) fn reserve(&self, bytes: usize) {
-        self.memory_used.fetch_add(bytes, Ordering::Relaxed);
+        let used = self.memory_used.fetch_add(bytes, Ordering::Relaxed) + bytes;
         self.mutable_used.fetch_add(bytes, Ordering::Relaxed);
+        if let Some(c) = &self.cache {
+            c.update(used);
+        }
     }
 
     /// A memtable holding `bytes` became immutable (it is being flushed).
@@ -109,7 +209,10 @@ impl WriteBufferManager {
         if mutable {
             self.mutable_used.fetch_sub(bytes, Ordering::Relaxed);
         }
-        self.memory_used.fetch_sub(bytes, Ordering::Relaxed);
+        let used = self.memory_used.fetch_sub(bytes, Ordering::Relaxed) - bytes;
+        if let Some(c) = &self.cache {
+            c.update(used);
+        }
         if self.allow_stall {
             let _g = self.room.lock().unwrap_or_else(PoisonError::into_inner);
             self.room_cv.notify_all();
@@ -144,5 +247,57 @@ mod tests {
         let off = WriteBufferManager::new(0, true);
         off.reserve(1 << 30);
         assert!(!off.should_flush() && !off.should_stall());
+    }
+
+    /// Counts what is charged, refusing past a limit.
+    struct Counter(Arc<AtomicUsize>, usize);
+
+    impl MemoryCharger for Counter {
+        fn charge(&self, bytes: u64) -> Option<Box<dyn Send + Sync>> {
+            let c = Arc::clone(&self.0);
+            if c.load(Ordering::Relaxed) + bytes as usize > self.1 {
+                return None;
+            }
+            c.fetch_add(bytes as usize, Ordering::Relaxed);
+            struct Release(Arc<AtomicUsize>, usize);
+            impl Drop for Release {
+                fn drop(&mut self) {
+                    self.0.fetch_sub(self.1, Ordering::Relaxed);
+                }
+            }
+            Some(Box::new(Release(c, bytes as usize)))
+        }
+    }
+
+    /// RocksDB's cache charging: whole 256 KiB units covering the
+    /// memtables, released only below 3/4 of the charge, never past what
+    /// the cache accepts.
+    #[test]
+    fn memtables_are_charged_to_the_cache_in_units() {
+        let charged = Arc::new(AtomicUsize::new(0));
+        let w = WriteBufferManager::with_cache(
+            0,
+            Arc::new(Counter(Arc::clone(&charged), 4 << 20)),
+            false,
+        );
+        assert!(w.cost_to_cache());
+        w.reserve(1);
+        assert_eq!(charged.load(Ordering::Relaxed), CHARGE_UNIT);
+        w.reserve(CHARGE_UNIT);
+        assert_eq!(charged.load(Ordering::Relaxed), 2 * CHARGE_UNIT);
+        // Down to half a unit: below 3/4 of 2 units, shrink to 1.
+        w.free(CHARGE_UNIT + 1 - CHARGE_UNIT / 2, true);
+        assert_eq!(w.memory_usage(), CHARGE_UNIT / 2);
+        assert_eq!(charged.load(Ordering::Relaxed), CHARGE_UNIT);
+        // Up to 1.9 units: charge 2; back to 1.6: above 3/4, kept.
+        w.reserve(CHARGE_UNIT * 14 / 10);
+        assert_eq!(w.charged_to_cache(), 2 * CHARGE_UNIT);
+        w.free(CHARGE_UNIT * 3 / 10, true);
+        assert_eq!(w.charged_to_cache(), 2 * CHARGE_UNIT);
+        // The cache refuses past 4 MiB: the charge stops there.
+        w.reserve(10 << 20);
+        assert_eq!(charged.load(Ordering::Relaxed), 4 << 20);
+        w.free(w.memory_usage(), true);
+        assert_eq!(charged.load(Ordering::Relaxed), 0);
     }
 }

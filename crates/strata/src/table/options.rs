@@ -18,6 +18,11 @@ pub trait BlockCacheApi: Send + Sync {
     fn usage(&self) -> u64;
     /// The configured capacity in bytes.
     fn capacity(&self) -> u64;
+    /// Bytes of entries in use outside the cache (RocksDB's
+    /// `GetPinnedUsage`).
+    fn pinned_usage(&self) -> u64 {
+        0
+    }
 }
 
 /// RocksDB's `BlockBasedTableOptions::IndexShorteningMode`: how far index
