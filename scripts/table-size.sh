@@ -8,12 +8,18 @@
 #
 #   NUMS="1000000 10000000" CODECS="snappy zstd" ./scripts/table-size.sh
 #
+# EXTRA adds flags to both engines' runs, e.g. compression dictionaries
+# (EXTRA="--compression_max_dict_bytes=16384
+# --compression_zstd_max_train_bytes=65536") or Ribbon filters
+# (EXTRA=--use_ribbon_filter=1).
+#
 # File sizes do not depend on how RocksDB was built, so Debian's db_bench
 # serves when no release build is cached (ROCKSDB=7.8.3 uses the release
 # build of scripts/build-rocksdb.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NUMS="${NUMS:-1000000}"
+read -r -a EXTRA_FLAGS <<< "${EXTRA:-}"
 CODECS="${CODECS:-snappy zstd}"
 cargo build --release -q -p strata-cli
 STRATA="$PWD/target/release/strata"
@@ -32,7 +38,7 @@ echo "| keys | codec | RocksDB 7.8.3 | Strata | Strata / RocksDB | same entries 
 echo "|---:|---|---:|---:|---:|---|"
 for num in $NUMS; do
   for codec in $CODECS; do
-    flags=(--num="$num" --compression_type="$codec" --bloom_bits=10 --seed=42)
+    flags=(--num="$num" --compression_type="$codec" --bloom_bits=10 --seed=42 "${EXTRA_FLAGS[@]}")
     rm -rf "$work/r" "$work/s"
     "$BENCH" --db="$work/r" --benchmarks=fillrandom --disable_auto_compactions=1 \
       "${flags[@]}" >"$work/fill.out" 2>&1

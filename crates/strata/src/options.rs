@@ -874,9 +874,9 @@ pub struct Options {
     /// A memtable budget shared with other databases (RocksDB's
     /// `write_buffer_manager`).
     pub write_buffer_manager: Option<Arc<crate::memtable::WriteBufferManager>>,
-    /// Strata's own: one hard memory budget, in bytes, for this database.
-    /// It becomes a block cache of that capacity with a strict limit,
-    /// shared by every column family that sets no cache of its own; the
+    /// Strata's own: one memory budget, in bytes, for this database. It
+    /// becomes a block cache of that capacity, shared by every column
+    /// family that sets no cache of its own; the
     /// memtables are charged to it (a write buffer manager of a quarter of
     /// the budget, or `db_write_buffer_size` if smaller, whose writers wait
     /// rather than fail when it is used up), and so are the open table

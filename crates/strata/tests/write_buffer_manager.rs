@@ -257,7 +257,7 @@ fn memtables_charged_to_a_block_cache_take_its_room() {
     assert_eq!(wbm.charged_to_cache(), 0);
 }
 
-/// `Options::memory_budget`: one strict cache holds blocks, the memtables'
+/// `Options::memory_budget`: one cache holds blocks, the memtables'
 /// charge and the open table readers' charge; writes far past the budget
 /// never fail (they wait for flushes), and everything reads back.
 #[test]

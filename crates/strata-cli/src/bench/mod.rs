@@ -712,7 +712,12 @@ pub fn run(f: &Flags) -> Result<(), String> {
     let cache_size: i64 = f.num("cache_size", 8 << 20)?;
     // db_bench's --cache_numshardbits (-1: the cache chooses).
     let shard_bits: i32 = f.num("cache_numshardbits", -1)?;
-    if cache_size > 0 {
+    // Strata's own --memory_budget=BYTES (Options::memory_budget): the
+    // budget's cache replaces --cache_size's.
+    let budget: u64 = f.num("memory_budget", 0)?;
+    if budget > 0 {
+        opts.memory_budget = Some(budget);
+    } else if cache_size > 0 {
         opts.cf.block_cache = Some(strata::BlockCache::with_shard_bits(
             cache_size as u64,
             shard_bits,

@@ -13,7 +13,10 @@
 //!
 //! With `strict_capacity_limit`, an insert that does not fit once every
 //! unpinned entry is evicted is undone (RocksDB's `Status::MemoryLimit`):
-//! a reader keeps its block uncached, a reservation is refused.
+//! a reader keeps its block uncached, a reservation is refused. The check
+//! sums every shard's weight after each insert (quick_cache keeps no
+//! total), which costs concurrent readers: 30% of 8-thread readrandom on a
+//! miss-heavy database (2 cores).
 //!
 //! Invariant: a table's cache id is unique in the process, so two files
 //! (or two opens of one file) never share entries; reservation keys use
