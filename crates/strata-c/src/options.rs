@@ -38,6 +38,9 @@ pub struct rocksdb_block_based_table_options_t {
     block_restart_interval: usize,
     bloom_bits_per_key: Option<f64>,
     filter_policy: strata::FilterPolicy,
+    cache_index_and_filter_blocks: bool,
+    pin_l0_filter_and_index_blocks_in_cache: bool,
+    pin_top_level_index_and_filter: bool,
     block_cache: Option<Arc<BlockCache>>,
     no_block_cache: bool,
     checksum: strata::ChecksumType,
@@ -60,6 +63,9 @@ impl Default for rocksdb_block_based_table_options_t {
             // RocksDB's BlockBasedTableOptions has no filter by default.
             bloom_bits_per_key: None,
             filter_policy: strata::FilterPolicy::Bloom,
+            cache_index_and_filter_blocks: false,
+            pin_l0_filter_and_index_blocks_in_cache: false,
+            pin_top_level_index_and_filter: true,
             block_cache: None,
             no_block_cache: false,
             checksum: d.checksum,
@@ -969,6 +975,9 @@ pub unsafe extern "C" fn rocksdb_options_set_block_based_table_factory(
             cf.checksum = t.checksum;
             cf.format_version = t.format_version;
             cf.whole_key_filtering = t.whole_key_filtering;
+            cf.cache_index_and_filter_blocks = t.cache_index_and_filter_blocks;
+            cf.pin_l0_filter_and_index_blocks_in_cache = t.pin_l0_filter_and_index_blocks_in_cache;
+            cf.pin_top_level_index_and_filter = t.pin_top_level_index_and_filter;
             cf.data_block_index_type = t.data_block_index_type;
             cf.data_block_hash_table_util_ratio = t.data_block_hash_ratio;
             cf.index_type = t.index_type;
@@ -1263,6 +1272,31 @@ setter!(
     rocksdb_block_based_options_set_index_block_restart_interval,
     c_int,
     |t, v| t.index_block_restart_interval = v.max(1) as usize
+);
+setter!(
+    rocksdb_block_based_table_options_t,
+    rocksdb_block_based_options_set_cache_index_and_filter_blocks,
+    c_uchar,
+    |t, v| t.cache_index_and_filter_blocks = v != 0
+);
+/// Strata's cache has no priority pools: accepted, it changes nothing.
+#[unsafe(no_mangle)]
+pub extern "C" fn rocksdb_block_based_options_set_cache_index_and_filter_blocks_with_high_priority(
+    _t: *mut rocksdb_block_based_table_options_t,
+    _v: c_uchar,
+) {
+}
+setter!(
+    rocksdb_block_based_table_options_t,
+    rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache,
+    c_uchar,
+    |t, v| t.pin_l0_filter_and_index_blocks_in_cache = v != 0
+);
+setter!(
+    rocksdb_block_based_table_options_t,
+    rocksdb_block_based_options_set_pin_top_level_index_and_filter,
+    c_uchar,
+    |t, v| t.pin_top_level_index_and_filter = v != 0
 );
 setter!(
     rocksdb_block_based_table_options_t,

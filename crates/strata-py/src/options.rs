@@ -227,6 +227,8 @@ impl Options {
         cf.block_restart_interval = f.block_restart_interval;
         cf.bloom_bits_per_key = f.bloom_bits_per_key;
         cf.filter_policy = f.filter_policy;
+        cf.cache_index_and_filter_blocks = f.cache_index_and_filter_blocks;
+        cf.pin_l0_filter_and_index_blocks_in_cache = f.pin_l0_filter_and_index_blocks_in_cache;
         cf.format_version = f.format_version;
         cf.whole_key_filtering = f.whole_key_filtering;
         cf.index_type = f.index_type;
@@ -564,6 +566,8 @@ pub struct BlockBasedOptions {
     block_restart_interval: usize,
     bloom_bits_per_key: Option<f64>,
     filter_policy: strata::FilterPolicy,
+    cache_index_and_filter_blocks: bool,
+    pin_l0_filter_and_index_blocks_in_cache: bool,
     format_version: u32,
     whole_key_filtering: bool,
     index_type: strata::IndexType,
@@ -586,6 +590,8 @@ impl BlockBasedOptions {
             block_restart_interval: d.block_restart_interval,
             bloom_bits_per_key: None,
             filter_policy: strata::FilterPolicy::Bloom,
+            cache_index_and_filter_blocks: false,
+            pin_l0_filter_and_index_blocks_in_cache: false,
             format_version: d.format_version,
             whole_key_filtering: d.whole_key_filtering,
             index_type: d.index_type,
@@ -600,6 +606,14 @@ impl BlockBasedOptions {
     }
     fn set_index_type(&mut self, index_type: &BlockBasedIndexType) {
         self.index_type = index_type.0;
+    }
+    /// Charge open tables' index and filter blocks to the block cache.
+    fn set_cache_index_and_filter_blocks(&mut self, v: bool) {
+        self.cache_index_and_filter_blocks = v;
+    }
+    /// Accepted (Strata keeps index and filter blocks of open tables).
+    fn set_pin_l0_filter_and_index_blocks_in_cache(&mut self, v: bool) {
+        self.pin_l0_filter_and_index_blocks_in_cache = v;
     }
     /// Data blocks with a hash index of their keys
     /// (`DataBlockIndexType.binary_search_and_hash()`).

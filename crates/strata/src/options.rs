@@ -184,6 +184,15 @@ pub struct ColumnFamilyOptions {
     /// Put whole user keys into the filter (with a prefix extractor, off
     /// leaves only prefixes in it).
     pub whole_key_filtering: bool,
+    /// Charge open table readers' index, filter and dictionary to
+    /// `block_cache` (RocksDB's `cache_index_and_filter_blocks`; they stay
+    /// in memory while the table is open, as with RocksDB's pinning).
+    pub cache_index_and_filter_blocks: bool,
+    /// RocksDB's `pin_l0_filter_and_index_blocks_in_cache` and
+    /// `pin_top_level_index_and_filter`: stored and reported; Strata's
+    /// readers always keep them (see `cache_index_and_filter_blocks`).
+    pub pin_l0_filter_and_index_blocks_in_cache: bool,
+    pub pin_top_level_index_and_filter: bool,
     /// Table format_version of new files: 5 (default; RocksDB 6.6 and
     /// later read it, 7.8.3's default) or 6 (RocksDB 8.6 and later only;
     /// the default of RocksDB 9 and 10: block checksums bound to their
@@ -315,6 +324,9 @@ impl Default for ColumnFamilyOptions {
             block_restart_interval: 16,
             bloom_bits_per_key: Some(10.0),
             filter_policy: Default::default(),
+            cache_index_and_filter_blocks: false,
+            pin_l0_filter_and_index_blocks_in_cache: false,
+            pin_top_level_index_and_filter: true,
             whole_key_filtering: true,
             format_version: 5,
             checksum: ChecksumType::Crc32c,
@@ -804,6 +816,7 @@ impl ColumnFamilyOptions {
             bloom_bits_per_key: self.bloom_bits_per_key,
             filter_policy: self.filter_policy,
             whole_key_filtering: self.whole_key_filtering,
+            cache_index_and_filter_blocks: self.cache_index_and_filter_blocks,
             format_version: self.format_version,
             checksum: self.checksum,
             enable_index_compression: self.enable_index_compression,

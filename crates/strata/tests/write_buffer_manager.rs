@@ -317,3 +317,44 @@ fn memory_budget_holds_blocks_memtables_and_table_readers() {
     );
     assert!(peak > budget / 2, "the budget was used: {peak}");
 }
+
+/// `cache_index_and_filter_blocks` (RocksDB's): open tables' index and
+/// filter blocks are charged to the column family's block cache, so its
+/// usage includes them; without it, they are not.
+#[test]
+fn cache_index_and_filter_blocks_charges_the_cache() {
+    for charge in [false, true] {
+        let fs = MemFileSystem::new();
+        let cache = strata::BlockCache::new(64 << 20);
+        let mut o = options(&fs);
+        o.cf.block_cache = Some(Arc::clone(&cache) as Arc<dyn strata::BlockCacheApi>);
+        o.cf.bloom_bits_per_key = Some(10.0);
+        o.cf.cache_index_and_filter_blocks = charge;
+        o.cf.write_buffer_size = 256 << 10;
+        let db = DB::open(o, "/db").unwrap();
+        let wo = WriteOptions::default();
+        for i in 0..20_000u32 {
+            db.put(&wo, format!("key{i:06}").as_bytes(), &[b'v'; 50])
+                .unwrap();
+        }
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+        // A get of an absent key opens every table and reads no data block
+        // where the filter says no.
+        for i in 0..200u32 {
+            let _ = db.get(&ReadOptions::default(), format!("nokey{i}").as_bytes());
+        }
+        let readers: u64 = db
+            .property("rocksdb.estimate-table-readers-mem")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(readers > 20_000, "{readers}");
+        let pinned = cache.pinned_usage();
+        if charge {
+            assert!(pinned >= readers, "pinned {pinned}, readers {readers}");
+        } else {
+            assert!(pinned < readers, "pinned {pinned}, readers {readers}");
+        }
+    }
+}

@@ -1108,6 +1108,26 @@ enum {
 };
 /* Binary-search, hash-search (with the prefix extractor's prefixes; needs
    one) or two-level (partitioned) index. */
+/* Charge open tables' index, filter and dictionary blocks to the block
+   cache; Strata keeps them in memory while the table is open (as RocksDB's
+   pinning does), so the pin settings and the high-priority pool change
+   nothing but are accepted. */
+extern STRATA_C_API void
+rocksdb_block_based_options_set_cache_index_and_filter_blocks(
+    rocksdb_block_based_table_options_t*,
+    unsigned char);
+extern STRATA_C_API void
+rocksdb_block_based_options_set_cache_index_and_filter_blocks_with_high_priority(
+    rocksdb_block_based_table_options_t*,
+    unsigned char);
+extern STRATA_C_API void
+rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(
+    rocksdb_block_based_table_options_t*,
+    unsigned char);
+extern STRATA_C_API void
+rocksdb_block_based_options_set_pin_top_level_index_and_filter(
+    rocksdb_block_based_table_options_t*,
+    unsigned char);
 extern STRATA_C_API void rocksdb_block_based_options_set_index_type(
     rocksdb_block_based_table_options_t* options,
     int index_type);

@@ -1293,6 +1293,11 @@ static void test_tables_and_styles(void) {
     rocksdb_cache_destroy(oc);
     t = rocksdb_block_based_options_create();
     rocksdb_block_based_options_set_block_cache(t, sc);
+    rocksdb_block_based_options_set_cache_index_and_filter_blocks(t, 1);
+    rocksdb_block_based_options_set_cache_index_and_filter_blocks_with_high_priority(t, 1);
+    rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(t, 1);
+    rocksdb_block_based_options_set_pin_top_level_index_and_filter(t, 1);
+    rocksdb_block_based_options_set_filter_policy(t, rocksdb_filterpolicy_create_bloom_full(10));
     o = rocksdb_options_create();
     rocksdb_options_set_create_if_missing(o, 1);
     rocksdb_options_set_block_based_table_factory(o, t);
@@ -1313,6 +1318,9 @@ static void test_tables_and_styles(void) {
     CHECK(rocksdb_cache_get_usage(sc) > 0);
     CHECK(rocksdb_cache_get_pinned_usage(sc) > 0);
     rocksdb_iter_destroy(pit);
+    /* The open table's index and filter are in the cache's usage. */
+    CHECK_GET(db, ro, "sc00007", "cached-value-cached-value");
+    CHECK(rocksdb_cache_get_usage(sc) > 0);
     CHECK(rocksdb_cache_get_usage(sc) <= 2 << 20);
     rocksdb_close(db);
     rocksdb_options_destroy(o);

@@ -278,6 +278,11 @@ impl BlockCacheApi for BlockCache {
     fn pinned_usage(&self) -> u64 {
         BlockCache::pinned_usage(self)
     }
+
+    fn charge(&self, bytes: u64) -> Option<Box<dyn Send + Sync>> {
+        self.reserve_over_limit(bytes)
+            .map(|r| Box::new(r) as Box<dyn Send + Sync>)
+    }
 }
 
 #[cfg(test)]

@@ -12,10 +12,13 @@ use crate::error::Result;
 use crate::fs::FileSystemRef;
 use crate::table::{Table, TableOptions};
 
+/// Memory charged to a block cache while a reader is open.
+type Charge = Option<Box<dyn Send + Sync>>;
+
 struct Inner {
     /// Open readers: the table, its last use, and its memory charged to
     /// the block cache (with `charge_to`).
-    map: HashMap<u64, (Arc<Table>, u64, Option<super::CacheReservation>)>,
+    map: HashMap<u64, (Arc<Table>, u64, Charge)>,
     tick: u64,
 }
 
@@ -111,10 +114,16 @@ impl TableCache {
             opts,
             Some(largest_seqno),
         )?);
-        let charge = self
-            .charge_to
-            .as_ref()
-            .and_then(|c| c.reserve_over_limit(table.memory_usage()));
+        // The memory budget's cache, or the column family's with
+        // cache_index_and_filter_blocks.
+        let mem = table.memory_usage();
+        let charge: Charge = match (&self.charge_to, &opts.block_cache) {
+            (Some(c), _) => c
+                .reserve_over_limit(mem)
+                .map(|r| Box::new(r) as Box<dyn Send + Sync>),
+            (None, Some(c)) if opts.cache_index_and_filter_blocks => c.charge(mem),
+            _ => None,
+        };
         let mut g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         g.tick += 1;
         let tick = g.tick;

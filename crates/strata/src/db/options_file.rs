@@ -338,6 +338,21 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
         kv(&mut s, "partition_filters", &t.partition_filters);
         kv(&mut s, "metadata_block_size", &t.metadata_block_size);
         kv(&mut s, "whole_key_filtering", &t.whole_key_filtering);
+        kv(
+            &mut s,
+            "cache_index_and_filter_blocks",
+            &o.cache_index_and_filter_blocks,
+        );
+        kv(
+            &mut s,
+            "pin_l0_filter_and_index_blocks_in_cache",
+            &o.pin_l0_filter_and_index_blocks_in_cache,
+        );
+        kv(
+            &mut s,
+            "pin_top_level_index_and_filter",
+            &o.pin_top_level_index_and_filter,
+        );
         let filter = t.bloom_bits_per_key.map_or_else(
             || "nullptr".to_string(),
             |b| t.filter_policy.options_string(b),

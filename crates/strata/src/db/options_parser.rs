@@ -476,6 +476,15 @@ impl OptionsFile {
                             .ok_or_else(|| bad(format!("{file}: invalid value for {k}: {v}")))?;
                     }
                     "whole_key_filtering" => c.whole_key_filtering = boolean(file, k, v)?,
+                    "cache_index_and_filter_blocks" => {
+                        c.cache_index_and_filter_blocks = boolean(file, k, v)?;
+                    }
+                    "pin_l0_filter_and_index_blocks_in_cache" => {
+                        c.pin_l0_filter_and_index_blocks_in_cache = boolean(file, k, v)?;
+                    }
+                    "pin_top_level_index_and_filter" => {
+                        c.pin_top_level_index_and_filter = boolean(file, k, v)?;
+                    }
                     "enable_index_compression" => c.enable_index_compression = boolean(file, k, v)?,
                     "index_block_restart_interval" => {
                         if let Some(n) = count(file, k, v)?.filter(|&n| n > 0) {

@@ -23,6 +23,11 @@ pub trait BlockCacheApi: Send + Sync {
     fn pinned_usage(&self) -> u64 {
         0
     }
+    /// Charges `bytes` of other memory to the cache until the token is
+    /// dropped (`None`: this cache takes no charges).
+    fn charge(&self, _bytes: u64) -> Option<Box<dyn Send + Sync>> {
+        None
+    }
 }
 
 /// RocksDB's `BlockBasedTableOptions::IndexShorteningMode`: how far index
@@ -256,6 +261,12 @@ pub struct TableOptions {
     pub filter_levelish: i32,
     /// Put whole user keys into the filter.
     pub whole_key_filtering: bool,
+    /// Charge each open reader's index, filter and dictionary to
+    /// `block_cache` (RocksDB's `cache_index_and_filter_blocks`; Strata's
+    /// readers keep them in memory while the table is open, as RocksDB
+    /// does with `pin_l0_filter_and_index_blocks_in_cache` for every
+    /// level, so the cache's usage and capacity account for them).
+    pub cache_index_and_filter_blocks: bool,
     /// Put prefixes of user keys into the filter.
     pub prefix_extractor: Option<SliceTransformRef>,
     /// User-key order; its name is stored in the properties.
@@ -321,6 +332,7 @@ impl Default for TableOptions {
             filter_policy: FilterPolicy::Bloom,
             filter_levelish: i32::MAX,
             whole_key_filtering: true,
+            cache_index_and_filter_blocks: false,
             prefix_extractor: None,
             comparator: bytewise(),
             verify_checksums: true,
