@@ -277,20 +277,12 @@ fn rocksdb_reads_a_strata_database_with_compression_dictionaries() {
 
 /// The filter block of the only table in `db`.
 fn only_filter_block(db: &std::path::Path) -> Vec<u8> {
-    use strata::tools::table::{Table, TableOptions};
-    let tables: Vec<_> = std::fs::read_dir(db)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
-        .collect();
-    assert_eq!(tables.len(), 1, "{}: {tables:?}", db.display());
-    let bytes = std::fs::read(&tables[0]).unwrap();
-    let file = strata::fs::default_fs()
-        .new_random_access_file(&tables[0])
-        .unwrap();
-    let t = Table::open(file, "t.sst", bytes.len() as u64, &TableOptions::default()).unwrap();
-    let h = t.meta_blocks()["fullfilter.rocksdb.BuiltinBloomFilter"];
-    bytes[h.offset as usize..(h.offset + h.size) as usize].to_vec()
+    let (bytes, _, meta) = only_table(db);
+    let m = meta
+        .iter()
+        .find(|m| m.0 == "fullfilter.rocksdb.BuiltinBloomFilter")
+        .unwrap_or_else(|| panic!("{}: no full filter", db.display()));
+    bytes[m.1 as usize..(m.1 + m.2) as usize].to_vec()
 }
 
 /// The only table in `db`: its bytes and its meta blocks' handles.

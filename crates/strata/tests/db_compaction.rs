@@ -1064,7 +1064,6 @@ fn an_empty_range_deletion_is_not_flushed() {
 #[test]
 fn compression_per_level_picks_each_tables_codec_as_rocksdb() {
     use strata::CompressionType;
-    use strata::tools::table::Table;
     let fs = MemFileSystem::new();
     let mut o = opts(&fs);
     o.cf.disable_auto_compactions = true;
@@ -1083,18 +1082,10 @@ fn compression_per_level_picks_each_tables_codec_as_rocksdb() {
     }
     db.flush().unwrap();
     let codec_at = |db: &DB, level: usize| -> Vec<String> {
-        db.live_files_metadata()
+        live_tables(&fs, db, &o.cf)
             .iter()
-            .filter(|f| f.level == level)
-            .map(|f| {
-                let path = format!("/db{}", f.name);
-                let file = fs
-                    .new_random_access_file(std::path::Path::new(&path))
-                    .unwrap();
-                let t =
-                    Table::open(file, &path, f.size, &o.cf.table_options(0, "default")).unwrap();
-                String::from_utf8_lossy(&t.properties().compression_name).into_owned()
-            })
+            .filter(|(l, _, _)| *l == level)
+            .map(|(_, t, _)| String::from_utf8_lossy(&t.properties().compression_name).into_owned())
             .collect()
     };
     let l0 = codec_at(&db, 0);
@@ -1140,18 +1131,7 @@ fn compression_per_level_picks_each_tables_codec_as_rocksdb() {
     drop(db);
     // The OPTIONS file carries the list (RocksDB's `a:b:c` form) and it is
     // read back.
-    let newest = fs
-        .children(std::path::Path::new("/db"))
-        .unwrap()
-        .into_iter()
-        .filter(|n| n.starts_with("OPTIONS-"))
-        .max()
-        .unwrap();
-    let text = String::from_utf8(
-        fs.read_file(std::path::Path::new(&format!("/db/{newest}")))
-            .unwrap(),
-    )
-    .unwrap();
+    let (newest, text) = newest_options_file(&fs);
     assert!(
         text.contains("compression_per_level=kNoCompression:kSnappyCompression:kZSTD"),
         "{text}"
@@ -1168,7 +1148,6 @@ fn compression_per_level_picks_each_tables_codec_as_rocksdb() {
 /// carries its dictionary and says which options made it.
 #[test]
 fn bottommost_compression_and_dictionaries_as_rocksdb() {
-    use strata::tools::table::Table;
     use strata::{CompressionOptions, CompressionType};
     let fs = MemFileSystem::new();
     let mut o = opts(&fs);
@@ -1198,16 +1177,10 @@ fn bottommost_compression_and_dictionaries_as_rocksdb() {
     };
     // (codec, compression options property, has a dictionary) per table.
     let tables_at = |db: &DB, level: usize| -> Vec<(String, String, bool)> {
-        db.live_files_metadata()
+        live_tables(&fs, db, &o.cf)
             .iter()
-            .filter(|f| f.level == level)
-            .map(|f| {
-                let path = format!("/db{}", f.name);
-                let file = fs
-                    .new_random_access_file(std::path::Path::new(&path))
-                    .unwrap();
-                let t =
-                    Table::open(file, &path, f.size, &o.cf.table_options(0, "default")).unwrap();
+            .filter(|(l, _, _)| *l == level)
+            .map(|(_, t, _)| {
                 let p = t.properties();
                 (
                     String::from_utf8_lossy(&p.compression_name).into_owned(),
@@ -1266,18 +1239,7 @@ fn bottommost_compression_and_dictionaries_as_rocksdb() {
     }
     drop(db);
     // The OPTIONS file carries all three in RocksDB's form and reads back.
-    let newest = fs
-        .children(std::path::Path::new("/db"))
-        .unwrap()
-        .into_iter()
-        .filter(|n| n.starts_with("OPTIONS-"))
-        .max()
-        .unwrap();
-    let text = String::from_utf8(
-        fs.read_file(std::path::Path::new(&format!("/db/{newest}")))
-            .unwrap(),
-    )
-    .unwrap();
+    let (newest, text) = newest_options_file(&fs);
     assert!(text.contains("  bottommost_compression=kZSTD\n"), "{text}");
     assert!(
         text.contains(
@@ -1311,7 +1273,6 @@ fn bottommost_compression_and_dictionaries_as_rocksdb() {
 #[test]
 fn ribbon_filters_by_level_as_rocksdb() {
     use strata::FilterPolicy;
-    use strata::tools::table::Table;
     for before in [0, -1] {
         let fs = MemFileSystem::new();
         let mut o = opts(&fs);
@@ -1332,19 +1293,13 @@ fn ribbon_filters_by_level_as_rocksdb() {
         db.flush().unwrap();
         // (level, filter trailer marker, policy property) per table.
         let filters = |db: &DB| -> Vec<(usize, u8, String)> {
-            db.live_files_metadata()
+            live_tables(&fs, db, &o.cf)
                 .iter()
-                .map(|f| {
-                    let path = format!("/db{}", f.name);
-                    let p = std::path::Path::new(&path);
-                    let bytes = fs.read_file(p).unwrap();
-                    let file = fs.new_random_access_file(p).unwrap();
-                    let t = Table::open(file, &path, f.size, &o.cf.table_options(0, "default"))
-                        .unwrap();
+                .map(|(level, t, bytes)| {
                     let h = t.meta_blocks()["fullfilter.rocksdb.BuiltinBloomFilter"];
                     let marker = bytes[(h.offset + h.size) as usize - 5];
                     let name = String::from_utf8_lossy(&t.properties().filter_policy_name);
-                    (f.level, marker, name.into_owned())
+                    (*level, marker, name.into_owned())
                 })
                 .collect()
         };
@@ -1373,18 +1328,7 @@ fn ribbon_filters_by_level_as_rocksdb() {
             );
         }
         drop(db);
-        let newest = fs
-            .children(std::path::Path::new("/db"))
-            .unwrap()
-            .into_iter()
-            .filter(|n| n.starts_with("OPTIONS-"))
-            .max()
-            .unwrap();
-        let text = String::from_utf8(
-            fs.read_file(std::path::Path::new(&format!("/db/{newest}")))
-                .unwrap(),
-        )
-        .unwrap();
+        let (newest, text) = newest_options_file(&fs);
         assert!(
             text.contains(&format!("  filter_policy=ribbonfilter:10:{before}\n")),
             "{text}"
@@ -1395,6 +1339,47 @@ fn ribbon_filters_by_level_as_rocksdb() {
         assert_eq!(back.filter_policy, o.cf.filter_policy);
         assert_eq!(back.bloom_bits_per_key, Some(10.0));
     }
+}
+
+/// Every live table of `/db`: its level, its reader and its bytes.
+fn live_tables(
+    fs: &MemFileSystem,
+    db: &DB,
+    o: &strata::ColumnFamilyOptions,
+) -> Vec<(usize, strata::tools::table::Table, Vec<u8>)> {
+    db.live_files_metadata()
+        .iter()
+        .map(|f| {
+            let path = format!("/db{}", f.name);
+            let p = std::path::Path::new(&path);
+            let file = fs.new_random_access_file(p).unwrap();
+            let t = strata::tools::table::Table::open(
+                file,
+                &path,
+                f.size,
+                &o.table_options(0, "default"),
+            )
+            .unwrap();
+            (f.level, t, fs.read_file(p).unwrap())
+        })
+        .collect()
+}
+
+/// The name and text of the newest OPTIONS file of `/db`.
+fn newest_options_file(fs: &MemFileSystem) -> (String, String) {
+    let newest = fs
+        .children(std::path::Path::new("/db"))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.starts_with("OPTIONS-"))
+        .max()
+        .unwrap();
+    let text = String::from_utf8(
+        fs.read_file(std::path::Path::new(&format!("/db/{newest}")))
+            .unwrap(),
+    )
+    .unwrap();
+    (newest, text)
 }
 
 fn files_per_level(db: &DB) -> Vec<usize> {

@@ -101,6 +101,14 @@ impl WriteBufferManager {
     /// only, never flush or stall for it). `allow_stall`: writers wait
     /// while the budget is used up.
     pub fn new(buffer_size: usize, allow_stall: bool) -> Arc<WriteBufferManager> {
+        Self::build(buffer_size, allow_stall, None)
+    }
+
+    fn build(
+        buffer_size: usize,
+        allow_stall: bool,
+        cache: Option<CacheCharge>,
+    ) -> Arc<WriteBufferManager> {
         Arc::new(WriteBufferManager {
             buffer_size,
             allow_stall,
@@ -108,7 +116,7 @@ impl WriteBufferManager {
             mutable_used: AtomicUsize::new(0),
             room: Mutex::new(()),
             room_cv: Condvar::new(),
-            cache: None,
+            cache,
         })
     }
 
@@ -121,18 +129,11 @@ impl WriteBufferManager {
         cache: Arc<dyn MemoryCharger>,
         allow_stall: bool,
     ) -> Arc<WriteBufferManager> {
-        Arc::new(WriteBufferManager {
-            buffer_size,
-            allow_stall,
-            memory_used: AtomicUsize::new(0),
-            mutable_used: AtomicUsize::new(0),
-            room: Mutex::new(()),
-            room_cv: Condvar::new(),
-            cache: Some(CacheCharge {
-                cache,
-                tokens: Mutex::new(Vec::new()),
-            }),
-        })
+        let charge = CacheCharge {
+            cache,
+            tokens: Mutex::new(Vec::new()),
+        };
+        Self::build(buffer_size, allow_stall, Some(charge))
     }
 
     /// Whether memtables are charged to a cache (RocksDB's `cost_to_cache`).

@@ -45,20 +45,23 @@ pub fn choose_num_probes(millibits_per_key: u32) -> u32 {
     }
 }
 
-/// `BloomLikeFilterPolicy`'s bits/key -> millibits/key conversion, with its
-/// sanitizing: NaN and >= 100 become 100 bits/key. Values below 1 become 1
-/// (RocksDB turns values below 0.5 into "no filter"; a caller that wants
-/// that behaviour should not build a filter at all).
-fn millibits_for(bits_per_key: f64) -> u32 {
-    let bits = if bits_per_key < 1.0 {
+/// `BloomLikeFilterPolicy`'s sanitizing of bits/key: NaN and >= 100
+/// become 100, values below 1 become 1 (RocksDB turns values below 0.5
+/// into "no filter"; a caller that wants that should build no filter).
+pub(super) fn sanitized_bits(bits_per_key: f64) -> f64 {
+    if bits_per_key < 1.0 {
         1.0
     } else if bits_per_key.is_nan() || bits_per_key >= 100.0 {
         100.0
     } else {
         bits_per_key
-    };
+    }
+}
+
+/// `BloomLikeFilterPolicy`'s bits/key -> millibits/key conversion.
+fn millibits_for(bits_per_key: f64) -> u32 {
     // RocksDB: static_cast<int>(bits_per_key * 1000.0 + 0.500001).
-    (bits * 1000.0 + 0.500_001) as u32
+    (sanitized_bits(bits_per_key) * 1000.0 + 0.500_001) as u32
 }
 
 /// FastRange32: maps `h` uniformly onto `0..n`.

@@ -198,13 +198,7 @@ impl RibbonSizing {
     /// For `bits_per_key` (sanitized as RocksDB's `BloomLikeFilterPolicy`:
     /// at least 1, below 100) and its millibits.
     pub fn new(bits_per_key: f64, millibits_per_key: u32) -> RibbonSizing {
-        let bits = if bits_per_key < 1.0 {
-            1.0
-        } else if bits_per_key.is_nan() || bits_per_key >= 100.0 {
-            100.0
-        } else {
-            bits_per_key
-        };
+        let bits = super::filter::sanitized_bits(bits_per_key);
         let probes = choose_num_probes(millibits_per_key);
         RibbonSizing {
             one_in_fp_rate: 1.0 / cache_local_fp_rate(bits, probes, 512.0),
