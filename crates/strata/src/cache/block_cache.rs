@@ -34,6 +34,12 @@ type CacheKey = (u64, u64);
 /// Bookkeeping charged per block on top of its bytes.
 const ENTRY_OVERHEAD: u64 = 64;
 
+/// Reservations are entries of at most this many bytes (RocksDB's dummy
+/// entry size), spread over the shards: quick_cache bounds each shard by
+/// its share of the capacity, and one pinned entry larger than a share
+/// would keep that shard over capacity.
+const RESERVATION_UNIT: u64 = 256 << 10;
+
 #[derive(Clone, Debug)]
 enum Entry {
     Block(Arc<Block>),
@@ -199,14 +205,36 @@ impl BlockCache {
     /// fail (memory already in use, such as an open table reader's, is
     /// charged whatever the limit says; blocks give way first).
     pub fn reserve_over_limit(&self, bytes: u64) -> Option<CacheReservation> {
-        let me = self.me.upgrade()?;
-        let key = self.next_reservation_key();
-        self.cache.insert(key, Entry::Reserved(bytes));
-        Some(CacheReservation {
-            cache: me,
-            key,
+        self.reserve_units(bytes, false)
+    }
+
+    /// Inserts `bytes` as reservation entries of at most
+    /// [`RESERVATION_UNIT`]; under the strict limit (`strict`), undoes them
+    /// all if one does not fit.
+    fn reserve_units(&self, bytes: u64, strict: bool) -> Option<CacheReservation> {
+        let mut r = CacheReservation {
+            cache: self.me.upgrade()?,
+            keys: Vec::new(),
             bytes,
-        })
+        };
+        let mut left = bytes;
+        loop {
+            let unit = left.min(RESERVATION_UNIT);
+            let key = self.next_reservation_key();
+            if strict {
+                if !self.insert_entry(key, Entry::Reserved(unit)) {
+                    // Dropping `r` takes back the units inserted so far.
+                    return None;
+                }
+            } else {
+                self.cache.insert(key, Entry::Reserved(unit));
+            }
+            r.keys.push(key);
+            left -= unit;
+            if left == 0 {
+                return Some(r);
+            }
+        }
     }
 
     fn next_reservation_key(&self) -> CacheKey {
@@ -215,14 +243,7 @@ impl BlockCache {
     }
 
     fn reserve_in(&self, bytes: u64) -> Option<CacheReservation> {
-        let me = self.me.upgrade()?;
-        let key = self.next_reservation_key();
-        self.insert_entry(key, Entry::Reserved(bytes))
-            .then_some(CacheReservation {
-                cache: me,
-                key,
-                bytes,
-            })
+        self.reserve_units(bytes, self.strict_capacity_limit())
     }
 }
 
@@ -230,7 +251,8 @@ impl BlockCache {
 #[derive(Debug)]
 pub struct CacheReservation {
     cache: Arc<BlockCache>,
-    key: CacheKey,
+    /// One entry per unit.
+    keys: Vec<CacheKey>,
     bytes: u64,
 }
 
@@ -242,7 +264,9 @@ impl CacheReservation {
 
 impl Drop for CacheReservation {
     fn drop(&mut self) {
-        self.cache.cache.remove(&self.key);
+        for k in &self.keys {
+            self.cache.cache.remove(k);
+        }
     }
 }
 
@@ -354,6 +378,15 @@ mod tests {
         // Strict: a reservation past capacity is refused.
         let c = BlockCache::with_options(1000, 0, true);
         assert!(c.reserve(2000).is_none());
+        assert_eq!(c.usage(), 0);
+        // A reservation larger than a shard's share is split over shards,
+        // and refused whole (nothing left behind) when it cannot fit.
+        let c = BlockCache::with_options(4 << 20, 3, true);
+        let big = c.reserve(3 << 20).unwrap();
+        assert_eq!(c.usage(), 3 << 20);
+        assert!(c.reserve(2 << 20).is_none());
+        assert_eq!(c.usage(), 3 << 20);
+        drop(big);
         assert_eq!(c.usage(), 0);
     }
 }

@@ -266,7 +266,14 @@ impl DbInner {
                             .base_level
                     }
                 });
-            table_options.target_file_size = c.target_file_size;
+            // The dictionary buffer's limit: the output size, or for
+            // compactions that do not cut outputs (universal into L0, FIFO)
+            // the base target size, as RocksDB's max_output_file_size.
+            table_options.target_file_size = if c.target_file_size == u64::MAX {
+                opts.target_file_size_base
+            } else {
+                c.target_file_size
+            };
             if opts.compaction_style != crate::options::CompactionStyle::Fifo {
                 table_options.filter_levelish = c.output_level as i32;
             }

@@ -55,8 +55,11 @@ impl CacheCharge {
     /// RocksDB's `UpdateCacheReservation` with delayed decrease: grow to
     /// cover `used`; shrink only below 3/4 of what is held, to the
     /// smallest number of units covering `used`.
-    fn update(&self, used: usize) {
+    fn update(&self, memory_used: &AtomicUsize) {
         let mut t = self.tokens.lock().unwrap_or_else(PoisonError::into_inner);
+        // Read under the lock, so a reservation and a free that race apply
+        // in order and the charge follows the latest usage.
+        let used = memory_used.load(Ordering::Relaxed);
         let held = t.len() * CHARGE_UNIT;
         if used > held {
             while t.len() * CHARGE_UNIT < used {
@@ -192,10 +195,10 @@ impl WriteBufferManager {
 
     /// An active memtable grew by `bytes`.
     pub(crate) fn reserve(&self, bytes: usize) {
-        let used = self.memory_used.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.memory_used.fetch_add(bytes, Ordering::Relaxed);
         self.mutable_used.fetch_add(bytes, Ordering::Relaxed);
         if let Some(c) = &self.cache {
-            c.update(used);
+            c.update(&self.memory_used);
         }
     }
 
@@ -210,9 +213,10 @@ impl WriteBufferManager {
         if mutable {
             self.mutable_used.fetch_sub(bytes, Ordering::Relaxed);
         }
-        let used = self.memory_used.fetch_sub(bytes, Ordering::Relaxed) - bytes;
+        let before = self.memory_used.fetch_sub(bytes, Ordering::Relaxed);
+        debug_assert!(before >= bytes, "freeing {bytes} of {before} charged bytes");
         if let Some(c) = &self.cache {
-            c.update(used);
+            c.update(&self.memory_used);
         }
         if self.allow_stall {
             let _g = self.room.lock().unwrap_or_else(PoisonError::into_inner);

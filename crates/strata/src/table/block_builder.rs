@@ -175,7 +175,9 @@ impl BlockBuilder {
         self.last_key.clear();
         self.num_entries = 0;
         self.finished = false;
-        if let Some(h) = &mut self.hash_index {
+        // As RocksDB: once a block had too many restarts for a hash index,
+        // the rest of the table has none (its size estimates included).
+        if let Some(h) = self.hash_index.as_mut().filter(|h| h.valid) {
             h.reset();
         }
     }

@@ -189,6 +189,13 @@ impl BlockBasedTableBuilder {
         // the format_version); older tables carry RocksDB's legacy Bloom.
         let flavor = if opts.filter_policy.ribbon_at(opts.filter_levelish) {
             FilterFlavor::Ribbon
+        } else if matches!(
+            opts.filter_policy,
+            super::options::FilterPolicy::Ribbon { .. }
+        ) {
+            // RocksDB's Ribbon policy builds FastLocalBloom below
+            // bloom_before_level, whatever the format_version.
+            FilterFlavor::FastLocalBloom
         } else if opts.format_version < 5 {
             FilterFlavor::LegacyBloom
         } else {
@@ -244,12 +251,17 @@ impl BlockBasedTableBuilder {
         }
         let hash_prefixes =
             (opts.index_type == IndexType::HashSearch).then(HashIndexPrefixes::default);
-        let data_block = match opts.data_block_index_type {
-            DataBlockIndexType::BinarySearch => BlockBuilder::new(opts.block_restart_interval),
-            DataBlockIndexType::BinaryAndHash => BlockBuilder::with_hash_index(
+        // As RocksDB: no data block hash index where keys of different
+        // bytes may be equal (custom comparators), since it hashes bytes.
+        let hash_blocks = opts.data_block_index_type == DataBlockIndexType::BinaryAndHash
+            && !opts.comparator.can_keys_with_different_bytes_be_equal();
+        let data_block = if hash_blocks {
+            BlockBuilder::with_hash_index(
                 opts.block_restart_interval,
                 opts.data_block_hash_table_util_ratio,
-            ),
+            )
+        } else {
+            BlockBuilder::new(opts.block_restart_interval)
         };
         let held = (opts.compression_opts.max_dict_bytes > 0).then(|| HeldBlocks {
             limit: opts.compression_opts.buffer_limit(opts.target_file_size),

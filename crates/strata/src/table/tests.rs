@@ -787,3 +787,55 @@ fn hash_search_index_tables() {
         "{err}"
     );
 }
+
+/// As RocksDB: no data block hash index under a comparator whose equal
+/// keys may differ in bytes (every custom one), and Ribbon's policy writes
+/// FastLocalBloom below `bloom_before_level` even for format_version < 5.
+#[test]
+fn hash_index_and_filter_choices_follow_rocksdb() {
+    struct Custom;
+    impl crate::util::comparator::Comparator for Custom {
+        fn name(&self) -> &str {
+            "test.Custom"
+        }
+        fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+            a.cmp(b)
+        }
+    }
+    let model = small_model();
+    // Hash indexes make data blocks larger: compare the data sizes.
+    let data_size = |opts: &TableOptions| -> u64 {
+        open(build(&model, opts), opts)
+            .unwrap()
+            .properties()
+            .data_size
+    };
+    let plain = TableOptions {
+        compression: CompressionType::None,
+        ..TableOptions::default()
+    };
+    let hashed = TableOptions {
+        data_block_index_type: options::DataBlockIndexType::BinaryAndHash,
+        ..plain.clone()
+    };
+    assert!(data_size(&hashed) > data_size(&plain));
+    let custom = |o: &TableOptions| TableOptions {
+        comparator: Arc::new(Custom),
+        ..o.clone()
+    };
+    assert_eq!(data_size(&custom(&hashed)), data_size(&custom(&plain)));
+    // Ribbon policy, a flush (level -1) under bloom_before_level 0, and
+    // format_version 4: FastLocalBloom (trailer marker -1), not legacy.
+    let opts = TableOptions {
+        format_version: 4,
+        filter_policy: options::FilterPolicy::Ribbon {
+            bloom_before_level: 0,
+        },
+        filter_levelish: -1,
+        ..TableOptions::default()
+    };
+    let bytes = build(&model, &opts);
+    let t = open(bytes.clone(), &opts).unwrap();
+    let h = t.meta_blocks()[table_properties::FULL_FILTER_BLOCK];
+    assert_eq!(bytes[(h.offset + h.size) as usize - 5], 0xff);
+}

@@ -27,6 +27,14 @@ pub trait Comparator: Send + Sync {
     fn is_bytewise(&self) -> bool {
         false
     }
+
+    /// Whether keys of different bytes may compare equal (RocksDB's
+    /// `CanKeysWithDifferentByteContentsBeEqual`; true unless the order
+    /// says otherwise): data block hash indexes, which hash key bytes, are
+    /// only written when this is false.
+    fn can_keys_with_different_bytes_be_equal(&self) -> bool {
+        true
+    }
 }
 
 /// Bytewise order, with the first 8 bytes compared as one big-endian word
@@ -50,6 +58,10 @@ pub struct BytewiseComparator;
 impl Comparator for BytewiseComparator {
     fn name(&self) -> &str {
         "leveldb.BytewiseComparator"
+    }
+
+    fn can_keys_with_different_bytes_be_equal(&self) -> bool {
+        false
     }
 
     #[inline]
@@ -113,6 +125,10 @@ pub struct ReverseBytewiseComparator;
 impl Comparator for ReverseBytewiseComparator {
     fn name(&self) -> &str {
         "rocksdb.ReverseBytewiseComparator"
+    }
+
+    fn can_keys_with_different_bytes_be_equal(&self) -> bool {
+        false
     }
 
     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
