@@ -11,6 +11,8 @@
 #   ./scripts/build-rocksdb.sh 10.4.2
 #   ./scripts/build-rocksdb.sh 10.4.2-txn   # 10.4.2 whose randomtransaction
 #                                            # benchmark runs in a release build
+#   ./scripts/build-rocksdb.sh 10.4.2 tools # ldb and sst_dump instead of
+#                                            # db_bench; prints their directory
 #
 # Debian's own db_bench (rocksdb-tools) is built without NDEBUG and prints
 # "WARNING: Assertions are enabled"; it is fine for interop tests, not for
@@ -21,10 +23,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 version="${1:-7.8.3}"
+what="${2:-db_bench}"
 dest="$root/target/rocksdb/$version"
-bin="$dest/db_bench"
-if [ -x "$bin" ]; then
-  echo "$bin"
+case "$what" in
+  db_bench) targets=(db_bench) ;;
+  tools)
+    targets=(ldb sst_dump)
+    [ "$version" != 10.4.2-txn ] || { echo "build-rocksdb: tools come from 10.4.2, not 10.4.2-txn" >&2; exit 2; }
+    ;;
+  *) echo "build-rocksdb: unknown target set $what (db_bench or tools)" >&2; exit 2 ;;
+esac
+bin="$dest/${targets[0]}"
+if [ -x "$bin" ] && [ -x "$dest/${targets[-1]}" ]; then
+  if [ "$what" = tools ]; then echo "$dest"; else echo "$bin"; fi
   exit 0
 fi
 
@@ -133,17 +144,25 @@ cmake -S "$src" -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE=Release -DPORTABLE=ON -DWITH_GFLAGS=ON \
   -DWITH_SNAPPY=ON -DWITH_LZ4=ON -DWITH_ZSTD=ON -DWITH_ZLIB=ON -DWITH_BZ2=ON \
   -DROCKSDB_BUILD_SHARED=OFF -DWITH_TESTS=OFF -DWITH_BENCHMARK_TOOLS=ON \
-  -DWITH_TOOLS=OFF -DWITH_CORE_TOOLS=OFF -DFAIL_ON_WARNINGS=OFF \
+  -DWITH_TOOLS=OFF -DWITH_CORE_TOOLS=ON -DFAIL_ON_WARNINGS=OFF \
   -DCMAKE_CXX_FLAGS="-Wno-error" >"$build/cmake.log" 2>&1 || {
   tail -30 "$build/cmake.log" >&2
   exit 1
 }
-log "building db_bench (about 15 minutes on 2 cores)"
-nice -n 10 cmake --build "$build" --target db_bench -j "$(nproc)" >"$build/build.log" 2>&1 || {
+log "building ${targets[*]} (about 15 minutes on 2 cores)"
+nice -n 10 cmake --build "$build" --target "${targets[@]}" -j "$(nproc)" >"$build/build.log" 2>&1 || {
   tail -40 "$build/build.log" >&2
   exit 1
 }
-cp "$build/db_bench" "$bin.tmp"
-mv "$bin.tmp" "$bin"
-"$bin" --version >&2 2>/dev/null || true
-echo "$bin"
+for t in "${targets[@]}"; do
+  exe="$(find "$build" -maxdepth 2 -type f -name "$t" -perm -u+x | head -1)"
+  [ -n "$exe" ] || { echo "build-rocksdb: $t not found in $build" >&2; exit 1; }
+  cp "$exe" "$dest/$t.tmp"
+  mv "$dest/$t.tmp" "$dest/$t"
+done
+if [ "$what" = tools ]; then
+  echo "$dest"
+else
+  "$bin" --version >&2 2>/dev/null || true
+  echo "$bin"
+fi

@@ -1340,6 +1340,22 @@ pub unsafe extern "C" fn rocksdb_block_based_options_set_block_cache(
     })
 }
 
+/// Shares the cache as the row cache (`Options::row_cache`); NULL leaves
+/// the option as it was, as RocksDB does (the caller still destroys its
+/// handle).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_set_row_cache(
+    o: *mut rocksdb_options_t,
+    cache: *mut rocksdb_cache_t,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or live objects of this library.
+        if let (Some(o), Some(c)) = (unsafe { o.as_mut() }, unsafe { cache.as_ref() }) {
+            o.opts.row_cache = Some(c.cache.clone());
+        }
+    })
+}
+
 #[unsafe(no_mangle)]
 pub extern "C" fn rocksdb_cache_create_lru(capacity: usize) -> *mut rocksdb_cache_t {
     into_raw(rocksdb_cache_t {

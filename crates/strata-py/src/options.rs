@@ -80,6 +80,11 @@ impl Options {
     fn set_db_write_buffer_size(&mut self, n: usize) {
         self.opts.db_write_buffer_size = n;
     }
+    /// Keeps point-lookup results per table file in `cache` (RocksDB's
+    /// row cache; it may be the block cache too).
+    fn set_row_cache(&mut self, cache: &Cache) {
+        self.opts.row_cache = Some(cache.0.clone());
+    }
     fn set_max_write_buffer_number(&mut self, n: i32) {
         self.opts.cf.max_write_buffer_number = n.max(1) as usize;
     }

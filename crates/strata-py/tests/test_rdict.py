@@ -6,6 +6,7 @@ same database is also read by rocksdict (and written by it, while its
 files stay readable here)."""
 
 import os
+import re
 import pickle
 
 import pytest
@@ -215,6 +216,8 @@ def test_options_tables_and_maintenance(path):
     opts.set_block_based_table_factory(table)
     opts.enable_statistics()
     opts.set_optimize_filters_for_hits(True)
+    rows = Cache(1 << 20)
+    opts.set_row_cache(rows)
     with Rdict(path, opts) as db:
         for i in range(1000):
             db[f"key{i:05}"] = "v" * 100
@@ -222,7 +225,10 @@ def test_options_tables_and_maintenance(path):
         db.flush_wal()
         db.compact_range(None, None)
         assert db["key00500"] == "v" * 100
+        assert db["key00500"] == "v" * 100
         assert db.get("key99999") is None
+        assert rows.get_usage() > 0
+        assert re.search(r"rocksdb\.row\.cache\.hit COUNT : [1-9]", opts.get_statistics())
         options_files = [f for f in os.listdir(path) if f.startswith("OPTIONS-")]
         text = open(os.path.join(path, max(options_files))).read()
         assert "optimize_filters_for_hits=true" in text

@@ -897,6 +897,14 @@ pub struct Options {
     /// them; iterators' pinned blocks count in it. Not written to the
     /// OPTIONS file (RocksDB has no such option).
     pub memory_budget: Option<u64>,
+    /// A cache of point-lookup results per table file (RocksDB's
+    /// `row_cache`): a `get` of a key whose row is cached reads neither
+    /// the table's filter nor its blocks. The cache may be the block
+    /// cache itself (rows and blocks then share its capacity). Unlike
+    /// RocksDB's, it works with range deletions (RocksDB refuses
+    /// `DeleteRange` when it is set). Not written to the OPTIONS file, as
+    /// RocksDB does not.
+    pub row_cache: Option<Arc<crate::cache::BlockCache>>,
     /// Bytes per second writes may proceed at while compaction is behind
     /// (the starting rate; it adapts to the debt).
     pub delayed_write_rate: u64,
@@ -1016,6 +1024,7 @@ impl Default for Options {
             max_subcompactions: 1,
             db_write_buffer_size: 0,
             memory_budget: None,
+            row_cache: None,
             write_buffer_manager: None,
             delayed_write_rate: 16 << 20,
             env: None,

@@ -1161,6 +1161,10 @@ extern STRATA_C_API void rocksdb_block_based_options_set_filter_policy(
 extern STRATA_C_API void rocksdb_block_based_options_set_block_cache(
     rocksdb_block_based_table_options_t* options,
     rocksdb_cache_t* block_cache);
+/* The cache also keeps point-lookup results per table file (RocksDB's
+   row_cache); NULL leaves the option unchanged. */
+extern STRATA_C_API void rocksdb_options_set_row_cache(
+    rocksdb_options_t* opt, rocksdb_cache_t* cache);
 extern STRATA_C_API rocksdb_cache_t* rocksdb_cache_create_lru(size_t capacity);
 extern STRATA_C_API void rocksdb_cache_destroy(rocksdb_cache_t* cache);
 extern STRATA_C_API size_t rocksdb_cache_get_usage(rocksdb_cache_t* cache);

@@ -1202,16 +1202,25 @@ static void test_tables_and_styles(void) {
   rocksdb_close(db);
   rocksdb_options_destroy(o);
 
-  /* No block cache. */
+  /* No block cache, and a row cache: a found row is kept there (NULL
+     changes nothing). */
   rocksdb_block_based_options_set_no_block_cache(t, 1);
+  rocksdb_cache_t* rows = rocksdb_cache_create_lru(1 << 20);
   o = rocksdb_options_create();
   rocksdb_options_set_create_if_missing(o, 1);
   rocksdb_options_set_block_based_table_factory(o, t);
+  rocksdb_options_set_row_cache(o, rows);
+  rocksdb_options_set_row_cache(o, NULL);
   db = rocksdb_open(o, p, &err);
   CHECK_OK(err);
+  CHECK(rocksdb_cache_get_usage(rows) == 0);
   CHECK_GET(db, ro, "key000007", "value-7-padding-padding");
+  CHECK(rocksdb_cache_get_usage(rows) > 0);
+  CHECK_GET(db, ro, "key000007", "value-7-padding-padding");
+  CHECK_GET(db, ro, "key000008", "value-8-padding-padding");
   rocksdb_close(db);
   rocksdb_options_destroy(o);
+  rocksdb_cache_destroy(rows);
   rocksdb_block_based_options_destroy(t);
   rocksdb_cache_destroy(cache);
 

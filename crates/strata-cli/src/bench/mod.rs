@@ -19,7 +19,8 @@
 //! `--statistics` (the DB's tickers and histograms at the end),
 //! `--report_interval_seconds` with `--report_file` (ops per interval as
 //! CSV), `--stats_interval_seconds`, `--benchmark_write_rate_limit`
-//! (bytes/s), `--use_existing_db`, `--cache_size`, `--bloom_bits`, the
+//! (bytes/s), `--use_existing_db`, `--cache_size`, `--row_cache_size`,
+//! `--bloom_bits`, the
 //! memtable, compression and compaction flags. `--writes_per_second`
 //! (an older db_bench flag) paces writes in operations per second.
 //!
@@ -723,6 +724,15 @@ pub fn run(f: &Flags) -> Result<(), String> {
     } else if cache_size > 0 {
         opts.cf.block_cache = Some(strata::BlockCache::with_shard_bits(
             cache_size as u64,
+            shard_bits,
+        ));
+    }
+    // db_bench's --row_cache_size (bytes; 0: no row cache), sharded as
+    // the block cache is.
+    let row_cache_size: u64 = f.num("row_cache_size", 0)?;
+    if row_cache_size > 0 {
+        opts.row_cache = Some(strata::BlockCache::with_shard_bits(
+            row_cache_size,
             shard_bits,
         ));
     }

@@ -18,9 +18,15 @@
 //! total), which costs concurrent readers: 30% of 8-thread readrandom on a
 //! miss-heavy database (2 cores).
 //!
+//! The same cache can serve as a row cache (RocksDB's `row_cache`, which
+//! takes any `Cache`): rows are entries keyed by a 128-bit hash of their
+//! variable-length key, which the entry keeps and a lookup compares, so a
+//! hash collision is a miss, never a wrong row.
+//!
 //! Invariant: a table's cache id is unique in the process, so two files
 //! (or two opens of one file) never share entries; reservation keys use
-//! cache ids from the top of the range, which tables never reach.
+//! cache ids from the top of the range, which tables never reach; row keys
+//! use first halves in [2^62, 2^63), which neither reaches.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -45,6 +51,33 @@ enum Entry {
     Block(Arc<Block>),
     /// Bytes charged by a [`CacheReservation`].
     Reserved(u64),
+    /// A row cache entry.
+    Row(Arc<CachedRow>),
+}
+
+/// A row cache entry: its key and the bytes cached for it (the row cache's
+/// user decides what they mean).
+#[derive(Debug)]
+pub struct CachedRow {
+    key: Box<[u8]>,
+    value: Box<[u8]>,
+}
+
+impl CachedRow {
+    pub fn value(&self) -> &[u8] {
+        &self.value
+    }
+
+    fn charge(&self) -> u64 {
+        (self.key.len() + self.value.len()) as u64 + ENTRY_OVERHEAD
+    }
+}
+
+/// Where a row key lives among the cache's (u64, u64) keys.
+fn row_slot(key: &[u8]) -> CacheKey {
+    let h = xxhash_rust::xxh3::xxh3_128(key);
+    let hi = (h >> 64) as u64;
+    ((hi & ((1 << 62) - 1)) | (1 << 62), h as u64)
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -55,6 +88,7 @@ impl quick_cache::Weighter<CacheKey, Entry> for EntryWeighter {
         match e {
             Entry::Block(b) => b.size() as u64 + ENTRY_OVERHEAD,
             Entry::Reserved(n) => *n,
+            Entry::Row(r) => r.charge(),
         }
     }
 }
@@ -70,6 +104,7 @@ impl quick_cache::Lifecycle<CacheKey, Entry> for PinInUse {
         match e {
             Entry::Block(b) => Arc::strong_count(b) > 1,
             Entry::Reserved(_) => true,
+            Entry::Row(r) => Arc::strong_count(r) > 1,
         }
     }
 }
@@ -165,8 +200,28 @@ impl BlockCache {
                 Entry::Block(b) if Arc::strong_count(&b) > 2 => b.size() as u64 + ENTRY_OVERHEAD,
                 Entry::Block(_) => 0,
                 Entry::Reserved(n) => n,
+                Entry::Row(r) if Arc::strong_count(&r) > 2 => r.charge(),
+                Entry::Row(_) => 0,
             })
             .sum()
+    }
+
+    /// The row cached under `key`, if any.
+    pub fn lookup_row(&self, key: &[u8]) -> Option<Arc<CachedRow>> {
+        match self.cache.get(&row_slot(key))? {
+            Entry::Row(r) if *r.key == *key => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Caches `value` as the row `key` (replacing a row whose key has the
+    /// same hash). Refused under the strict limit when it does not fit.
+    pub fn insert_row(&self, key: &[u8], value: Vec<u8>) {
+        let row = CachedRow {
+            key: key.into(),
+            value: value.into_boxed_slice(),
+        };
+        self.insert_entry(row_slot(key), Entry::Row(Arc::new(row)));
     }
 
     /// Changes the capacity; unpinned blocks that no longer fit are
@@ -281,7 +336,7 @@ impl BlockCacheApi for BlockCache {
     fn lookup(&self, cache_id: u64, offset: u64) -> Option<Arc<Block>> {
         match self.cache.get(&(cache_id, offset))? {
             Entry::Block(b) => Some(b),
-            Entry::Reserved(_) => None,
+            Entry::Reserved(_) | Entry::Row(_) => None,
         }
     }
 
@@ -356,6 +411,33 @@ mod tests {
         assert_eq!(c.pinned_usage(), 0);
         c.set_capacity(each);
         assert!(c.usage() <= each, "{}", c.usage());
+    }
+
+    #[test]
+    fn rows_are_keyed_by_their_bytes_and_share_the_capacity() {
+        let c = BlockCache::with_options(64 * 1024, 0, false);
+        c.insert_row(b"row-a", vec![1; 100]);
+        c.insert(1, 0, block(1000));
+        let a = c.lookup_row(b"row-a").unwrap();
+        assert_eq!(a.value(), &[1; 100][..]);
+        assert!(c.lookup_row(b"row-b").is_none());
+        assert!(c.lookup(1, 0).is_some());
+        assert_eq!(
+            c.usage(),
+            (5 + 100 + ENTRY_OVERHEAD) + (1008 + ENTRY_OVERHEAD)
+        );
+        // Held rows are pinned, as held blocks are.
+        assert_eq!(c.pinned_usage(), 5 + 100 + ENTRY_OVERHEAD);
+        drop(a);
+        assert_eq!(c.pinned_usage(), 0);
+        // Rows are evicted like blocks.
+        for i in 0..2000u32 {
+            c.insert_row(&i.to_be_bytes(), vec![0; 100]);
+        }
+        assert!(c.usage() <= 64 * 1024, "{}", c.usage());
+        // The slot of a key is never a block's or a reservation's.
+        let (hi, _) = row_slot(b"row-a");
+        assert!((1 << 62..1 << 63).contains(&hi));
     }
 
     #[test]

@@ -39,6 +39,7 @@ mod publisher;
 mod read;
 mod refit_level;
 mod repair;
+mod row_cache;
 mod scheduler;
 mod secondary;
 mod stats;
@@ -331,6 +332,8 @@ pub(crate) struct DbInner {
     pub(crate) commit_table: Arc<commit_table::CommitTable>,
     /// Schedules compactions that come due by age alone.
     pub(crate) compaction_timer: compaction_timer::CompactionTimer,
+    /// `Options::row_cache`, with this database's id in it.
+    pub(crate) row_cache: Option<row_cache::RowCache>,
 }
 
 impl DbInner {

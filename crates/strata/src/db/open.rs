@@ -381,6 +381,7 @@ impl DB {
             two_phase: Default::default(),
             commit_table: Default::default(),
             compaction_timer: Default::default(),
+            row_cache: opts.row_cache.clone().map(super::row_cache::RowCache::new),
             options: opts,
         });
         let _ = inner.self_ref.set(Arc::downgrade(&inner));

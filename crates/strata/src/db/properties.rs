@@ -58,6 +58,11 @@ impl DbInner {
             format!("Options.max_background_jobs: {}", o.max_background_jobs),
             format!("Options.max_subcompactions: {}", o.max_subcompactions),
             format!("Options.memory_budget: {:?}", o.memory_budget),
+            // RocksDB's form: the capacity, or None.
+            match &o.row_cache {
+                Some(c) => format!("Options.row_cache: {}", c.capacity()),
+                None => "Options.row_cache: None".to_string(),
+            },
             format!("Options.delayed_write_rate: {}", o.delayed_write_rate),
             format!("Options.max_open_files: {}", o.max_open_files),
             format!("Options.wal_recovery_mode: {:?}", o.wal_recovery_mode),

@@ -162,6 +162,37 @@ impl Iterator for DbIterator {
     }
 }
 
+/// How [`DbInner::visit_key`] may read.
+#[derive(Clone, Copy, Debug)]
+struct Visit {
+    /// Read nothing that is not in memory (`Incomplete` instead).
+    no_io: bool,
+    /// Tables may be read (else reaching them is `Incomplete`).
+    tables: bool,
+    /// Answer from and fill the row cache: only for a callback that takes
+    /// every entry it is given until it is resolved (a user's `get`); one
+    /// that skips entries (uncommitted ones) could need entries past the
+    /// end of a cached row.
+    rows: bool,
+}
+
+impl Visit {
+    /// Every entry, reading what it must, no row cache.
+    const FILTERED: Visit = Visit {
+        no_io: false,
+        tables: true,
+        rows: false,
+    };
+
+    fn get(no_io: bool, tables: bool) -> Visit {
+        Visit {
+            no_io,
+            tables,
+            rows: true,
+        }
+    }
+}
+
 impl DbInner {
     /// The reader of table `f` of the column family `sv` views.
     pub(crate) fn sv_table(
@@ -333,7 +364,7 @@ impl DbInner {
         let mut f = Some(f);
         let mut out = None;
         let mut size = 0;
-        let in_memtables = self.visit_key(sv, seq, key, no_io, tables, |s, t, v| {
+        let in_memtables = self.visit_key(sv, seq, key, Visit::get(no_io, tables), |s, t, v| {
             if ctx.settles_as_plain_value(s, t) {
                 size = v.len();
                 out = f.take().map(|f| f(v));
@@ -373,8 +404,9 @@ impl DbInner {
     ) -> Result<Option<Vec<u8>>> {
         let (covering, tables) = self.covering_for_get(sv, seq, key, no_io)?;
         let mut ctx = GetContext::new(covering);
-        let in_memtables =
-            self.visit_key(sv, seq, key, no_io, tables, |s, t, v| ctx.add(s, t, v))?;
+        let in_memtables = self.visit_key(sv, seq, key, Visit::get(no_io, tables), |s, t, v| {
+            ctx.add(s, t, v)
+        })?;
         let ticker = if in_memtables {
             Ticker::MemtableHit
         } else {
@@ -401,7 +433,7 @@ impl DbInner {
         loop {
             let seq = self.snapshot_seq(ro);
             let mut ctx = GetContext::new(self.max_covering_tombstone_seq(&sv, seq, key, false)?);
-            self.visit_key(&sv, seq, key, false, true, |s, t, v| {
+            self.visit_key(&sv, seq, key, Visit::FILTERED, |s, t, v| {
                 table.is_in_snapshot(s, seq) && ctx.add(s, t, v)
             })?;
             if ro.snapshot.is_some() || table.max_evicted() <= seq {
@@ -462,7 +494,7 @@ impl DbInner {
         if sv.version.max_seqno() <= above && self.commit_table.is_empty() {
             visit_memtables(&sv, seq, key, note);
         } else {
-            self.visit_key(&sv, seq, key, false, true, note)?;
+            self.visit_key(&sv, seq, key, Visit::FILTERED, note)?;
         }
         let tombstone = self.max_covering_tombstone_seq(&sv, seq, key, false)?;
         Ok(match (newest, tombstone) {
@@ -483,10 +515,16 @@ impl DbInner {
         sv: &SuperVersion,
         seq: SequenceNumber,
         key: &[u8],
-        no_io: bool,
-        tables: bool,
+        how: Visit,
         mut f: impl FnMut(SequenceNumber, crate::format::ValueType, &[u8]) -> bool,
     ) -> Result<bool> {
+        let Visit {
+            no_io,
+            tables,
+            rows,
+        } = how;
+        let row_cache = self.row_cache.as_ref().filter(|_| rows);
+        let stats = &self.options.statistics;
         if visit_memtables(sv, seq, key, &mut f) {
             return Ok(true);
         }
@@ -544,6 +582,27 @@ impl DbInner {
                 if ucmp.compare(key, largest).is_gt() {
                     continue;
                 }
+                // The row cache answers for the file when it can: `f`
+                // sees the entries the file holds, as the file would give
+                // them.
+                let row_key = row_cache.map(|rc| rc.key(file.number, file.largest_seqno, seq, key));
+                if let (Some(rc), Some(rk)) = (row_cache, &row_key) {
+                    if let Some(row) = rc.lookup(rk) {
+                        record(stats, Ticker::RowCacheHit, 1);
+                        match super::row_cache::replay(row.value(), &mut f) {
+                            Some(d) => done = d,
+                            None => {
+                                return Err(crate::Error::corruption(
+                                    "row cache",
+                                    0,
+                                    "unparsable row",
+                                ));
+                            }
+                        }
+                        continue;
+                    }
+                    record(stats, Ticker::RowCacheMiss, 1);
+                }
                 let opened;
                 let t: &Table = if level == 0 {
                     // Level 0's candidates are all its files, in order.
@@ -557,14 +616,37 @@ impl DbInner {
                     continue;
                 }
                 let mut bad_key = false;
-                t.lookup(&lookup, ucmp, no_io, |ikey, value| {
-                    let Some(p) = parse_internal_key(ikey) else {
-                        bad_key = true;
-                        return true;
-                    };
-                    done = f(p.sequence, p.value_type, value);
-                    done
-                })?;
+                match &row_key {
+                    None => t.lookup(&lookup, ucmp, no_io, |ikey, value| {
+                        let Some(p) = parse_internal_key(ikey) else {
+                            bad_key = true;
+                            return true;
+                        };
+                        done = f(p.sequence, p.value_type, value);
+                        done
+                    })?,
+                    Some(_) => {
+                        // Recorded up to the entry that ends the lookup
+                        // whatever came before (past `f`'s answer when a
+                        // range tombstone ended it earlier), so that the
+                        // row serves every read keyed to it.
+                        let mut row = super::row_cache::RowBuilder::default();
+                        t.lookup(&lookup, ucmp, no_io, |ikey, value| {
+                            let Some(p) = parse_internal_key(ikey) else {
+                                bad_key = true;
+                                return true;
+                            };
+                            row.push(p.sequence, p.value_type, value);
+                            if !done {
+                                done = f(p.sequence, p.value_type, value);
+                            }
+                            super::row_cache::ends_lookup(p.value_type)
+                        })?;
+                        if let (false, Some(rc), Some(rk)) = (bad_key, row_cache, &row_key) {
+                            rc.insert(rk, row);
+                        }
+                    }
+                }
                 if bad_key {
                     return Err(crate::Error::corruption(
                         t.name(),

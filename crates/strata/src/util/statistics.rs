@@ -66,6 +66,8 @@ named_enum! {
         CompactReadBytes => "rocksdb.compact.read.bytes",
         CompactWriteBytes => "rocksdb.compact.write.bytes",
         FlushWriteBytes => "rocksdb.flush.write.bytes",
+        RowCacheHit => "rocksdb.row.cache.hit",
+        RowCacheMiss => "rocksdb.row.cache.miss",
     }
 }
 
