@@ -280,15 +280,18 @@ pub struct ColumnFamilyOptions {
     /// find their key, the last level's filters (most of the filter
     /// memory) save nothing.
     pub optimize_filters_for_hits: bool,
-    /// Size bloom filters by level (Monkey, Dayan et al., SIGMOD 2017;
-    /// not in RocksDB; opt-in): a table `d` levels above the last gets
-    /// `ln(T)/ln(2)^2` more bits per key per level (4.8 at `T` = 10, the
-    /// level multiplier), the last level `1/(T-1)` of a step fewer than
-    /// `bloom_bits_per_key`. The total filter memory equals the uniform
-    /// one only when each level is `T` times the one above; in a tree
-    /// whose levels are closer in size it is larger (measured: 25% more
-    /// on a two-level tree of 2M keys, with no fewer false positives).
-    /// Flushed tables count as one level above the base level.
+    /// Size bloom filters by sorted run (Monkey, Dayan et al., SIGMOD
+    /// 2017; not in RocksDB; opt-in): for the same filter memory as
+    /// `bloom_bits_per_key` everywhere, the fewest false positives over a
+    /// lookup that probes every run come from false-positive rates
+    /// proportional to the runs' sizes, so a table gets
+    /// `bloom_bits_per_key + (H - ln n) / ln(2)^2` bits per key, where `n`
+    /// is the size of the run it is written into (a level, or one level-0
+    /// file) and `H` the size-weighted mean of `ln` of every run's size
+    /// when it is written: the largest run gets a little less than the
+    /// uniform figure, the small upper ones much more (clamped to
+    /// [1, 4 x `bloom_bits_per_key`]). Sizes are the tree's file bytes at
+    /// the time (a flush counts as a run of its memtables' bytes).
     pub level_scaled_filters: bool,
     /// RocksDB's `periodic_compaction_seconds` (0 = off;
     /// [`DEFAULT_COMPACTION_SECONDS`] = RocksDB's default: 30 days when a
@@ -710,12 +713,18 @@ impl ColumnFamilyOptions {
         (self.write_buffer_size as f64 * ratio) as usize
     }
 
-    /// Bloom bits per key of a table written `distance` levels above the
-    /// last level of the tree (0: at the last level), `bottommost` when no
-    /// data lies below it: `bloom_bits_per_key`, none at the bottom under
-    /// `optimize_filters_for_hits`, scaled by level under
+    /// Bloom bits per key of a table written into a sorted run of
+    /// `run_bytes` in a tree whose runs will be `runs` (bytes each, the
+    /// output's included), `bottommost` when no data lies below it:
+    /// `bloom_bits_per_key`, none at the bottom under
+    /// `optimize_filters_for_hits`, sized by run under
     /// `level_scaled_filters`.
-    pub fn bloom_bits_for_output(&self, distance: usize, bottommost: bool) -> Option<f64> {
+    pub fn bloom_bits_for_output(
+        &self,
+        run_bytes: u64,
+        runs: &[u64],
+        bottommost: bool,
+    ) -> Option<f64> {
         let bits = self.bloom_bits_per_key?;
         if self.optimize_filters_for_hits && bottommost {
             return None;
@@ -723,10 +732,19 @@ impl ColumnFamilyOptions {
         if !self.level_scaled_filters {
             return Some(bits);
         }
-        let t = self.max_bytes_for_level_multiplier.max(2.0);
-        let step = t.ln() / std::f64::consts::LN_2.powi(2);
-        let last = bits - step / (t - 1.0);
-        Some((last + step * distance as f64).clamp(1.0, bits.max(1.0) * 4.0))
+        let total: f64 = runs.iter().map(|&n| n as f64).sum();
+        if total <= 0.0 || run_bytes == 0 {
+            return Some(bits);
+        }
+        // Size-weighted mean of ln(run size).
+        let h: f64 = runs
+            .iter()
+            .filter(|&&n| n > 0)
+            .map(|&n| n as f64 / total * (n as f64).ln())
+            .sum();
+        let c = std::f64::consts::LN_2.powi(2);
+        let b = bits + (h - (run_bytes as f64).ln()) / c;
+        Some(b.clamp(1.0, bits.max(1.0) * 4.0))
     }
 
     /// The codec and its options for a compaction's output into `level`

@@ -571,8 +571,9 @@ fn filter_density(per: &[(usize, u64, u64)], bottom: bool) -> f64 {
 }
 
 /// 6,000 keys written in a scattered order and compacted to the last
-/// level, then 600 of them overwritten and flushed: tables on the last
-/// level (written there, so sized for it) and in L0 above it. Compactions
+/// level while 300 others wait in L0, then 600 of the 6,000 overwritten
+/// and flushed: tables on the last level (written there, so sized for
+/// it) and in L0 above it. Compactions
 /// are manual, so the shape does not depend on when background work runs
 /// (with automatic compactions, a table could reach the last level by a
 /// trivial move from above and keep the upper levels' filter).
@@ -590,7 +591,14 @@ fn filter_tree(fs: &MemFileSystem, tune: impl FnOnce(&mut Options)) -> DB {
         db.put(&wo, &key(k), &value(k, 0)).unwrap();
     }
     db.flush().unwrap();
-    db.compact_range(None, None).unwrap();
+    // 300 keys of their own range stay above the compaction in L0, so the
+    // last level is written with another run in the tree.
+    for i in 0..300u64 {
+        db.put(&wo, format!("zz{i:04}").as_bytes(), &value(i, 0))
+            .unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(Some(b"a"), Some(b"z")).unwrap();
     for i in 0..600u64 {
         let k = i * 7919 % 600 * 10;
         db.put(&wo, &key(k), &value(k, 1)).unwrap();
@@ -614,7 +622,7 @@ fn optimize_filters_for_hits_leaves_the_bottom_without_filters() {
         }
     }
     // Every key is still found, absent ones are still absent.
-    assert_eq!(scan(&db).len(), 6000);
+    assert_eq!(scan(&db).len(), 6300);
     assert_eq!(db.get(&ReadOptions::default(), b"absent").unwrap(), None);
     assert_eq!(
         db.get(&ReadOptions::default(), &key(10)).unwrap(),
@@ -627,7 +635,7 @@ fn level_scaled_filters_give_upper_levels_more_bits() {
     let fs = MemFileSystem::new();
     let db = filter_tree(&fs, |o| o.cf.level_scaled_filters = true);
     let scaled = filter_bytes_per_entry(&fs, &db);
-    assert_eq!(scan(&db).len(), 6000);
+    assert_eq!(scan(&db).len(), 6300);
     assert_eq!(db.get(&ReadOptions::default(), b"absent").unwrap(), None);
     let fs2 = MemFileSystem::new();
     let uniform = filter_bytes_per_entry(&fs2, &filter_tree(&fs2, |_| {}));
@@ -642,24 +650,38 @@ fn level_scaled_filters_give_upper_levels_more_bits() {
     );
     assert!(sb < ub, "bottom: scaled {sb} vs uniform {ub}");
     assert!(su > uu + 0.4, "upper: scaled {su} vs uniform {uu}");
-    // The formula: 10 bits on average, ten times per level.
+    // The formula keeps the uniform filter memory: bits per key weighted
+    // by run size average 10, and smaller runs get more.
     let o = strata::options::ColumnFamilyOptions {
         level_scaled_filters: true,
         ..Default::default()
     };
+    let runs = [1_000_000u64, 40_000_000, 400_000_000, 3_000_000];
+    let bits: Vec<f64> = runs
+        .iter()
+        .map(|&n| o.bloom_bits_for_output(n, &runs, false).unwrap())
+        .collect();
+    let total: f64 = runs.iter().map(|&n| n as f64).sum();
+    let mean: f64 = runs
+        .iter()
+        .zip(&bits)
+        .map(|(&n, b)| n as f64 * b)
+        .sum::<f64>()
+        / total;
+    assert!((mean - 10.0).abs() < 1e-9, "{bits:?}: {mean}");
+    assert!(bits[2] < 10.0 && bits[1] > bits[2] && bits[0] > bits[3] && bits[3] > bits[1]);
+    // A run ten times larger gets ln(10)/ln(2)^2 bits fewer.
     let step = 10f64.ln() / 2f64.ln().powi(2);
-    let at = |d| o.bloom_bits_for_output(d, false).unwrap();
-    assert!((at(0) - (10.0 - step / 9.0)).abs() < 1e-9);
-    assert!((at(1) - at(0) - step).abs() < 1e-9);
+    assert!((bits[1] - bits[2] - step).abs() < 1e-9);
     // Uniform by default; none at the bottom under optimize_filters_for_hits.
     let d = strata::options::ColumnFamilyOptions::default();
-    assert_eq!(d.bloom_bits_for_output(3, true), Some(10.0));
+    assert_eq!(d.bloom_bits_for_output(1, &runs, true), Some(10.0));
     let h = strata::options::ColumnFamilyOptions {
         optimize_filters_for_hits: true,
         ..Default::default()
     };
-    assert_eq!(h.bloom_bits_for_output(0, true), None);
-    assert_eq!(h.bloom_bits_for_output(0, false), Some(10.0));
+    assert_eq!(h.bloom_bits_for_output(1, &runs, true), None);
+    assert_eq!(h.bloom_bits_for_output(1, &runs, false), Some(10.0));
 }
 
 #[test]

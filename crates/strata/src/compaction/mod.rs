@@ -117,6 +117,18 @@ impl CompactionReason {
     }
 }
 
+/// The sizes (file bytes) of `v`'s sorted runs: each level-0 file, and
+/// each other non-empty level.
+pub fn sorted_run_bytes(v: &Version) -> Vec<u64> {
+    let mut runs: Vec<u64> = v.files(0).iter().map(|f| f.file_size).collect();
+    runs.extend(
+        (1..v.num_levels())
+            .map(|l| v.files(l).iter().map(|f| f.file_size).sum::<u64>())
+            .filter(|&n| n > 0),
+    );
+    runs
+}
+
 /// The files a compaction takes from one level.
 #[derive(Clone, Debug)]
 pub struct LevelInputs {
@@ -167,6 +179,50 @@ impl Compaction {
 
     pub fn input_bytes(&self) -> u64 {
         self.input_files().map(|(_, f)| f.file_size).sum()
+    }
+
+    /// The size of the sorted run the outputs join (all of the output
+    /// level once they are in; for level 0, the outputs alone) and the
+    /// sizes of every sorted run of the tree afterwards, that one
+    /// included (see [`sorted_run_bytes`]); for sizing filters by run.
+    pub fn runs_after(&self) -> (u64, Vec<u64>) {
+        let inputs: HashSet<u64> = self.input_files().map(|(_, f)| f.number).collect();
+        let out = if self.output_level == 0 {
+            self.input_bytes()
+        } else {
+            let v = &self.version;
+            let stays: u64 = v
+                .files(self.output_level)
+                .iter()
+                .filter(|f| !inputs.contains(&f.number))
+                .map(|f| f.file_size)
+                .sum();
+            stays + self.input_bytes()
+        };
+        let mut runs: Vec<u64> = self
+            .version
+            .files(0)
+            .iter()
+            .filter(|f| !inputs.contains(&f.number))
+            .map(|f| f.file_size)
+            .collect();
+        for level in 1..self.version.num_levels() {
+            if level == self.output_level {
+                continue;
+            }
+            let left: u64 = self
+                .version
+                .files(level)
+                .iter()
+                .filter(|f| !inputs.contains(&f.number))
+                .map(|f| f.file_size)
+                .sum();
+            if left > 0 {
+                runs.push(left);
+            }
+        }
+        runs.push(out);
+        (out, runs)
     }
 
     /// Bytes of inputs on `level`.

@@ -285,10 +285,9 @@ impl DbInner {
                 let bottommost =
                     crate::compaction::BeyondOutputLevel::new(c, opts.comparator.clone())
                         .is_empty();
-                let last = crate::compaction::file_triggers::last_non_empty_level(&c.version)
-                    .max(c.output_level);
+                let (run, runs) = c.runs_after();
                 table_options.bloom_bits_per_key =
-                    opts.bloom_bits_for_output(last - c.output_level, bottommost);
+                    opts.bloom_bits_for_output(run, &runs, bottommost);
             }
             drop(st);
             // Inputs are opened (through the shared table cache) with the

@@ -239,15 +239,22 @@ impl DbInner {
         );
         let mut table_options = opts.table_options(cf_id, cf_name);
         table_options.compression = opts.compression_for_flush();
-        // A flushed table sits one level above the base level; it is never
-        // taken as bottommost (RocksDB's flushes keep their filters under
-        // `optimize_filters_for_hits`).
-        let distance = below.filter(|_| opts.level_scaled_filters).map_or(0, |v| {
-            let last = crate::compaction::file_triggers::last_non_empty_level(v);
-            let (base, _) = crate::compaction::score::level_targets(v, opts);
-            last.saturating_sub(base) + usize::from(last > 0)
-        });
-        table_options.bloom_bits_per_key = opts.bloom_bits_for_output(distance, false);
+        // A flushed table is a new level-0 run of about the memtables'
+        // bytes; it is never taken as bottommost (RocksDB's flushes keep
+        // their filters under `optimize_filters_for_hits`).
+        let run = mems
+            .iter()
+            .map(|m| m.used_bytes() as u64)
+            .sum::<u64>()
+            .max(1);
+        let runs = below
+            .filter(|_| opts.level_scaled_filters)
+            .map_or_else(Vec::new, |v| {
+                let mut r = crate::compaction::sorted_run_bytes(v);
+                r.push(run);
+                r
+            });
+        table_options.bloom_bits_per_key = opts.bloom_bits_for_output(run, &runs, false);
         // RocksDB's filter "levelish": flushes are level -1, except under
         // FIFO, whose files all count as the bottom.
         if opts.compaction_style != crate::options::CompactionStyle::Fifo {

@@ -595,6 +595,15 @@ impl MemTable {
         self.arena.memory_usage()
     }
 
+    /// Bytes its entries take in the arena (what was allocated, less the
+    /// unused rest of the current block): about what a flush writes,
+    /// before compression.
+    pub fn used_bytes(&self) -> usize {
+        self.arena
+            .memory_usage()
+            .saturating_sub(self.arena.allocated_and_unused())
+    }
+
     /// RocksDB's `MemTable::ShouldFlushNow`: whether this memtable is full
     /// for a `write_buffer_size` budget. It lets the arena over-allocate by
     /// at most 0.6 block, and stops once the last block is 3/4 used.
