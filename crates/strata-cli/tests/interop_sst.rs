@@ -645,3 +645,92 @@ fn strata_filters_with_rocksdbs_ribbon_partitioned_and_legacy_filters() {
         );
     }
 }
+
+/// The "DB host id" line of `sst_dump --show_properties` for every table
+/// of `db`, as `tool` prints it.
+fn host_ids(tool: impl Fn() -> std::process::Command, db: &std::path::Path) -> Vec<String> {
+    sst_files(db)
+        .iter()
+        .map(|t| {
+            let mut c = tool();
+            c.arg(format!("--file={}", t.display()))
+                .arg("--show_properties")
+                .arg("--command=none");
+            let out = run(c, b"");
+            out.lines()
+                .find(|l| l.trim_start().starts_with("DB host id:"))
+                .unwrap_or_else(|| panic!("no host id in {out}"))
+                .trim()
+                .to_string()
+        })
+        .collect()
+}
+
+/// Tables record the host that wrote them as RocksDB's do (`db_host_id`,
+/// default `__hostname__`: the machine's host name), and a database's
+/// own `db_host_id` (in its OPTIONS file too) is recorded instead.
+#[test]
+fn tables_record_the_host_name_as_rocksdb_does() {
+    let Some(_) = rocksdb_tool("ldb") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let theirs = dir.path().join("theirs");
+    let mut load = rocksdb_tool("ldb").unwrap();
+    load.arg(format!("--db={}", theirs.display()))
+        .arg("--create_if_missing")
+        .arg("load");
+    run(load, b"a ==> 1\nb ==> 2\n");
+    let mut compact = rocksdb_tool("ldb").unwrap();
+    compact
+        .arg(format!("--db={}", theirs.display()))
+        .arg("compact");
+    run(compact, b"");
+    let sst_dump = || rocksdb_tool("sst_dump").unwrap();
+    let rocksdb_says = host_ids(sst_dump, &theirs);
+    assert_eq!(rocksdb_says.len(), 1);
+    let ours = dir.path().join("ours");
+    let mut load = strata();
+    load.arg(format!("--db={}", ours.display()))
+        .arg("--create_if_missing")
+        .arg("load");
+    run(load, b"a ==> 1\nb ==> 2\n");
+    let mut compact = strata();
+    compact
+        .arg(format!("--db={}", ours.display()))
+        .arg("compact");
+    run(compact, b"");
+    assert_eq!(host_ids(sst_dump, &ours), rocksdb_says);
+    let strata_sst_dump = || {
+        let mut c = strata();
+        c.arg("sst_dump");
+        c
+    };
+    assert_eq!(host_ids(strata_sst_dump, &theirs), rocksdb_says);
+    // A host id of the database's own.
+    let custom = dir.path().join("custom");
+    let o = strata::options::Options {
+        create_if_missing: true,
+        db_host_id: "rack-7/node-2".into(),
+        ..Default::default()
+    };
+    let db = strata::DB::open(o, &custom).unwrap();
+    db.put(&Default::default(), b"k", b"v").unwrap();
+    db.flush().unwrap();
+    db.close().unwrap();
+    assert_eq!(
+        host_ids(sst_dump, &custom),
+        vec!["DB host id: rack-7/node-2"]
+    );
+    let options = std::fs::read_dir(&custom)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("OPTIONS-")
+        })
+        .max()
+        .unwrap();
+    let text = std::fs::read_to_string(options).unwrap();
+    assert!(text.contains("  db_host_id=rack-7/node-2\n"), "{text}");
+}

@@ -923,6 +923,11 @@ pub struct Options {
     /// `DeleteRange` when it is set). Not written to the OPTIONS file, as
     /// RocksDB does not.
     pub row_cache: Option<Arc<crate::cache::BlockCache>>,
+    /// What tables record as the host that wrote them (RocksDB's
+    /// `db_host_id`): [`crate::util::host_name::HOSTNAME_FOR_DB_HOST_ID`]
+    /// (the default, `"__hostname__"`) records the machine's host name,
+    /// an empty string nothing.
+    pub db_host_id: String,
     /// Bytes per second writes may proceed at while compaction is behind
     /// (the starting rate; it adapts to the debt).
     pub delayed_write_rate: u64,
@@ -1042,6 +1047,7 @@ impl Default for Options {
             max_subcompactions: 1,
             db_write_buffer_size: 0,
             memory_budget: None,
+            db_host_id: crate::util::host_name::HOSTNAME_FOR_DB_HOST_ID.to_string(),
             row_cache: None,
             write_buffer_manager: None,
             delayed_write_rate: 16 << 20,

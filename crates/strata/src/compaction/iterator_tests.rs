@@ -685,7 +685,11 @@ fn random_case(seed: u64) -> std::result::Result<(), String> {
         &input_tombstones,
     ));
     let ctx = JobContext {
-        identity: ("", ""),
+        identity: crate::table::factory::TableIdentity {
+            db_id: "",
+            session_id: "",
+            host_id: "",
+        },
         checksum_factory: None,
         direct_io: false,
         fs: Arc::clone(&fs),
@@ -889,7 +893,11 @@ fn output_to_level_0_is_never_split() {
         Ok(Box::new(it))
     };
     let ctx = JobContext {
-        identity: ("", ""),
+        identity: crate::table::factory::TableIdentity {
+            db_id: "",
+            session_id: "",
+            host_id: "",
+        },
         checksum_factory: None,
         direct_io: false,
         fs: Arc::clone(&fs),

@@ -52,8 +52,8 @@ pub struct JobContext<'a> {
     pub now_seconds: u64,
     /// Set when the DB closes: the job stops early with an error.
     pub cancel: Option<&'a std::sync::atomic::AtomicBool>,
-    /// `(db_id, db_session_id)` recorded in every output's properties.
-    pub identity: (&'a str, &'a str),
+    /// Who writes the outputs, recorded in their properties.
+    pub identity: crate::table::factory::TableIdentity<'a>,
     /// Whole-file checksums of the outputs, when set.
     pub checksum_factory: Option<crate::util::file_checksum::FileChecksumGenFactoryRef>,
     /// Outputs written bypassing the page cache
@@ -389,7 +389,7 @@ fn open_file(
     let (file, checksum) =
         crate::fs::checksum_file::maybe_checksummed(file, ctx.checksum_factory.as_ref());
     let mut builder = TableBuilder::new(ctx.table_options.clone(), file)?;
-    builder.set_identity(ctx.identity.0, ctx.identity.1, number);
+    builder.set_identity(&ctx.identity, number);
     Ok(OutputFile {
         builder,
         number,

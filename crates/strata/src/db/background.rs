@@ -465,7 +465,7 @@ impl DbInner {
             max_subcompactions: self.options.max_subcompactions,
             now_seconds: unix_now_seconds(),
             cancel: Some(&self.shutting_down),
-            identity: (&self.db_id, &self.db_session_id),
+            identity: self.table_identity(),
             checksum_factory: self.options.file_checksum_gen_factory.clone(),
             direct_io: self.options.use_direct_io_for_flush_and_compaction,
         };

@@ -261,7 +261,7 @@ impl DbInner {
             table_options.filter_levelish = -1;
         }
         let mut builder = TableBuilder::new(table_options, file)?;
-        builder.set_identity(&self.db_id, &self.db_session_id, number);
+        builder.set_identity(&self.table_identity(), number);
         let mut filter = ShadowFilter::new(&view.snapshots, view.checker.as_deref());
         while it.valid() {
             let p = parse_internal_key(it.key())

@@ -318,6 +318,8 @@ pub(crate) struct DbInner {
     /// them).
     pub(crate) db_id: String,
     pub(crate) db_session_id: String,
+    /// `Options::db_host_id` resolved (the host name by default).
+    pub(crate) db_host_id: String,
     /// When archived WALs were last purged (Unix seconds; `wal_archive`).
     pub(crate) wal_purge_last_run: AtomicU64,
     /// This DB, for scheduling background jobs from `&self` methods.
@@ -337,6 +339,15 @@ pub(crate) struct DbInner {
 }
 
 impl DbInner {
+    /// Who this database's tables say wrote them.
+    pub(crate) fn table_identity(&self) -> crate::table::factory::TableIdentity<'_> {
+        crate::table::factory::TableIdentity {
+            db_id: &self.db_id,
+            session_id: &self.db_session_id,
+            host_id: &self.db_host_id,
+        }
+    }
+
     pub(crate) fn lock_state(&self) -> MutexGuard<'_, DbState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -343,6 +343,7 @@ impl DB {
                 .map(|b| String::from_utf8_lossy(&b).trim().to_string())
                 .unwrap_or_default(),
             db_session_id: make_db_session_id(),
+            db_host_id: crate::util::host_name::resolve_db_host_id(&opts.db_host_id).to_string(),
             shutting_down: AtomicBool::new(false),
             has_unpersisted_data: AtomicBool::new(false),
             user_bytes_written: AtomicU64::new(0),

@@ -116,6 +116,7 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
     kv(&mut s, "log_file_time_to_roll", &opts.log_file_time_to_roll);
     kv(&mut s, "keep_log_file_num", &opts.keep_log_file_num);
     kv(&mut s, "max_open_files", &opts.max_open_files);
+    kv(&mut s, "db_host_id", &escape(&opts.db_host_id));
     kv(
         &mut s,
         "max_manifest_file_size",

@@ -244,6 +244,7 @@ impl OptionsFile {
                 }
                 "manual_wal_flush" => o.manual_wal_flush = boolean(file, k, v)?,
                 "WAL_ttl_seconds" => o.wal_ttl_seconds = num(file, k, v)?,
+                "db_host_id" => o.db_host_id = v.clone(),
                 "WAL_size_limit_MB" => o.wal_size_limit_mb = num(file, k, v)?,
                 "file_checksum_gen_factory" => {
                     o.file_checksum_gen_factory = match v.as_str() {

@@ -58,6 +58,7 @@ impl DbInner {
             format!("Options.max_background_jobs: {}", o.max_background_jobs),
             format!("Options.max_subcompactions: {}", o.max_subcompactions),
             format!("Options.memory_budget: {:?}", o.memory_budget),
+            format!("Options.db_host_id: {}", o.db_host_id),
             // RocksDB's form: the capacity, or None.
             match &o.row_cache {
                 Some(c) => format!("Options.row_cache: {}", c.capacity()),

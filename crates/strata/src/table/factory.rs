@@ -356,6 +356,17 @@ impl InternalIterator for TableIter {
     }
 }
 
+/// Who writes a table, as its properties record it (RocksDB's
+/// `rocksdb.creating.db.identity`, `.session.identity`,
+/// `.host.identity`).
+#[derive(Clone, Copy, Debug)]
+pub struct TableIdentity<'a> {
+    pub db_id: &'a str,
+    pub session_id: &'a str,
+    /// The resolved `db_host_id` (empty: none recorded).
+    pub host_id: &'a str,
+}
+
 /// Builds one table file in the format `TableOptions::plain` picks.
 #[derive(Debug)]
 pub enum TableBuilder {
@@ -373,11 +384,12 @@ impl TableBuilder {
         })
     }
 
-    /// Sets properties that identify the writer (db id, session, file number).
-    pub fn set_identity(&mut self, db_id: &str, session_id: &str, file_number: u64) {
+    /// Sets properties that identify the writer (db id, session, host,
+    /// file number).
+    pub fn set_identity(&mut self, id: &TableIdentity<'_>, file_number: u64) {
         match self {
-            TableBuilder::BlockBased(b) => b.set_identity(db_id, session_id, file_number),
-            TableBuilder::Plain(b) => b.set_identity(db_id, session_id, file_number),
+            TableBuilder::BlockBased(b) => b.set_identity(id, file_number),
+            TableBuilder::Plain(b) => b.set_identity(id, file_number),
         }
     }
 

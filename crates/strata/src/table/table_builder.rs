@@ -296,7 +296,13 @@ impl BlockBasedTableBuilder {
     }
 
     /// Sets properties that identify the writer (db id, session, file number).
-    pub fn set_identity(&mut self, db_id: &str, session_id: &str, file_number: u64) {
+    pub fn set_identity(&mut self, id: &super::factory::TableIdentity<'_>, file_number: u64) {
+        let super::factory::TableIdentity {
+            db_id,
+            session_id,
+            host_id,
+        } = *id;
+        self.props.db_host_id = host_id.as_bytes().to_vec();
         self.props.db_id = db_id.as_bytes().to_vec();
         self.props.db_session_id = session_id.as_bytes().to_vec();
         self.props.orig_file_number = file_number;

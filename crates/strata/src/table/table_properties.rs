@@ -299,7 +299,7 @@ impl TableProperties {
             property_collectors_names: b"[]".to_vec(),
             creation_time: now,
             file_creation_time: now,
-            db_host_id: b"strata".to_vec(),
+            db_host_id: crate::util::host_name::host_name().as_bytes().to_vec(),
             ..Default::default()
         }
     }

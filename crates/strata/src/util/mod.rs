@@ -11,6 +11,7 @@ pub(crate) mod datadriven;
 pub mod file_checksum;
 pub mod hash;
 pub mod histogram;
+pub mod host_name;
 pub mod id_map;
 pub mod prefetch;
 pub mod rng;

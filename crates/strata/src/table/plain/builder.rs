@@ -117,8 +117,19 @@ impl PlainTableBuilder {
         })
     }
 
-    /// Sets properties that identify the writer (db id, session, file number).
-    pub fn set_identity(&mut self, db_id: &str, session_id: &str, file_number: u64) {
+    /// Sets properties that identify the writer (db id, session, host,
+    /// file number).
+    pub fn set_identity(
+        &mut self,
+        id: &crate::table::factory::TableIdentity<'_>,
+        file_number: u64,
+    ) {
+        let crate::table::factory::TableIdentity {
+            db_id,
+            session_id,
+            host_id,
+        } = *id;
+        self.props.db_host_id = host_id.as_bytes().to_vec();
         self.props.db_id = db_id.as_bytes().to_vec();
         self.props.db_session_id = session_id.as_bytes().to_vec();
         self.props.orig_file_number = file_number;
