@@ -6,6 +6,9 @@
 # (readmissing's positives are all false).
 #
 #   NUM=2000000 ROUNDS=3 ./scripts/filter-sizing.sh
+#   EXTRA="--level_compaction_dynamic_level_bytes=1" NUM=10000000 ./scripts/filter-sizing.sh
+#
+# EXTRA: more strata bench flags for the fill.
 #
 # L0 drains after each flush (--level0_file_num_compaction_trigger=1) so
 # both trees end with the same shape.
@@ -22,7 +25,7 @@ for mode in 0 1; do
   "$S" bench --db="$d" --benchmarks=fillrandom,waitforcompaction --num="$NUM" --seed=7 \
     --bloom_bits=10 --write_buffer_size=4194304 --target_file_size_base=4194304 \
     --max_bytes_for_level_base=16777216 --level0_file_num_compaction_trigger=1 \
-    --level_scaled_filters="$mode" | grep ops/sec
+    --level_scaled_filters="$mode" ${EXTRA:-} | grep ops/sec
   bytes=0
   for f in "$d"/*.sst; do
     b=$("$S" sst_dump --file="$f" --show_properties | awk -F': ' '/filter block size/{print $2}')
