@@ -734,3 +734,46 @@ fn tables_record_the_host_name_as_rocksdb_does() {
     let text = std::fs::read_to_string(options).unwrap();
     assert!(text.contains("  db_host_id=rack-7/node-2\n"), "{text}");
 }
+
+/// The same entries compacted by RocksDB (ldb) and by Strata give
+/// properties blocks of the same size: Strata writes the properties
+/// RocksDB writes and leaves out those it leaves out (zero partitions and
+/// compression samples, empty names); only values such as ids and times
+/// differ, not their lengths.
+#[test]
+fn properties_blocks_are_rocksdbs_size() {
+    let Some(_) = rocksdb_tool("ldb") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let input: String = (0..2000)
+        .map(|i| format!("key{i:06} ==> value-{i}\n"))
+        .collect();
+    let mut sizes = Vec::new();
+    for (name, tool) in [
+        ("rocksdb", rocksdb_tool("ldb").unwrap()),
+        ("strata", strata()),
+    ] {
+        let db = dir.path().join(name);
+        let mut load = std::process::Command::new(tool.get_program());
+        // The same options: ldb's defaults have no filter, strata's a
+        // Bloom filter.
+        load.arg(format!("--db={}", db.display()))
+            .arg("--create_if_missing")
+            .arg("--bloom_bits=10")
+            .arg("load");
+        run(load, input.as_bytes());
+        let mut compact = std::process::Command::new(tool.get_program());
+        compact
+            .arg(format!("--db={}", db.display()))
+            .arg("--bloom_bits=10")
+            .arg("compact");
+        run(compact, b"");
+        let (_, _, meta) = only_table(&db);
+        let props = meta
+            .iter()
+            .find(|m| m.0 == "rocksdb.properties")
+            .unwrap_or_else(|| panic!("{name}: no properties block"))
+            .2;
+        sizes.push(props);
+    }
+    assert_eq!(sizes[0], sizes[1], "RocksDB's properties block vs Strata's");
+}

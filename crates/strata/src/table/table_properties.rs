@@ -259,12 +259,29 @@ impl TableProperties {
     pub fn encode_block(&self) -> Vec<u8> {
         let mut all: BTreeMap<Vec<u8>, Vec<u8>> = self.user_collected.clone();
         for (name, v) in self.int_fields() {
+            // RocksDB's PropertyBlockBuilder::AddTableProperty leaves these
+            // out when they say nothing.
+            let omitted = match name {
+                "rocksdb.index.partitions" | "rocksdb.top-level.index.size" => {
+                    self.index_partitions == 0
+                }
+                "rocksdb.file.creation.time"
+                | "rocksdb.sample_for_compression.slow.data.size"
+                | "rocksdb.sample_for_compression.fast.data.size" => v == 0,
+                _ => false,
+            };
+            if omitted {
+                continue;
+            }
             let mut buf = Vec::new();
             put_varint64(&mut buf, v);
             all.insert(name.as_bytes().to_vec(), buf);
         }
+        // So are empty strings, all of them.
         for (name, v) in self.string_fields() {
-            all.insert(name.as_bytes().to_vec(), v.clone());
+            if !v.is_empty() {
+                all.insert(name.as_bytes().to_vec(), v.clone());
+            }
         }
         let mut b = BlockBuilder::new(usize::MAX);
         for (k, v) in &all {
