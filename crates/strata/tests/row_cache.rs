@@ -12,6 +12,7 @@ use strata::fs::FileSystemRef;
 use strata::fs::mem::MemFileSystem;
 use strata::merge_operator::StringAppendOperator;
 use strata::options::{Options, ReadOptions, WriteOptions};
+use strata::tools::util::rng::Rng;
 use strata::{Statistics, Ticker};
 
 fn opts(fs: &FileSystemRef, row_cache: Option<Arc<BlockCache>>) -> Options {
@@ -154,23 +155,6 @@ fn old_snapshots_get_rows_of_their_own() {
     db.close().unwrap();
 }
 
-/// A small deterministic generator (SplitMix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// The same random history applied to a database with a small row cache
 /// and to one without: every get, at the latest state and at snapshots,
 /// gives the same answer.
@@ -183,7 +167,7 @@ fn gets_match_a_database_without_a_row_cache() {
         let (plain, _) = open(&fs, "/plain", None);
         let dbs = [&cached, &plain];
         let wo = WriteOptions::default();
-        let mut rng = Rng(seed.wrapping_mul(0xA24B_AED4_963E_E407) ^ 0x5EED);
+        let mut rng = Rng::seeded(seed);
         let mut snapshots: Vec<(strata::Snapshot, strata::Snapshot)> = Vec::new();
         let key = |i: u64| format!("k{i:03}").into_bytes();
         for step in 0..600 {
