@@ -291,7 +291,9 @@ pub struct ColumnFamilyOptions {
     /// when it is written: the largest run gets a little less than the
     /// uniform figure, the small upper ones much more (clamped to
     /// [1, 4 x `bloom_bits_per_key`]). Sizes are the tree's file bytes at
-    /// the time (a flush counts as a run of its memtables' bytes).
+    /// the time (a flush counts as a run of its memtables' bytes, which
+    /// are uncompressed and larger than the file it writes, so a flushed
+    /// table gets somewhat fewer bits than its file's size would give).
     pub level_scaled_filters: bool,
     /// RocksDB's `periodic_compaction_seconds` (0 = off;
     /// [`DEFAULT_COMPACTION_SECONDS`] = RocksDB's default: 30 days when a

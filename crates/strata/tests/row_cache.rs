@@ -240,3 +240,47 @@ fn gets_match_a_database_without_a_row_cache() {
         plain.close().unwrap();
     }
 }
+
+/// A non-blocking get that a range tombstone settles at a merge operand
+/// answers as it would without a row cache, even though recording the
+/// row would read a block that is not in memory: the row is left out.
+#[test]
+fn a_row_that_cannot_be_read_whole_is_not_cached_and_the_get_still_answers() {
+    let fs: FileSystemRef = Arc::new(MemFileSystem::new());
+    let answers: Vec<_> = [Some(BlockCache::new(1 << 20)), None]
+        .into_iter()
+        .enumerate()
+        .map(|(i, rows)| {
+            let name = format!("/db{i}");
+            let mut o = opts(&fs, rows);
+            // Blocks of about two entries, so "k"'s entries span several.
+            o.cf.block_size = 256;
+            let db = DB::open(o.clone(), &name).unwrap();
+            let wo = WriteOptions::default();
+            db.put(&wo, b"j", b"first").unwrap();
+            db.put(&wo, b"k", &[b'b'; 100]).unwrap();
+            for n in 0..10u8 {
+                db.merge(&wo, b"k", &[b'0' + n; 100]).unwrap();
+            }
+            db.flush().unwrap();
+            db.close().unwrap();
+            let db = DB::open(o, &name).unwrap();
+            // Opens the table and caches the block holding "j" (and the
+            // newest of "k"'s operands), nothing else.
+            assert_eq!(
+                db.get(&ReadOptions::default(), b"j").unwrap(),
+                Some(b"first".to_vec())
+            );
+            db.delete_range(&wo, b"a", b"z").unwrap();
+            let no_io = ReadOptions {
+                read_tier: strata::options::ReadTier::BlockCache,
+                ..ReadOptions::default()
+            };
+            let answer = db.get(&no_io, b"k").map_err(|e| e.to_string());
+            db.close().unwrap();
+            answer
+        })
+        .collect();
+    assert_eq!(answers[0], answers[1]);
+    assert_eq!(answers[1], Ok(None));
+}

@@ -244,7 +244,8 @@ impl OptionsFile {
                 }
                 "manual_wal_flush" => o.manual_wal_flush = boolean(file, k, v)?,
                 "WAL_ttl_seconds" => o.wal_ttl_seconds = num(file, k, v)?,
-                "db_host_id" => o.db_host_id = v.clone(),
+                // Written escaped (`escape`), as RocksDB writes strings.
+                "db_host_id" => o.db_host_id = unescape(v),
                 "WAL_size_limit_MB" => o.wal_size_limit_mb = num(file, k, v)?,
                 "file_checksum_gen_factory" => {
                     o.file_checksum_gen_factory = match v.as_str() {
@@ -682,6 +683,22 @@ mod tests {
         let mut c = ColumnFamilyOptions::default();
         f.apply_cf("other", &mut c).unwrap();
         assert_eq!(c.compaction_style, CompactionStyle::Level);
+    }
+
+    #[test]
+    fn db_host_id_round_trips_through_the_file() {
+        let o = Options {
+            db_host_id: "rack:7#b\\c\nd".into(),
+            ..Options::default()
+        };
+        let text = crate::db::options_file::render(&o, &[(0, "default", &o.cf)]);
+        let mut back = Options::default();
+        parse("O", &text).unwrap().apply_db(&mut back).unwrap();
+        assert_eq!(back.db_host_id, o.db_host_id);
+        // RocksDB's default, as RocksDB writes it.
+        let d = Options::default();
+        let text = crate::db::options_file::render(&d, &[(0, "default", &d.cf)]);
+        assert!(text.contains("  db_host_id=__hostname__\n"), "{text}");
     }
 
     #[test]

@@ -585,7 +585,7 @@ impl DbInner {
                 // The row cache answers for the file when it can: `f`
                 // sees the entries the file holds, as the file would give
                 // them.
-                let row_key = row_cache.map(|rc| rc.key(file.number, file.largest_seqno, seq, key));
+                let row_key = row_cache.map(|rc| rc.key(file, seq, key));
                 if let (Some(rc), Some(rk)) = (row_cache, &row_key) {
                     if let Some(row) = rc.lookup(rk) {
                         record(stats, Ticker::RowCacheHit, 1);
@@ -629,11 +629,13 @@ impl DbInner {
                         // Recorded up to the entry that ends the lookup
                         // whatever came before (past `f`'s answer when a
                         // range tombstone ended it earlier), so that the
-                        // row serves every read keyed to it.
+                        // row serves every read keyed to it. Past `f`'s
+                        // answer, a failure only leaves the row uncached.
                         let mut row = super::row_cache::RowBuilder::default();
-                        t.lookup(&lookup, ucmp, no_io, |ikey, value| {
+                        let r = t.lookup(&lookup, ucmp, no_io, |ikey, value| {
                             let Some(p) = parse_internal_key(ikey) else {
-                                bad_key = true;
+                                bad_key = !done;
+                                row.abandon();
                                 return true;
                             };
                             row.push(p.sequence, p.value_type, value);
@@ -641,9 +643,16 @@ impl DbInner {
                                 done = f(p.sequence, p.value_type, value);
                             }
                             super::row_cache::ends_lookup(p.value_type)
-                        })?;
-                        if let (false, Some(rc), Some(rk)) = (bad_key, row_cache, &row_key) {
-                            rc.insert(rk, row);
+                        });
+                        match r {
+                            Ok(()) if !bad_key && row.is_complete() => {
+                                if let (Some(rc), Some(rk)) = (row_cache, &row_key) {
+                                    rc.insert(rk, row);
+                                }
+                            }
+                            Ok(()) => {}
+                            Err(_) if done => {}
+                            Err(e) => return Err(e),
                         }
                     }
                 }

@@ -14,15 +14,19 @@
 //! The key is RocksDB's: a per-database row cache id, the file number,
 //! a sequence number, and the user key. The sequence number is 0 when the
 //! read sees every entry of the file (no snapshot, or one at or above the
-//! file's largest sequence number): the row is then the same for every
-//! such read. An older snapshot sees a subset, so its rows are keyed by
+//! file's largest sequence number, when that is known): the row is then
+//! the same for every such read. An older snapshot sees a subset, so its rows are keyed by
 //! its sequence number plus one. Files never change once written, so rows
 //! never need invalidating: a deleted file's rows are never asked for
 //! again and age out.
 //!
 //! Rows are cached only when the lookup found something in the file and
 //! read no entry it could not parse (RocksDB: "only if something was
-//! found").
+//! found"). Recording a row may read past the entry that settled the get
+//! (a range tombstone can settle it at a merge operand); what goes wrong
+//! past that point (a block not in memory for a non-blocking read, an I/O
+//! error, a bad key) only keeps the row out of the cache: the get has its
+//! answer, as it would without a row cache.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,6 +35,7 @@ use crate::cache::BlockCache;
 use crate::cache::block_cache::CachedRow;
 use crate::format::{SequenceNumber, ValueType};
 use crate::util::coding::{get_varint64, put_varint64};
+use crate::version::FileMetaData;
 
 /// A database's handle on its row cache.
 #[derive(Debug)]
@@ -52,16 +57,20 @@ impl RowCache {
         }
     }
 
-    /// The key of `user_key`'s row in file `file_number` for a read at
+    /// The key of `user_key`'s row in `file` for a read at
     /// `read_seq` (see the module's comment).
     pub(crate) fn key(
         &self,
-        file_number: u64,
-        file_largest_seqno: SequenceNumber,
+        file: &FileMetaData,
         read_seq: SequenceNumber,
         user_key: &[u8],
     ) -> Vec<u8> {
-        let seq = if read_seq >= file_largest_seqno {
+        let (file_number, file_largest_seqno) = (file.number, file.largest_seqno);
+        // A file whose sequence range is unknown (LevelDB's MANIFEST
+        // records, which carry none: smallest above largest) may hold
+        // entries above `largest_seqno`: keyed by the read's sequence.
+        let known = file.smallest_seqno <= file.largest_seqno;
+        let seq = if known && read_seq >= file_largest_seqno {
             0
         } else {
             read_seq + 1
@@ -95,9 +104,21 @@ pub(crate) fn ends_lookup(t: ValueType) -> bool {
 #[derive(Debug, Default)]
 pub(crate) struct RowBuilder {
     bytes: Vec<u8>,
+    /// The lookup stopped before the row's end (an entry it could not
+    /// read): the row must not be cached.
+    abandoned: bool,
 }
 
 impl RowBuilder {
+    pub(crate) fn abandon(&mut self) {
+        self.abandoned = true;
+    }
+
+    /// Whether the row holds every entry it should.
+    pub(crate) fn is_complete(&self) -> bool {
+        !self.abandoned
+    }
+
     pub(crate) fn push(&mut self, seq: SequenceNumber, t: ValueType, value: &[u8]) {
         put_varint64(&mut self.bytes, seq);
         self.bytes.push(t as u8);
@@ -106,7 +127,7 @@ impl RowBuilder {
     }
 
     fn is_worth_caching(&self) -> bool {
-        !self.bytes.is_empty()
+        !self.bytes.is_empty() && self.is_complete()
     }
 }
 
@@ -174,25 +195,39 @@ mod tests {
         assert_eq!(replay(&b.bytes[..b.bytes.len() - 1], |_, _, _| false), None);
     }
 
+    fn file(number: u64, smallest_seqno: u64, largest_seqno: u64) -> FileMetaData {
+        FileMetaData {
+            number,
+            smallest_seqno,
+            largest_seqno,
+            ..Default::default()
+        }
+    }
+
     #[test]
     fn keys_separate_databases_files_and_old_snapshots() {
         let cache = BlockCache::new(1 << 20);
         let a = RowCache::new(Arc::clone(&cache));
         let b = RowCache::new(Arc::clone(&cache));
-        assert_ne!(a.key(5, 100, 100, b"k"), b.key(5, 100, 100, b"k"));
-        assert_ne!(a.key(5, 100, 100, b"k"), a.key(6, 100, 100, b"k"));
+        let (f5, f6) = (file(5, 1, 100), file(6, 1, 100));
+        assert_ne!(a.key(&f5, 100, b"k"), b.key(&f5, 100, b"k"));
+        assert_ne!(a.key(&f5, 100, b"k"), a.key(&f6, 100, b"k"));
         // Every read that sees the whole file shares one row...
-        assert_eq!(a.key(5, 100, 100, b"k"), a.key(5, 100, 5000, b"k"));
-        // ...an older snapshot has its own.
-        assert_ne!(a.key(5, 100, 99, b"k"), a.key(5, 100, 100, b"k"));
-        assert_ne!(a.key(5, 100, 99, b"k"), a.key(5, 100, 98, b"k"));
+        assert_eq!(a.key(&f5, 100, b"k"), a.key(&f5, 5000, b"k"));
+        // ...an older snapshot has its own...
+        assert_ne!(a.key(&f5, 99, b"k"), a.key(&f5, 100, b"k"));
+        assert_ne!(a.key(&f5, 99, b"k"), a.key(&f5, 98, b"k"));
+        // ...and so has every read of a file whose sequence range is
+        // unknown (LevelDB's MANIFEST records: largest 0).
+        let unknown = file(7, u64::MAX, 0);
+        assert_ne!(a.key(&unknown, 100, b"k"), a.key(&unknown, 5000, b"k"));
         let mut row = RowBuilder::default();
         row.push(1, ValueType::Value, b"v");
-        a.insert(&a.key(5, 100, 100, b"k"), row);
-        assert!(a.lookup(&a.key(5, 100, 100, b"k")).is_some());
-        assert!(b.lookup(&b.key(5, 100, 100, b"k")).is_none());
+        a.insert(&a.key(&f5, 100, b"k"), row);
+        assert!(a.lookup(&a.key(&f5, 100, b"k")).is_some());
+        assert!(b.lookup(&b.key(&f5, 100, b"k")).is_none());
         // Nothing found: nothing cached.
-        a.insert(&a.key(5, 100, 100, b"j"), RowBuilder::default());
-        assert!(a.lookup(&a.key(5, 100, 100, b"j")).is_none());
+        a.insert(&a.key(&f5, 100, b"j"), RowBuilder::default());
+        assert!(a.lookup(&a.key(&f5, 100, b"j")).is_none());
     }
 }
