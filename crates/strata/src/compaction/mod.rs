@@ -120,10 +120,23 @@ impl CompactionReason {
 /// The sizes (file bytes) of `v`'s sorted runs: each level-0 file, and
 /// each other non-empty level.
 pub fn sorted_run_bytes(v: &Version) -> Vec<u64> {
-    let mut runs: Vec<u64> = v.files(0).iter().map(|f| f.file_size).collect();
+    runs_without(v, &HashSet::new(), None)
+}
+
+/// [`sorted_run_bytes`] without the files numbered in `gone` and without
+/// level `skip`.
+fn runs_without(v: &Version, gone: &HashSet<u64>, skip: Option<usize>) -> Vec<u64> {
+    let kept = |l: usize| {
+        v.files(l)
+            .iter()
+            .filter(|f| !gone.contains(&f.number))
+            .map(|f| f.file_size)
+    };
+    let mut runs: Vec<u64> = kept(0).collect();
     runs.extend(
         (1..v.num_levels())
-            .map(|l| v.files(l).iter().map(|f| f.file_size).sum::<u64>())
+            .filter(|&l| Some(l) != skip)
+            .map(|l| kept(l).sum::<u64>())
             .filter(|&n| n > 0),
     );
     runs
@@ -187,40 +200,18 @@ impl Compaction {
     /// included (see [`sorted_run_bytes`]); for sizing filters by run.
     pub fn runs_after(&self) -> (u64, Vec<u64>) {
         let inputs: HashSet<u64> = self.input_files().map(|(_, f)| f.number).collect();
-        let out = if self.output_level == 0 {
-            self.input_bytes()
+        let stays: u64 = if self.output_level == 0 {
+            0
         } else {
-            let v = &self.version;
-            let stays: u64 = v
+            self.version
                 .files(self.output_level)
                 .iter()
                 .filter(|f| !inputs.contains(&f.number))
                 .map(|f| f.file_size)
-                .sum();
-            stays + self.input_bytes()
+                .sum()
         };
-        let mut runs: Vec<u64> = self
-            .version
-            .files(0)
-            .iter()
-            .filter(|f| !inputs.contains(&f.number))
-            .map(|f| f.file_size)
-            .collect();
-        for level in 1..self.version.num_levels() {
-            if level == self.output_level {
-                continue;
-            }
-            let left: u64 = self
-                .version
-                .files(level)
-                .iter()
-                .filter(|f| !inputs.contains(&f.number))
-                .map(|f| f.file_size)
-                .sum();
-            if left > 0 {
-                runs.push(left);
-            }
-        }
+        let out = stays + self.input_bytes();
+        let mut runs = runs_without(&self.version, &inputs, Some(self.output_level));
         runs.push(out);
         (out, runs)
     }

@@ -585,8 +585,8 @@ impl DbInner {
                 // The row cache answers for the file when it can: `f`
                 // sees the entries the file holds, as the file would give
                 // them.
-                let row_key = row_cache.map(|rc| rc.key(file, seq, key));
-                if let (Some(rc), Some(rk)) = (row_cache, &row_key) {
+                let row_key = row_cache.map(|rc| (rc, rc.key(file, seq, key)));
+                if let Some((rc, rk)) = &row_key {
                     if let Some(row) = rc.lookup(rk) {
                         record(stats, Ticker::RowCacheHit, 1);
                         match super::row_cache::replay(row.value(), &mut f) {
@@ -615,46 +615,39 @@ impl DbInner {
                 if !t.key_may_match_with(key, no_io) {
                     continue;
                 }
+                // With a row cache, the entries are recorded up to the
+                // one that ends the lookup whatever came before (past `f`'s
+                // answer when a range tombstone ended it earlier), so that
+                // the row serves every read keyed to it. Past `f`'s
+                // answer, a failure only leaves the row uncached.
+                let mut row = row_key
+                    .as_ref()
+                    .map(|_| super::row_cache::RowBuilder::default());
                 let mut bad_key = false;
-                match &row_key {
-                    None => t.lookup(&lookup, ucmp, no_io, |ikey, value| {
-                        let Some(p) = parse_internal_key(ikey) else {
-                            bad_key = true;
-                            return true;
-                        };
-                        done = f(p.sequence, p.value_type, value);
-                        done
-                    })?,
-                    Some(_) => {
-                        // Recorded up to the entry that ends the lookup
-                        // whatever came before (past `f`'s answer when a
-                        // range tombstone ended it earlier), so that the
-                        // row serves every read keyed to it. Past `f`'s
-                        // answer, a failure only leaves the row uncached.
-                        let mut row = super::row_cache::RowBuilder::default();
-                        let r = t.lookup(&lookup, ucmp, no_io, |ikey, value| {
-                            let Some(p) = parse_internal_key(ikey) else {
-                                bad_key = !done;
-                                row.abandon();
-                                return true;
-                            };
-                            row.push(p.sequence, p.value_type, value);
-                            if !done {
-                                done = f(p.sequence, p.value_type, value);
-                            }
-                            super::row_cache::ends_lookup(p.value_type)
-                        });
-                        match r {
-                            Ok(()) if !bad_key && row.is_complete() => {
-                                if let (Some(rc), Some(rk)) = (row_cache, &row_key) {
-                                    rc.insert(rk, row);
-                                }
-                            }
-                            Ok(()) => {}
-                            Err(_) if done => {}
-                            Err(e) => return Err(e),
+                let r = t.lookup(&lookup, ucmp, no_io, |ikey, value| {
+                    let Some(p) = parse_internal_key(ikey) else {
+                        bad_key = !done;
+                        if let Some(row) = &mut row {
+                            row.abandon();
                         }
+                        return true;
+                    };
+                    if !done {
+                        done = f(p.sequence, p.value_type, value);
                     }
+                    match &mut row {
+                        Some(row) => {
+                            row.push(p.sequence, p.value_type, value);
+                            super::row_cache::ends_lookup(p.value_type)
+                        }
+                        None => done,
+                    }
+                });
+                match (r, row_key, row) {
+                    (Ok(()), Some((rc, rk)), Some(row)) => rc.insert(&rk, row),
+                    (Ok(()), _, _) => {}
+                    (Err(_), _, _) if done => {}
+                    (Err(e), _, _) => return Err(e),
                 }
                 if bad_key {
                     return Err(crate::Error::corruption(

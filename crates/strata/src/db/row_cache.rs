@@ -15,10 +15,10 @@
 //! a sequence number, and the user key. The sequence number is 0 when the
 //! read sees every entry of the file (no snapshot, or one at or above the
 //! file's largest sequence number, when that is known): the row is then
-//! the same for every such read. An older snapshot sees a subset, so its rows are keyed by
-//! its sequence number plus one. Files never change once written, so rows
-//! never need invalidating: a deleted file's rows are never asked for
-//! again and age out.
+//! the same for every such read. An older snapshot sees a subset, so its
+//! rows are keyed by its sequence number plus one. Files never change once
+//! written, so rows never need invalidating: a deleted file's rows are
+//! never asked for again and age out.
 //!
 //! Rows are cached only when the lookup found something in the file and
 //! read no entry it could not parse (RocksDB: "only if something was
@@ -65,19 +65,18 @@ impl RowCache {
         read_seq: SequenceNumber,
         user_key: &[u8],
     ) -> Vec<u8> {
-        let (file_number, file_largest_seqno) = (file.number, file.largest_seqno);
         // A file whose sequence range is unknown (LevelDB's MANIFEST
         // records, which carry none: smallest above largest) may hold
         // entries above `largest_seqno`: keyed by the read's sequence.
         let known = file.smallest_seqno <= file.largest_seqno;
-        let seq = if known && read_seq >= file_largest_seqno {
+        let seq = if known && read_seq >= file.largest_seqno {
             0
         } else {
             read_seq + 1
         };
         let mut k = Vec::with_capacity(user_key.len() + 24);
         put_varint64(&mut k, self.id);
-        put_varint64(&mut k, file_number);
+        put_varint64(&mut k, file.number);
         put_varint64(&mut k, seq);
         k.extend_from_slice(user_key);
         k
@@ -114,11 +113,6 @@ impl RowBuilder {
         self.abandoned = true;
     }
 
-    /// Whether the row holds every entry it should.
-    pub(crate) fn is_complete(&self) -> bool {
-        !self.abandoned
-    }
-
     pub(crate) fn push(&mut self, seq: SequenceNumber, t: ValueType, value: &[u8]) {
         put_varint64(&mut self.bytes, seq);
         self.bytes.push(t as u8);
@@ -127,7 +121,7 @@ impl RowBuilder {
     }
 
     fn is_worth_caching(&self) -> bool {
-        !self.bytes.is_empty() && self.is_complete()
+        !self.bytes.is_empty() && !self.abandoned
     }
 }
 
