@@ -1498,3 +1498,72 @@ fn compact_range_change_level_moves_the_result_as_rocksdb_refits() {
         .unwrap_err();
     assert!(matches!(e, strata::Error::InvalidArgument(_)), "{e}");
 }
+
+/// The table files in `/db` that no live version names.
+fn unreferenced_tables(db: &DB, fs: &MemFileSystem) -> Vec<String> {
+    let live: Vec<String> = db
+        .live_files_metadata()
+        .iter()
+        .map(|f| f.name.trim_start_matches('/').to_string())
+        .collect();
+    fs.children(std::path::Path::new("/db"))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".sst") && !live.contains(n))
+        .collect()
+}
+
+#[test]
+fn releasing_an_iterator_deletes_the_files_only_it_kept() {
+    let fs = MemFileSystem::new();
+    let (db, _) = filled(&fs);
+    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    let force = CompactRangeOptions {
+        bottommost_level_compaction: BottommostLevelCompaction::Force,
+        ..CompactRangeOptions::default()
+    };
+    db.compact_range_cf_opt(&db.default_cf(), None, None, &force)
+        .unwrap();
+    db.wait_for_compactions().unwrap();
+    // The iterator's version still names the compacted-away files.
+    let kept = unreferenced_tables(&db, &fs);
+    assert!(!kept.is_empty(), "the iterator's files were deleted");
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    it.status().unwrap();
+    assert_eq!(n, 6000);
+    // No flush or compaction follows: the release alone purges them.
+    drop(it);
+    let took = within(10, || unreferenced_tables(&db, &fs).is_empty());
+    assert!(
+        took.is_some(),
+        "still on disk: {:?}",
+        unreferenced_tables(&db, &fs)
+    );
+    assert_eq!(scan(&db).len(), 6000);
+}
+
+#[test]
+fn a_flush_racing_compactions_leaves_no_obsolete_files() {
+    // The flush of a range deletion over the whole tree pushes it down at
+    // once; whichever job finishes last, nothing obsolete stays on disk.
+    for _ in 0..20 {
+        let fs = MemFileSystem::new();
+        let (db, _) = filled(&fs);
+        let wo = WriteOptions::default();
+        db.delete_range(&wo, &key(0), &key(5000)).unwrap();
+        db.flush().unwrap();
+        let took = within(10, || {
+            db.wait_for_compactions().unwrap();
+            unreferenced_tables(&db, &fs).is_empty()
+        });
+        assert!(
+            took.is_some(),
+            "still on disk: {:?}",
+            unreferenced_tables(&db, &fs)
+        );
+    }
+}

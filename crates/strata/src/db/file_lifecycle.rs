@@ -25,9 +25,11 @@
 //! - `alive_wals` is ascending and ends with the current WAL.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 
 use super::{DbInner, DbState};
+use crate::version::version::ReleaseHook;
 use crate::version::{FileType, Version, VersionEdit, parse_file_name};
 
 /// What is needed, besides the current versions (a field of `DbState`,
@@ -72,18 +74,20 @@ impl FileLifecycle {
     }
 
     /// Every table number a pending output, a held version or one of
-    /// `current` names.
-    fn live_tables<'a>(
-        &mut self,
-        current: impl Iterator<Item = Arc<Version>> + 'a,
-    ) -> BTreeSet<u64> {
+    /// `current` names, and whether a version no longer current is still
+    /// held (its files may become obsolete when it is released).
+    fn live_tables(&mut self, current: &[Arc<Version>]) -> (BTreeSet<u64>, bool) {
         self.forget_dead_versions();
         let mut live = self.pending_outputs.clone();
-        let held = self.live_versions.iter().filter_map(Weak::upgrade);
-        for v in held.chain(current) {
+        let mut superseded_held = false;
+        for v in self.live_versions.iter().filter_map(Weak::upgrade) {
+            superseded_held |= !current.iter().any(|c| Arc::ptr_eq(c, &v));
             live.extend(v.all_files().map(|(_, f)| f.number));
         }
-        live
+        for v in current {
+            live.extend(v.all_files().map(|(_, f)| f.number));
+        }
+        (live, superseded_held)
     }
 
     // ---- WALs ----
@@ -189,7 +193,11 @@ impl DbInner {
             .keys()
             .filter_map(|id| st.versions.current(*id))
             .collect();
-        let live = st.files.live_tables(current_versions.into_iter());
+        // Set before the held versions are looked at: a version released
+        // from here on wakes another purge (see `ReleasedVersions`).
+        self.released_versions.expect_release();
+        let (live, superseded_held) = st.files.live_tables(&current_versions);
+        self.released_versions.purged(superseded_held);
         let Ok(children) = self.fs.children(&self.dbname) else {
             return;
         };
@@ -254,6 +262,80 @@ impl DbInner {
     }
 }
 
+/// Purges obsolete files when the last holder of a superseded version (an
+/// iterator, a get, a job) lets it go, as RocksDB does when a SuperVersion's
+/// last reference goes: a purge that found such a version held kept its
+/// files, and without this they would stay until the next flush or
+/// compaction, which may never come.
+///
+/// Every version built from the MANIFEST's edits calls [`Self::hook`] when
+/// dropped, perhaps with the state lock held; the hook only schedules a
+/// purge job, and only when the last purge was held back.
+#[derive(Default)]
+pub(crate) struct ReleasedVersions {
+    /// The last purge found a superseded version held (or one is running).
+    /// Invariant: set before a purge upgrades its weak references, so a
+    /// version dropped after that (the hook runs after its last strong
+    /// reference is gone) sees it set.
+    held_back: AtomicBool,
+    /// A purge job is scheduled and has not started.
+    scheduled: AtomicBool,
+    db: OnceLock<Weak<DbInner>>,
+}
+
+impl ReleasedVersions {
+    /// What versions call when dropped.
+    pub(crate) fn hook(self: &Arc<Self>) -> ReleaseHook {
+        let me = Arc::clone(self);
+        Arc::new(move || me.version_released())
+    }
+
+    /// The database whose purges the hook schedules (versions dropped
+    /// before, during recovery, schedule nothing).
+    pub(crate) fn bind(&self, db: Weak<DbInner>) {
+        let _ = self.db.set(db);
+    }
+
+    fn expect_release(&self) {
+        self.held_back.store(true, Ordering::SeqCst);
+    }
+
+    fn purged(&self, superseded_held: bool) {
+        self.held_back.store(superseded_held, Ordering::SeqCst);
+    }
+
+    fn version_released(&self) {
+        if !self.held_back.load(Ordering::SeqCst) || self.scheduled.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let db = self.db.get().and_then(Weak::upgrade);
+        match db {
+            Some(db) if !db.shutting_down.load(Ordering::Acquire) => {
+                let job = Arc::clone(&db);
+                db.bg_jobs.spawn(
+                    |j| db.env.high_priority.schedule(j),
+                    move || job.background_purge(),
+                );
+            }
+            _ => self.scheduled.store(false, Ordering::SeqCst),
+        }
+    }
+}
+
+impl DbInner {
+    /// A purge job (scheduled by [`ReleasedVersions`]).
+    fn background_purge(&self) {
+        self.released_versions
+            .scheduled
+            .store(false, Ordering::SeqCst);
+        if self.shutting_down.load(Ordering::Acquire) {
+            return;
+        }
+        let mut st = self.lock_state();
+        self.delete_obsolete_files(&mut st);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,13 +372,17 @@ mod tests {
         let held = version(&[3, 4]);
         f.track_version(&held);
         let current = version(&[5]);
-        let live = f.live_tables(std::iter::once(Arc::clone(&current)));
+        f.track_version(&current);
+        let (live, superseded_held) = f.live_tables(std::slice::from_ref(&current));
         assert_eq!(live.into_iter().collect::<Vec<_>>(), vec![3, 4, 5, 9]);
+        assert!(superseded_held);
         // The holder lets the version go and the output is installed.
         drop(held);
         f.release_pending_output(9);
-        let live = f.live_tables(std::iter::once(current));
+        let (live, superseded_held) = f.live_tables(std::slice::from_ref(&current));
         assert_eq!(live.into_iter().collect::<Vec<_>>(), vec![5]);
+        assert!(!superseded_held, "the current version is not superseded");
+        drop(current);
         assert!(f.live_versions.is_empty(), "dead versions are forgotten");
     }
 

@@ -109,6 +109,8 @@ impl DbInner {
         let started = std::time::Instant::now();
         let meta =
             self.write_level0_table(&mems, cf_id, &name, &opts, number, &view, below.as_deref());
+        // Released before this flush's purge, which would keep its files.
+        drop(below);
         let micros = started.elapsed().as_micros() as u64;
         // RocksDB's SyncClosedLogs: the WALs this flush makes obsolete for
         // this column family may still hold other column families' data,

@@ -336,6 +336,8 @@ pub(crate) struct DbInner {
     pub(crate) compaction_timer: compaction_timer::CompactionTimer,
     /// `Options::row_cache`, with this database's id in it.
     pub(crate) row_cache: Option<row_cache::RowCache>,
+    /// Wakes a purge when a superseded version is released.
+    pub(crate) released_versions: Arc<file_lifecycle::ReleasedVersions>,
 }
 
 impl DbInner {

@@ -185,6 +185,10 @@ impl DB {
                 other => other,
             })?);
         }
+        // Versions tell the database when their last holder lets them go.
+        let released_versions = Arc::new(super::file_lifecycle::ReleasedVersions::default());
+        let mut vs_options = version_set_options(&opts, &descs);
+        vs_options.release_hook = Some(released_versions.hook());
         let mut versions = if exists {
             if opts.error_if_exists {
                 return Err(Error::InvalidArgument(format!(
@@ -192,12 +196,7 @@ impl DB {
                     dbname.display()
                 )));
             }
-            VersionSet::recover_with(
-                Arc::clone(&fs),
-                &dbname,
-                version_set_options(&opts, &descs),
-                read_only,
-            )?
+            VersionSet::recover_with(Arc::clone(&fs), &dbname, vs_options.clone(), read_only)?
         } else {
             // (A missing database without create_if_missing was refused
             // above.) Tables without CURRENT are a database that lost its
@@ -224,11 +223,7 @@ impl DB {
                     leftovers.len()
                 )));
             }
-            let vs = VersionSet::create_new_with(
-                Arc::clone(&fs),
-                &dbname,
-                version_set_options(&opts, &descs),
-            )?;
+            let vs = VersionSet::create_new_with(Arc::clone(&fs), &dbname, vs_options.clone())?;
             if !fs.file_exists(&dbname.join("IDENTITY")) {
                 let id = make_db_id();
                 fs.write_file(&dbname.join("IDENTITY"), id.as_bytes(), true)?;
@@ -378,6 +373,7 @@ impl DB {
             max_compactions,
             started: std::time::Instant::now(),
             self_ref: std::sync::OnceLock::new(),
+            released_versions,
             super_versions: ArcSwap::from_pointee(Default::default()),
             two_phase: Default::default(),
             commit_table: Default::default(),
@@ -386,6 +382,7 @@ impl DB {
             options: opts,
         });
         let _ = inner.self_ref.set(Arc::downgrade(&inner));
+        inner.released_versions.bind(Arc::downgrade(&inner));
         if !read_only {
             inner.log_options();
         }

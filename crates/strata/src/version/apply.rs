@@ -197,7 +197,9 @@ impl<'a> EditApplier<'a> {
         for cf in self.cfs.values_mut() {
             if let Some(b) = cf.builder.take() {
                 *version_number += 1;
-                let v = Arc::new(b.finish(*version_number)?);
+                let mut v = b.finish(*version_number)?;
+                v.set_release_hook(self.opts.release_hook.clone());
+                let v = Arc::new(v);
                 superseded.push(std::mem::replace(&mut cf.base, v));
             }
         }

@@ -26,6 +26,9 @@ use crate::format::dbformat::{InternalKeyComparator, extract_user_key};
 /// RocksDB's default `num_levels`.
 pub const DEFAULT_NUM_LEVELS: usize = 7;
 
+/// Called when a version is dropped (see [`Version::set_release_hook`]).
+pub type ReleaseHook = Arc<dyn Fn() + Send + Sync>;
+
 /// The files of one column family at one point in time.
 #[derive(Clone)]
 pub struct Version {
@@ -36,6 +39,18 @@ pub struct Version {
     version_number: u64,
     /// The largest sequence number of any file (0 without files).
     max_seqno: u64,
+    /// Told when this version is dropped, after its files are released.
+    on_release: Option<ReleaseHook>,
+}
+
+impl Drop for Version {
+    fn drop(&mut self) {
+        // The last strong reference is gone: whoever the hook wakes can no
+        // longer upgrade a weak reference to this version.
+        if let Some(hook) = self.on_release.take() {
+            hook();
+        }
+    }
 }
 
 impl std::fmt::Debug for Version {
@@ -112,7 +127,16 @@ impl Version {
             compact_cursors: vec![None; num_levels],
             version_number: 0,
             max_seqno: 0,
+            on_release: None,
         }
+    }
+
+    /// Calls `hook` when this version is dropped: the version set's
+    /// versions tell the database that the last reader of a version has
+    /// gone, as its files may have become obsolete then (RocksDB purges
+    /// obsolete files when the last reference to a SuperVersion goes).
+    pub(crate) fn set_release_hook(&mut self, hook: Option<ReleaseHook>) {
+        self.on_release = hook;
     }
 
     /// REQUIRES: each level already in its order (checked by the caller
@@ -136,6 +160,7 @@ impl Version {
             compact_cursors,
             version_number,
             max_seqno,
+            on_release: None,
         }
     }
 

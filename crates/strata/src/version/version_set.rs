@@ -60,6 +60,8 @@ pub struct VersionSetOptions {
     /// Where the WALs are, if not in the database directory: recovery
     /// counts their numbers as used.
     pub wal_dir: Option<std::path::PathBuf>,
+    /// Given to every version built from edits: called when it is dropped.
+    pub release_hook: Option<super::version::ReleaseHook>,
 }
 
 impl std::fmt::Debug for VersionSetOptions {
@@ -91,6 +93,7 @@ impl VersionSetOptions {
             cf_num_levels: HashMap::new(),
             max_manifest_file_size: 1 << 30,
             wal_dir: None,
+            release_hook: None,
         }
     }
 
