@@ -12,7 +12,7 @@ use strata::Env;
 use strata::utilities::backup::{BackupEngine, BackupEngineOptions, BackupInfo, RestoreOptions};
 use strata::utilities::checkpoint::Checkpoint;
 
-use crate::db::{db_of, rocksdb_t};
+use crate::db::{DbAccess, db_of, rocksdb_t};
 use crate::ffi::{cstr, drop_raw, guard, guard_quiet, handle, handle_mut, into_raw, st};
 use crate::options::rocksdb_options_t;
 
@@ -29,7 +29,13 @@ pub unsafe extern "C" fn rocksdb_checkpoint_object_create(
     errptr: *mut *mut c_char,
 ) -> *mut rocksdb_checkpoint_t {
     guard(errptr, std::ptr::null_mut(), || {
-        let db = db_of(db)?;
+        let db = match db_of(db)? {
+            DbAccess::Borrowed(db) => db,
+            // Its view may be freed by a catch-up while the object lives.
+            DbAccess::View(_) => {
+                return Err("Not implemented: checkpoint of a secondary instance".into());
+            }
+        };
         st(Checkpoint::new(db))?;
         Ok(into_raw(rocksdb_checkpoint_t { db }))
     })
@@ -230,7 +236,7 @@ pub unsafe extern "C" fn rocksdb_backup_engine_create_new_backup(
     errptr: *mut *mut c_char,
 ) {
     guard(errptr, (), || {
-        st(engine(be)?.create_new_backup(db_of(db)?, false)).map(|_| ())
+        st(engine(be)?.create_new_backup(&*db_of(db)?, false)).map(|_| ())
     })
 }
 
@@ -242,7 +248,7 @@ pub unsafe extern "C" fn rocksdb_backup_engine_create_new_backup_flush(
     errptr: *mut *mut c_char,
 ) {
     guard(errptr, (), || {
-        st(engine(be)?.create_new_backup(db_of(db)?, flush_before_backup != 0)).map(|_| ())
+        st(engine(be)?.create_new_backup(&*db_of(db)?, flush_before_backup != 0)).map(|_| ())
     })
 }
 

@@ -169,7 +169,7 @@ pub unsafe extern "C" fn rocksdb_writebatch_wi_get_from_batch_and_db(
         let b = unsafe { b.as_ref() }.ok_or("Invalid argument: write batch is NULL")?;
         let v = st(b
             .wbwi
-            .get_from_batch_and_db(db_of(db)?, &ro_of(options)?, None, unsafe {
+            .get_from_batch_and_db(&*db_of(db)?, &ro_of(options)?, None, unsafe {
                 bytes(key, keylen)
             }))?;
         Ok(out_value(v, vallen))

@@ -7,7 +7,10 @@
 
 use std::ffi::{c_char, c_int, c_uchar};
 
+use std::sync::Arc;
 use strata::db::{BottommostLevelCompaction, CompactRangeOptions, LiveFileMetaData, WalFileType};
+
+use strata::db::SecondaryDB;
 use strata::{ColumnFamilyDescriptor, ColumnFamilyHandle, DB, Snapshot, WriteBatch};
 
 use crate::batch::rocksdb_writebatch_t;
@@ -30,6 +33,27 @@ pub struct rocksdb_t {
 enum DbRef {
     Owned(DB),
     Base(*const DB),
+    /// A secondary instance: its current view changes when it catches up.
+    Secondary(Box<SecondaryDB>),
+}
+
+/// The database a call works on: borrowed from its handle, or for a
+/// secondary instance the view current when the call started (held until
+/// the call ends, so that a concurrent catch-up cannot free it).
+pub(crate) enum DbAccess<'a> {
+    Borrowed(&'a DB),
+    View(Arc<DB>),
+}
+
+impl std::ops::Deref for DbAccess<'_> {
+    type Target = DB;
+
+    fn deref(&self) -> &DB {
+        match self {
+            DbAccess::Borrowed(db) => db,
+            DbAccess::View(db) => db,
+        }
+    }
 }
 
 impl rocksdb_t {
@@ -49,11 +73,12 @@ impl rocksdb_t {
         }
     }
 
-    pub fn db(&self) -> &DB {
+    pub(crate) fn db(&self) -> DbAccess<'_> {
         match &self.db {
-            DbRef::Owned(db) => db,
+            DbRef::Owned(db) => DbAccess::Borrowed(db),
             // SAFETY: `borrowed`'s contract: the owner outlives the handle.
-            DbRef::Base(p) => unsafe { &**p },
+            DbRef::Base(p) => DbAccess::Borrowed(unsafe { &**p }),
+            DbRef::Secondary(s) => DbAccess::View(s.db()),
         }
     }
 }
@@ -110,7 +135,7 @@ pub(crate) fn cf_of<'a>(
     unsafe { handle(cf, "column family handle") }.map(|h| &h.cf)
 }
 
-pub(crate) fn db_of<'a>(db: *const rocksdb_t) -> Result<&'a DB, String> {
+pub(crate) fn db_of<'a>(db: *const rocksdb_t) -> Result<DbAccess<'a>, String> {
     // SAFETY: NULL or a live handle (C API contract).
     unsafe { handle(db, "db") }.map(|d| d.db())
 }
@@ -296,6 +321,78 @@ pub unsafe extern "C" fn rocksdb_open_for_read_only_column_families(
         // SAFETY: room for one handle per name.
         unsafe { hand_out_cfs(&db, &names, column_family_handles) }?;
         Ok(into_raw(rocksdb_t::new(db)))
+    })
+}
+
+/// Opens a secondary instance of the database at `name` (RocksDB's
+/// `DB::OpenAsSecondary`): a read-only view of what the primary holds,
+/// refreshed by `rocksdb_try_catch_up_with_primary`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_open_as_secondary(
+    options: *const rocksdb_options_t,
+    name: *const c_char,
+    secondary_path: *const c_char,
+    errptr: *mut *mut c_char,
+) -> *mut rocksdb_t {
+    guard(errptr, std::ptr::null_mut(), || {
+        let o = options_of(options)?;
+        // SAFETY: C strings (C API contract).
+        let name = unsafe { cstr(name, "db name") }?;
+        let secondary = unsafe { cstr(secondary_path, "secondary path") }?;
+        let sec = st(SecondaryDB::open(o.clone(), name, secondary))?;
+        Ok(into_raw(rocksdb_t {
+            db: DbRef::Secondary(Box::new(sec)),
+        }))
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_open_as_secondary_column_families(
+    options: *const rocksdb_options_t,
+    name: *const c_char,
+    secondary_path: *const c_char,
+    num_column_families: c_int,
+    column_family_names: *const *const c_char,
+    column_family_options: *const *const rocksdb_options_t,
+    column_family_handles: *mut *mut rocksdb_column_family_handle_t,
+    errptr: *mut *mut c_char,
+) -> *mut rocksdb_t {
+    guard(errptr, std::ptr::null_mut(), || {
+        let o = options_of(options)?;
+        // SAFETY: C strings and arrays of `num_column_families` entries.
+        let name = unsafe { cstr(name, "db name") }?;
+        let secondary = unsafe { cstr(secondary_path, "secondary path") }?;
+        let descs = unsafe {
+            descriptors(
+                num_column_families,
+                column_family_names,
+                column_family_options,
+            )
+        }?;
+        let names: Vec<String> = descs.iter().map(|d| d.name.clone()).collect();
+        let sec = st(SecondaryDB::open_cf(o.clone(), name, secondary, descs))?;
+        // SAFETY: room for one handle per name.
+        unsafe { hand_out_cfs(&sec.db(), &names, column_family_handles) }?;
+        Ok(into_raw(rocksdb_t {
+            db: DbRef::Secondary(Box::new(sec)),
+        }))
+    })
+}
+
+/// Makes what the primary holds now visible to a secondary instance; on
+/// any other database, NotSupported (as RocksDB).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_try_catch_up_with_primary(
+    db: *mut rocksdb_t,
+    errptr: *mut *mut c_char,
+) {
+    guard(errptr, (), || {
+        // SAFETY: NULL or a live handle (C API contract).
+        let h = unsafe { handle(db.cast_const(), "db") }?;
+        match &h.db {
+            DbRef::Secondary(s) => st(s.try_catch_up_with_primary()),
+            _ => Err("Not implemented: Supported only by secondary instance".into()),
+        }
     })
 }
 
@@ -674,7 +771,7 @@ pub unsafe extern "C" fn rocksdb_multi_get_cf(
             return;
         };
         let keys = unsafe { key_list(num_keys, keys_list, keys_list_sizes) };
-        let r = multi_get_across(db, ro, &cfs, &keys);
+        let r = multi_get_across(&db, ro, &cfs, &keys);
         unsafe { out_multi(r, values_list, values_list_sizes, errs) };
     })
 }
@@ -991,7 +1088,7 @@ pub unsafe extern "C" fn rocksdb_compact_range(
         if let Ok(db) = db_of(db) {
             // SAFETY: the keys address their lengths.
             let r = unsafe { range(start_key, start_key_len, limit_key, limit_key_len) };
-            compact(db, &db.default_cf(), r, None);
+            compact(&db, &db.default_cf(), r, None);
         }
     })
 }
@@ -1009,7 +1106,7 @@ pub unsafe extern "C" fn rocksdb_compact_range_cf(
         if let (Ok(db), Ok(cf)) = (db_of(db), cf_of(cf)) {
             // SAFETY: the keys address their lengths.
             let r = unsafe { range(start_key, start_key_len, limit_key, limit_key_len) };
-            compact(db, cf, r, None);
+            compact(&db, cf, r, None);
         }
     })
 }
@@ -1027,7 +1124,7 @@ pub unsafe extern "C" fn rocksdb_compact_range_opt(
         // SAFETY: NULL or live objects.
         if let (Ok(db), Some(o)) = (db_of(db), unsafe { opt.as_ref() }) {
             let r = unsafe { range(start_key, start_key_len, limit_key, limit_key_len) };
-            compact(db, &db.default_cf(), r, Some(o));
+            compact(&db, &db.default_cf(), r, Some(o));
         }
     })
 }
@@ -1046,7 +1143,7 @@ pub unsafe extern "C" fn rocksdb_compact_range_cf_opt(
         // SAFETY: NULL or live objects.
         if let (Ok(db), Ok(cf), Some(o)) = (db_of(db), cf_of(cf), unsafe { opt.as_ref() }) {
             let r = unsafe { range(start_key, start_key_len, limit_key, limit_key_len) };
-            compact(db, cf, r, Some(o));
+            compact(&db, cf, r, Some(o));
         }
     })
 }

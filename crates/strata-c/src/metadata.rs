@@ -59,7 +59,7 @@ pub unsafe extern "C" fn rocksdb_get_column_family_metadata(
         let Ok(d) = db_of(db) else {
             return std::ptr::null_mut();
         };
-        metadata(d, &d.default_cf()).map_or(std::ptr::null_mut(), into_raw)
+        metadata(&d, &d.default_cf()).map_or(std::ptr::null_mut(), into_raw)
     })
 }
 
@@ -72,7 +72,7 @@ pub unsafe extern "C" fn rocksdb_get_column_family_metadata_cf(
         let (Ok(d), Ok(cf)) = (db_of(db), cf_of(cf)) else {
             return std::ptr::null_mut();
         };
-        metadata(d, cf).map_or(std::ptr::null_mut(), into_raw)
+        metadata(&d, cf).map_or(std::ptr::null_mut(), into_raw)
     })
 }
 

@@ -153,6 +153,26 @@ extern STRATA_C_API rocksdb_t* rocksdb_open_for_read_only_column_families(
     rocksdb_column_family_handle_t** column_family_handles,
     unsigned char error_if_wal_file_exists,
     char** errptr);
+/* A secondary instance: a read-only view of a database another process
+   writes, refreshed by rocksdb_try_catch_up_with_primary (which fails with
+   "Not implemented" on any other database). */
+extern STRATA_C_API rocksdb_t* rocksdb_open_as_secondary(
+    const rocksdb_options_t* options,
+    const char* name,
+    const char* secondary_path,
+    char** errptr);
+extern STRATA_C_API rocksdb_t* rocksdb_open_as_secondary_column_families(
+    const rocksdb_options_t* options,
+    const char* name,
+    const char* secondary_path,
+    int num_column_families,
+    const char* const* column_family_names,
+    const rocksdb_options_t* const* column_family_options,
+    rocksdb_column_family_handle_t** column_family_handles,
+    char** errptr);
+extern STRATA_C_API void rocksdb_try_catch_up_with_primary(
+    rocksdb_t* db,
+    char** errptr);
 extern STRATA_C_API void rocksdb_close(rocksdb_t* db);
 extern STRATA_C_API void rocksdb_destroy_db(
     const rocksdb_options_t* options,

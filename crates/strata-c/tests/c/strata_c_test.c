@@ -1027,6 +1027,67 @@ static void test_column_families(void) {
   CHECK_GET_CF(db, ro, one_handle[0], "d1", "default");
   rocksdb_column_family_handle_destroy(one_handle[0]);
   rocksdb_close(db);
+
+  /* A secondary instance sees what the primary wrote when it opened, and
+     what it wrote since only after catching up; it takes no writes. A
+     primary cannot catch up. */
+  rocksdb_options_t* so = rocksdb_options_create();
+  rocksdb_options_set_max_open_files(so, -1);
+  char sp[1024];
+  path(sp, "cfs-secondary");
+  rocksdb_t* primary = rocksdb_open(o, p, &err);
+  CHECK_OK(err);
+  rocksdb_try_catch_up_with_primary(primary, &err);
+  CHECK(err != NULL);
+  rocksdb_free(err);
+  err = NULL;
+  /* (In a table: RocksDB 7.8.3's secondary keeps reading a value it
+     replayed from a WAL after the primary flushed a newer one.) */
+  rocksdb_put(primary, wo, "s1", 2, "before", 6, &err);
+  CHECK_OK(err);
+  rocksdb_flushoptions_t* sfo = rocksdb_flushoptions_create();
+  rocksdb_flush(primary, sfo, &err);
+  CHECK_OK(err);
+  rocksdb_flushoptions_destroy(sfo);
+  rocksdb_t* sec = rocksdb_open_as_secondary(so, p, sp, &err);
+  CHECK_OK(err);
+  CHECK_GET(sec, ro, "s1", "before");
+  rocksdb_put(primary, wo, "s1", 2, "after", 5, &err);
+  CHECK_OK(err);
+  CHECK_GET(sec, ro, "s1", "before");
+  rocksdb_try_catch_up_with_primary(sec, &err);
+  CHECK_OK(err);
+  CHECK_GET(sec, ro, "s1", "after");
+  rocksdb_put(sec, wo, "s2", 2, "v", 1, &err);
+  CHECK(err != NULL);
+  rocksdb_free(err);
+  err = NULL;
+  rocksdb_close(sec);
+  rocksdb_column_family_handle_t* logs = rocksdb_create_column_family(primary, o, "logs", &err);
+  CHECK_OK(err);
+  const char* sec_names[2] = {"default", "logs"};
+  const rocksdb_options_t* sec_opts[2] = {so, so};
+  rocksdb_column_family_handle_t* sec_handles[2];
+  sec = rocksdb_open_as_secondary_column_families(so, p, sp, 2, sec_names, sec_opts,
+                                                  sec_handles, &err);
+  CHECK_OK(err);
+  CHECK_GET_CF(sec, ro, sec_handles[0], "s1", "after");
+  rocksdb_put_cf(primary, wo, logs, "s3", 2, "late", 4, &err);
+  CHECK_OK(err);
+  size_t none_len = 0;
+  char* none = rocksdb_get_cf(sec, ro, sec_handles[1], "s3", 2, &none_len, &err);
+  CHECK_OK(err);
+  CHECK(none == NULL);
+  rocksdb_try_catch_up_with_primary(sec, &err);
+  CHECK_OK(err);
+  CHECK_GET_CF(sec, ro, sec_handles[1], "s3", "late");
+  rocksdb_column_family_handle_destroy(logs);
+  rocksdb_column_family_handle_destroy(sec_handles[0]);
+  rocksdb_column_family_handle_destroy(sec_handles[1]);
+  rocksdb_close(sec);
+  rocksdb_close(primary);
+  rocksdb_options_destroy(so);
+
   rocksdb_readoptions_destroy(ro);
   rocksdb_writeoptions_destroy(wo);
   rocksdb_options_destroy(o);
