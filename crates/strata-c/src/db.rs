@@ -196,6 +196,40 @@ pub(crate) unsafe fn descriptors(
     Ok(out)
 }
 
+/// The C arguments of an open with column families, checked: the options,
+/// the path, the descriptors and their names (in order, for
+/// [`hand_out_cfs`]).
+pub(crate) struct CfOpen {
+    pub opts: strata::Options,
+    pub name: String,
+    pub descs: Vec<ColumnFamilyDescriptor>,
+    pub names: Vec<String>,
+}
+
+/// Reads the arguments every `*_open_column_families` call takes.
+///
+/// # Safety
+/// `name` is NULL or a C string; the arrays hold `n` valid entries.
+pub(crate) unsafe fn cf_open_args(
+    options: *const rocksdb_options_t,
+    name: *const c_char,
+    n: c_int,
+    names: *const *const c_char,
+    opts: *const *const rocksdb_options_t,
+) -> Result<CfOpen, String> {
+    let o = options_of(options)?;
+    // SAFETY: per the contract.
+    let name = unsafe { cstr(name, "db name") }?;
+    let descs = unsafe { descriptors(n, names, opts) }?;
+    let names = descs.iter().map(|d| d.name.clone()).collect();
+    Ok(CfOpen {
+        opts: o.clone(),
+        name,
+        descs,
+        names,
+    })
+}
+
 /// Writes the handles of `names` (in order) into the caller's array.
 ///
 /// # Safety
@@ -275,20 +309,20 @@ pub unsafe extern "C" fn rocksdb_open_column_families(
     errptr: *mut *mut c_char,
 ) -> *mut rocksdb_t {
     guard(errptr, std::ptr::null_mut(), || {
-        let o = options_of(options)?;
-        // SAFETY: a C string and arrays of `num_column_families` entries.
-        let name = unsafe { cstr(name, "db name") }?;
-        let descs = unsafe {
-            descriptors(
+        // SAFETY: a C string and arrays of `num_column_families` entries
+        // (C API contract).
+        let a = unsafe {
+            cf_open_args(
+                options,
+                name,
                 num_column_families,
                 column_family_names,
                 column_family_options,
             )
         }?;
-        let names: Vec<String> = descs.iter().map(|d| d.name.clone()).collect();
-        let db = st(DB::open_cf(o.clone(), name, descs))?;
+        let db = st(DB::open_cf(a.opts, a.name, a.descs))?;
         // SAFETY: room for one handle per name.
-        unsafe { hand_out_cfs(&db, &names, column_family_handles) }?;
+        unsafe { hand_out_cfs(&db, &a.names, column_family_handles) }?;
         Ok(into_raw(rocksdb_t::new(db)))
     })
 }
@@ -305,21 +339,21 @@ pub unsafe extern "C" fn rocksdb_open_for_read_only_column_families(
     errptr: *mut *mut c_char,
 ) -> *mut rocksdb_t {
     guard(errptr, std::ptr::null_mut(), || {
-        let o = options_of(options)?;
-        // SAFETY: a C string and arrays of `num_column_families` entries.
-        let name = unsafe { cstr(name, "db name") }?;
-        let descs = unsafe {
-            descriptors(
+        // SAFETY: a C string and arrays of `num_column_families` entries
+        // (C API contract).
+        let a = unsafe {
+            cf_open_args(
+                options,
+                name,
                 num_column_families,
                 column_family_names,
                 column_family_options,
             )
         }?;
-        let names: Vec<String> = descs.iter().map(|d| d.name.clone()).collect();
-        let db = st(DB::open_cf_read_only(o.clone(), name, descs))?;
+        let db = st(DB::open_cf_read_only(a.opts, a.name, a.descs))?;
         check_no_wal(&db, error_if_wal_file_exists)?;
         // SAFETY: room for one handle per name.
-        unsafe { hand_out_cfs(&db, &names, column_family_handles) }?;
+        unsafe { hand_out_cfs(&db, &a.names, column_family_handles) }?;
         Ok(into_raw(rocksdb_t::new(db)))
     })
 }
@@ -358,21 +392,22 @@ pub unsafe extern "C" fn rocksdb_open_as_secondary_column_families(
     errptr: *mut *mut c_char,
 ) -> *mut rocksdb_t {
     guard(errptr, std::ptr::null_mut(), || {
-        let o = options_of(options)?;
-        // SAFETY: C strings and arrays of `num_column_families` entries.
-        let name = unsafe { cstr(name, "db name") }?;
-        let secondary = unsafe { cstr(secondary_path, "secondary path") }?;
-        let descs = unsafe {
-            descriptors(
+        // SAFETY: a C string and arrays of `num_column_families` entries
+        // (C API contract).
+        let a = unsafe {
+            cf_open_args(
+                options,
+                name,
                 num_column_families,
                 column_family_names,
                 column_family_options,
             )
         }?;
-        let names: Vec<String> = descs.iter().map(|d| d.name.clone()).collect();
-        let sec = st(SecondaryDB::open_cf(o.clone(), name, secondary, descs))?;
+        // SAFETY: a C string (C API contract).
+        let secondary = unsafe { cstr(secondary_path, "secondary path") }?;
+        let sec = st(SecondaryDB::open_cf(a.opts, a.name, secondary, a.descs))?;
         // SAFETY: room for one handle per name.
-        unsafe { hand_out_cfs(&sec.db(), &names, column_family_handles) }?;
+        unsafe { hand_out_cfs(&sec.db(), &a.names, column_family_handles) }?;
         Ok(into_raw(rocksdb_t {
             db: DbRef::Secondary(Box::new(sec)),
         }))

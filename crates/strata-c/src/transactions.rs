@@ -15,7 +15,7 @@ use strata::utilities::transactions::{
 use crate::backup::rocksdb_checkpoint_t;
 use crate::batch::rocksdb_writebatch_t;
 use crate::db::{
-    batch_copy, cf_list, cf_of, descriptors, hand_out_cfs, key_list, multi_get_across,
+    batch_copy, cf_list, cf_of, cf_open_args, hand_out_cfs, key_list, multi_get_across,
     new_snapshot, options_of, out_multi, out_value, ro_of, rocksdb_column_family_handle_t,
     rocksdb_pinnableslice_t, rocksdb_snapshot_t, rocksdb_t, wo_of,
 };
@@ -240,26 +240,26 @@ pub unsafe extern "C" fn rocksdb_transactiondb_open_column_families(
     errptr: *mut *mut c_char,
 ) -> *mut rocksdb_transactiondb_t {
     guard(errptr, std::ptr::null_mut(), || {
-        let o = options_of(options)?;
-        // SAFETY: live options, a C string and arrays of
-        // `num_column_families` entries.
-        let t = unsafe { handle(txn_db_options, "transaction db options") }?;
-        let name = unsafe { cstr(name, "db name") }?;
-        let descs = unsafe {
-            descriptors(
+        // SAFETY: a C string and arrays of `num_column_families` entries
+        // (C API contract).
+        let a = unsafe {
+            cf_open_args(
+                options,
+                name,
                 num_column_families,
                 column_family_names,
                 column_family_options,
             )
         }?;
-        let names: Vec<String> = descs.iter().map(|d| d.name.clone()).collect();
+        // SAFETY: NULL or live options.
+        let t = unsafe { handle(txn_db_options, "transaction db options") }?;
         let tdb = st(TransactionDB::open_cf(
-            o.clone(),
+            a.opts,
             t.opts.clone(),
-            name,
-            descs,
+            a.name,
+            a.descs,
         ))?;
-        unsafe { hand_out_cfs(tdb.db(), &names, column_family_handles) }?;
+        unsafe { hand_out_cfs(tdb.db(), &a.names, column_family_handles) }?;
         Ok(into_raw(rocksdb_transactiondb_t { tdb }))
     })
 }
@@ -1075,24 +1075,24 @@ pub unsafe extern "C" fn rocksdb_optimistictransactiondb_open_column_families(
     errptr: *mut *mut c_char,
 ) -> *mut rocksdb_optimistictransactiondb_t {
     guard(errptr, std::ptr::null_mut(), || {
-        let o = options_of(options)?;
-        // SAFETY: a C string and arrays of `num_column_families` entries.
-        let name = unsafe { cstr(name, "db name") }?;
-        let descs = unsafe {
-            descriptors(
+        // SAFETY: a C string and arrays of `num_column_families` entries
+        // (C API contract).
+        let a = unsafe {
+            cf_open_args(
+                options,
+                name,
                 num_column_families,
                 column_family_names,
                 column_family_options,
             )
         }?;
-        let names: Vec<String> = descs.iter().map(|d| d.name.clone()).collect();
         let odb = st(OptimisticTransactionDB::open_cf(
-            o.clone(),
-            name,
-            descs,
+            a.opts,
+            a.name,
+            a.descs,
             strata::utilities::transactions::OccValidationPolicy::default(),
         ))?;
-        unsafe { hand_out_cfs(odb.db(), &names, column_family_handles) }?;
+        unsafe { hand_out_cfs(odb.db(), &a.names, column_family_handles) }?;
         Ok(into_raw(rocksdb_optimistictransactiondb_t { odb }))
     })
 }
