@@ -928,6 +928,18 @@ getter!(
 );
 setter!(
     rocksdb_options_t,
+    rocksdb_options_set_memtable_huge_page_size,
+    usize,
+    |o, v| o.opts.cf.memtable_huge_page_size = v
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_memtable_huge_page_size,
+    usize,
+    |o| o.opts.cf.memtable_huge_page_size
+);
+setter!(
+    rocksdb_options_t,
     rocksdb_options_set_memtable_whole_key_filtering,
     c_uchar,
     |o, v| o.opts.cf.memtable_whole_key_filtering = v != 0

@@ -281,6 +281,10 @@ impl Options {
         Ok(())
     }
     /// Whole keys in the memtable bloom too.
+    fn set_memtable_huge_page_size(&mut self, size: usize) {
+        self.opts.cf.memtable_huge_page_size = size;
+    }
+
     fn set_memtable_whole_key_filtering(&mut self, whole_key_filter: bool) {
         self.opts.cf.memtable_whole_key_filtering = whole_key_filter;
     }

@@ -898,6 +898,13 @@ extern STRATA_C_API void rocksdb_options_set_memtable_prefix_bloom_size_ratio(
     double);
 extern STRATA_C_API double rocksdb_options_get_memtable_prefix_bloom_size_ratio(
     rocksdb_options_t*);
+/* Strata's default is 2 MiB (transparent huge pages for the memtable
+   arenas of write buffers of 16 MiB and more); 0 turns them off. */
+extern STRATA_C_API void rocksdb_options_set_memtable_huge_page_size(
+    rocksdb_options_t*,
+    size_t);
+extern STRATA_C_API size_t rocksdb_options_get_memtable_huge_page_size(
+    rocksdb_options_t*);
 extern STRATA_C_API void rocksdb_options_set_memtable_whole_key_filtering(
     rocksdb_options_t*,
     unsigned char);

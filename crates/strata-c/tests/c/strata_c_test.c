@@ -1529,6 +1529,10 @@ static void test_tables_and_styles(void) {
   rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, 0.1);
   CHECK(rocksdb_options_get_memtable_prefix_bloom_size_ratio(o) == 0.1);
   rocksdb_options_set_memtable_whole_key_filtering(o, 1);
+  rocksdb_options_set_memtable_huge_page_size(o, 0);
+  CHECK(rocksdb_options_get_memtable_huge_page_size(o) == 0);
+  rocksdb_options_set_memtable_huge_page_size(o, 2 << 20);
+  CHECK(rocksdb_options_get_memtable_huge_page_size(o) == 2 << 20);
   rocksdb_options_set_allow_mmap_reads(o, 1);
   CHECK(rocksdb_options_get_allow_mmap_reads(o) == 1);
   rocksdb_options_set_allow_concurrent_memtable_write(o, 0);

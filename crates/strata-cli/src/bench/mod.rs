@@ -546,6 +546,15 @@ fn apply_table_format_flags(f: &Flags, cfg: &Config, o: &mut Options) -> Result<
     if f.get("memtable_bloom_size_ratio").is_some() {
         o.cf.memtable_prefix_bloom_size_ratio = f.num("memtable_bloom_size_ratio", 0.0)?;
     }
+    // db_bench's --memtable_use_huge_page (2 MiB pages, or none); Strata's
+    // default (huge pages) unless given.
+    if f.get("memtable_use_huge_page").is_some() || f.get("nomemtable_use_huge_page").is_some() {
+        o.cf.memtable_huge_page_size = if f.bool("memtable_use_huge_page")? {
+            2 << 20
+        } else {
+            0
+        };
+    }
     if f.get("memtable_whole_key_filtering").is_some()
         || f.get("nomemtable_whole_key_filtering").is_some()
     {

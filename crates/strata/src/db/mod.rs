@@ -132,9 +132,10 @@ pub(crate) fn new_memtable(
     options: &ColumnFamilyOptions,
     wbm: Option<&Arc<crate::memtable::WriteBufferManager>>,
 ) -> Arc<MemTable> {
-    let mut block = crate::memtable::arena_block_size_for(options.write_buffer_size);
+    let huge = options.memtable_huge_page_size > 0;
+    let mut block = crate::memtable::arena_block_size_for(options.write_buffer_size, huge);
     if let Some(w) = wbm.filter(|w| w.enabled()) {
-        block = block.min(crate::memtable::arena_block_size_for(w.buffer_size()));
+        block = block.min(crate::memtable::arena_block_size_for(w.buffer_size(), huge));
     }
     Arc::new(
         MemTable::with_factory(

@@ -156,6 +156,11 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
             "memtable_whole_key_filtering",
             &o.memtable_whole_key_filtering,
         );
+        kv(
+            &mut s,
+            "memtable_huge_page_size",
+            &o.memtable_huge_page_size,
+        );
         kv(&mut s, "write_buffer_size", &o.write_buffer_size);
         kv(
             &mut s,
@@ -165,7 +170,10 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
         kv(
             &mut s,
             "arena_block_size",
-            &crate::memtable::arena_block_size_for(o.write_buffer_size),
+            &crate::memtable::arena_block_size_for(
+                o.write_buffer_size,
+                o.memtable_huge_page_size > 0,
+            ),
         );
         kv(&mut s, "compression", &compression_name(o.compression));
         if !o.compression_per_level.is_empty() {

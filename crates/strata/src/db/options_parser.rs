@@ -441,6 +441,9 @@ impl OptionsFile {
         if let Some(v) = cf.get("memtable_whole_key_filtering") {
             c.memtable_whole_key_filtering = boolean(file, "memtable_whole_key_filtering", v)?;
         }
+        if let Some(v) = cf.get("memtable_huge_page_size") {
+            c.memtable_huge_page_size = num(file, "memtable_huge_page_size", v)?;
+        }
         let empty_table = BTreeMap::new();
         let table = self.tables.get(name).unwrap_or(&empty_table);
         match self.table_types.get(name).map(String::as_str) {

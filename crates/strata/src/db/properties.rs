@@ -82,6 +82,10 @@ impl DbInner {
             format!("Options.comparator: {}", c.comparator.name()),
             format!("Options.write_buffer_size: {}", c.write_buffer_size),
             format!(
+                "Options.memtable_huge_page_size: {}",
+                c.memtable_huge_page_size
+            ),
+            format!(
                 "Options.max_write_buffer_number: {}",
                 c.max_write_buffer_number
             ),

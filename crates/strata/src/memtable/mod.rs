@@ -114,10 +114,17 @@ impl MemTableFactory {
 /// Arena block size of [`MemTable::new`].
 pub const DEFAULT_ARENA_BLOCK_SIZE: usize = 64 << 10;
 
-/// RocksDB's default arena block size for a write buffer size:
-/// `min(1 MiB, write_buffer_size / 8)`, at least 4 KiB.
-pub fn arena_block_size_for(write_buffer_size: usize) -> usize {
-    (write_buffer_size / 8).clamp(arena::MIN_BLOCK_SIZE, arena::MAX_BLOCK_SIZE)
+/// The arena block size for a write buffer size: RocksDB's default,
+/// `min(1 MiB, write_buffer_size / 8)`, at least 4 KiB; but with `huge`
+/// (`memtable_huge_page_size` set), write buffers whose eighth holds a huge
+/// page (16 MiB and more) get huge-page blocks ([`arena::HUGE_BLOCK_SIZE`]),
+/// which save random inserts and lookups their TLB misses.
+pub fn arena_block_size_for(write_buffer_size: usize, huge: bool) -> usize {
+    let eighth = write_buffer_size / 8;
+    if huge && eighth >= arena::HUGE_BLOCK_SIZE {
+        return arena::HUGE_BLOCK_SIZE;
+    }
+    eighth.clamp(arena::MIN_BLOCK_SIZE, arena::MAX_BLOCK_SIZE)
 }
 
 /// Result of [`MemTable::get`]: the point entries of one user key visible

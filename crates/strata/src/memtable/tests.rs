@@ -393,9 +393,11 @@ fn should_flush_follows_rocksdb_rule() {
         usage <= budget + block * 6 / 10 + block,
         "flushed too late at {usage}"
     );
-    assert_eq!(arena_block_size_for(64 << 20), 1 << 20);
-    assert_eq!(arena_block_size_for(64 << 10), 8 << 10);
-    assert_eq!(arena_block_size_for(1000), 4 << 10);
+    assert_eq!(arena_block_size_for(64 << 20, true), arena::HUGE_BLOCK_SIZE);
+    assert_eq!(arena_block_size_for(15 << 20, true), 1 << 20);
+    assert_eq!(arena_block_size_for(64 << 20, false), 1 << 20);
+    assert_eq!(arena_block_size_for(64 << 10, true), 8 << 10);
+    assert_eq!(arena_block_size_for(1000, true), 4 << 10);
 }
 
 #[test]
