@@ -267,6 +267,18 @@ impl Footer {
         let offset = file_size - NEW_FOOTER_LEN as u64;
         let format_version = decode_fixed32(tail, n - 12).unwrap_or(u32::MAX);
         if format_version == FORMAT_VERSION_COMPRESSION_MANAGER {
+            // Format_version 7 keeps format_version 6's footer: only a
+            // footer that passes its checks (extended magic, checksum over
+            // the version too) is a table of that format; anything else is
+            // a damaged footer, say an older table's version field hit by
+            // a bit flip.
+            let ct = ChecksumType::from_u8(tail[start]).ok_or_else(|| {
+                bad(
+                    offset,
+                    format!("Corrupt or unsupported checksum type: {}", tail[start]),
+                )
+            })?;
+            Self::decode_v6(&tail[start..], ct, format_version, offset, file)?;
             return Err(Error::NotSupported(format!(
                 "{file}: table format_version {format_version} (RocksDB 10.4's compression \
                  manager format; Strata reads format_version 0 to {MAX_FORMAT_VERSION})"
@@ -595,8 +607,22 @@ mod tests {
         bad[41] = 8;
         let e = Footer::decode(&bad, size, "t").unwrap_err();
         assert!(e.to_string().contains("format_version: 8"), "{e}");
+        // A version field damaged into 7 is not a format_version 7 table:
+        // its footer lacks that format's magic and checksum.
         bad[41] = 7;
         let e = Footer::decode(&bad, size, "t").unwrap_err();
+        assert!(matches!(e, Error::Corruption { .. }), "{e}");
+        // A real format_version 7 footer (format_version 6's layout).
+        let v7 = Footer {
+            kind: TableKind::BlockBased,
+            checksum_type: ChecksumType::Crc32c,
+            metaindex_handle: BlockHandle::new(1000, 50),
+            index_handle: BlockHandle::default(),
+            format_version: 7,
+            offset: 1055,
+            base_context_checksum: 0x1234_5678,
+        };
+        let e = Footer::decode(&v7.encode(), size, "t").unwrap_err();
         assert!(matches!(e, Error::NotSupported(_)), "{e}");
         assert!(e.to_string().contains("format_version 7"), "{e}");
         let mut bad = enc.clone();
