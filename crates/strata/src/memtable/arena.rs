@@ -266,7 +266,8 @@ impl Arena {
     /// blocks of a huge-page arena), records it, and updates the memory
     /// accounting. REQUIRES: the caller holds the `blocks` lock.
     fn push_block(&self, blocks: &mut MutexGuard<'_, Vec<Block>>, size: usize) -> NonNull<u8> {
-        let mapped = (size == HUGE_BLOCK_SIZE)
+        let huge = self.block_size == HUGE_BLOCK_SIZE && size == HUGE_BLOCK_SIZE;
+        let mapped = huge
             .then(|| map_huge(size))
             .flatten()
             .and_then(|mut m| Some((NonNull::new(m.as_mut_ptr())?, m)));
@@ -401,7 +402,8 @@ mod tests {
         let a = Arena::new(64 << 20);
         assert_eq!(a.block_size(), HUGE_BLOCK_SIZE);
         let mut got = Vec::new();
-        // Enough to fill three huge blocks, plus one allocation of its own.
+        // About 3 MB: two shared huge blocks or more, and then one
+        // allocation of its own (from the heap).
         for i in 0..30_000usize {
             let n = 1 + (i * 7919) % 200;
             let p = a.allocate(n);

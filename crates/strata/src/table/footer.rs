@@ -266,25 +266,8 @@ impl Footer {
         let start = n - NEW_FOOTER_LEN;
         let offset = file_size - NEW_FOOTER_LEN as u64;
         let format_version = decode_fixed32(tail, n - 12).unwrap_or(u32::MAX);
-        if format_version == FORMAT_VERSION_COMPRESSION_MANAGER {
-            // Format_version 7 keeps format_version 6's footer: only a
-            // footer that passes its checks (extended magic, checksum over
-            // the version too) is a table of that format; anything else is
-            // a damaged footer, say an older table's version field hit by
-            // a bit flip.
-            let ct = ChecksumType::from_u8(tail[start]).ok_or_else(|| {
-                bad(
-                    offset,
-                    format!("Corrupt or unsupported checksum type: {}", tail[start]),
-                )
-            })?;
-            Self::decode_v6(&tail[start..], ct, format_version, offset, file)?;
-            return Err(Error::NotSupported(format!(
-                "{file}: table format_version {format_version} (RocksDB 10.4's compression \
-                 manager format; Strata reads format_version 0 to {MAX_FORMAT_VERSION})"
-            )));
-        }
-        if format_version == 0 || format_version > MAX_FORMAT_VERSION {
+        let compression_manager = format_version == FORMAT_VERSION_COMPRESSION_MANAGER;
+        if format_version == 0 || (format_version > MAX_FORMAT_VERSION && !compression_manager) {
             return Err(bad(
                 file_size - 12,
                 format!("Corrupt or unsupported format_version: {format_version}"),
@@ -300,6 +283,17 @@ impl Footer {
         if format_version >= 6 {
             let mut f =
                 Self::decode_v6(&tail[start..], checksum_type, format_version, offset, file)?;
+            // Format_version 7 keeps format_version 6's footer: only one
+            // that passes its checks (extended magic, a checksum over the
+            // version too) is a table of that format; anything else failed
+            // above as a damaged footer (say an older table's version field
+            // hit by a bit flip).
+            if compression_manager {
+                return Err(Error::NotSupported(format!(
+                    "{file}: table format_version {format_version} (RocksDB 10.4's compression \
+                     manager format; Strata reads format_version 0 to {MAX_FORMAT_VERSION})"
+                )));
+            }
             f.kind = kind;
             return Ok(f);
         }
