@@ -892,6 +892,18 @@ getter!(
 );
 setter!(
     rocksdb_options_t,
+    rocksdb_options_set_allow_mmap_writes,
+    c_uchar,
+    |o, v| o.opts.allow_mmap_writes = v != 0
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_allow_mmap_writes,
+    c_uchar,
+    |o| o.opts.allow_mmap_writes as c_uchar
+);
+setter!(
+    rocksdb_options_t,
     rocksdb_options_set_use_direct_reads,
     c_uchar,
     |o, v| o.opts.use_direct_reads = v != 0

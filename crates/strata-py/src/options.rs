@@ -250,9 +250,11 @@ impl Options {
     fn set_allow_mmap_reads(&mut self, is_enabled: bool) {
         self.opts.allow_mmap_reads = is_enabled;
     }
-    /// Accepted for compatibility; Strata writes files with `write` either
-    /// way (same results).
-    fn set_allow_mmap_writes(&mut self, _is_enabled: bool) {}
+    /// Write table files by copying into memory maps instead of `write`
+    /// calls (RocksDB's `allow_mmap_writes`; 64-bit Linux).
+    fn set_allow_mmap_writes(&mut self, is_enabled: bool) {
+        self.opts.allow_mmap_writes = is_enabled;
+    }
     /// Read tables with O_DIRECT (RocksDB's `use_direct_reads`).
     fn set_use_direct_reads(&mut self, enabled: bool) {
         self.opts.use_direct_reads = enabled;

@@ -486,7 +486,10 @@ def test_plain_table_both_ways(path):
     with pytest.raises(ValueError):
         pt.hash_table_ratio = -1.0
     keys = [b"k%03d%05d" % (i % 100, i) for i in range(2000)]
-    with Rdict(path, _plain_options(strata_module(), 1)) as db:
+    opts = _plain_options(strata_module(), 1)
+    # The flush writes its table through memory maps.
+    opts.set_allow_mmap_writes(True)
+    with Rdict(path, opts) as db:
         for i, k in enumerate(keys):
             db[k] = b"v%d" % i
         db.flush()

@@ -904,6 +904,12 @@ pub struct Options {
     /// Write flush and compaction outputs bypassing the OS page cache
     /// (RocksDB's `use_direct_io_for_flush_and_compaction`).
     pub use_direct_io_for_flush_and_compaction: bool,
+    /// Write table files (flush and compaction outputs) by copying into
+    /// shared memory maps of regions reserved with `posix_fallocate`
+    /// instead of `write()` calls (RocksDB's `allow_mmap_writes`; as in
+    /// RocksDB, the WAL and the MANIFEST are never mapped). 64-bit Linux
+    /// only: elsewhere the first flush fails with `NotSupported`.
+    pub allow_mmap_writes: bool,
     /// The file system (the real one by default; tests pass in-memory ones).
     pub fs: Option<FileSystemRef>,
     /// Background jobs (flushes plus compactions) this DB runs at once
@@ -1003,6 +1009,19 @@ pub struct Options {
 }
 
 impl Options {
+    /// How flush and compaction outputs are written
+    /// (`use_direct_io_for_flush_and_compaction`, `allow_mmap_writes`;
+    /// `validate` refuses both at once).
+    pub fn table_write_mode(&self) -> crate::fs::TableWriteMode {
+        if self.use_direct_io_for_flush_and_compaction {
+            crate::fs::TableWriteMode::Direct
+        } else if self.allow_mmap_writes {
+            crate::fs::TableWriteMode::Mmap
+        } else {
+            crate::fs::TableWriteMode::Buffered
+        }
+    }
+
     /// Refuses DB-wide settings the engine cannot honour.
     pub fn validate(&self) -> crate::error::Result<()> {
         if self.max_subcompactions == 0 || self.max_background_jobs == 0 {
@@ -1033,6 +1052,14 @@ impl Options {
                     .into(),
             ));
         }
+        if self.allow_mmap_writes && self.use_direct_io_for_flush_and_compaction {
+            // RocksDB's ValidateOptions text.
+            return Err(crate::error::Error::NotSupported(
+                "If memory mapped writes (allow_mmap_writes) are enabled then direct I/O \
+                 writes (use_direct_io_for_flush_and_compaction) must be disabled. "
+                    .into(),
+            ));
+        }
         if self.max_manifest_file_size == 0 {
             return Err(crate::error::Error::InvalidArgument(
                 "max_manifest_file_size must be positive".into(),
@@ -1056,6 +1083,7 @@ impl Default for Options {
             allow_mmap_reads: false,
             use_direct_reads: false,
             use_direct_io_for_flush_and_compaction: false,
+            allow_mmap_writes: false,
             fs: None,
             max_background_jobs: 2,
             max_subcompactions: 1,

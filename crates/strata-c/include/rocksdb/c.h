@@ -883,6 +883,11 @@ extern STRATA_C_API void rocksdb_options_set_allow_mmap_reads(
     unsigned char);
 extern STRATA_C_API unsigned char rocksdb_options_get_allow_mmap_reads(
     rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_allow_mmap_writes(
+    rocksdb_options_t*,
+    unsigned char);
+extern STRATA_C_API unsigned char rocksdb_options_get_allow_mmap_writes(
+    rocksdb_options_t*);
 extern STRATA_C_API void rocksdb_options_set_use_direct_reads(
     rocksdb_options_t*,
     unsigned char);

@@ -1535,6 +1535,10 @@ static void test_tables_and_styles(void) {
   CHECK(rocksdb_options_get_memtable_huge_page_size(o) == 2 << 20);
   rocksdb_options_set_allow_mmap_reads(o, 1);
   CHECK(rocksdb_options_get_allow_mmap_reads(o) == 1);
+  /* The flush below writes its PlainTable through memory maps. */
+  CHECK(rocksdb_options_get_allow_mmap_writes(o) == 0);
+  rocksdb_options_set_allow_mmap_writes(o, 1);
+  CHECK(rocksdb_options_get_allow_mmap_writes(o) == 1);
   rocksdb_options_set_allow_concurrent_memtable_write(o, 0);
   path(p, "plain");
   db = rocksdb_open(o, p, &err);

@@ -77,10 +77,6 @@ fn seed_flags(f: &Flags) -> Result<(), String> {
     f.num::<u64>("delete_obsolete_files_period_micros", 0)?;
     // A no-op in RocksDB 7.8.3 too (seek compaction is gone).
     f.bool("disable_seek_compaction")?;
-    // Tables are written with appends (what --mmap_write=0 asks for).
-    if f.bool("mmap_write")? {
-        return Err("--mmap_write=1 (allow_mmap_writes) is not supported".into());
-    }
     // --perf_level 0 (uninitialized) and 1 (disabled) collect nothing;
     // there is no perf context to enable.
     let perf: i64 = f.num("perf_level", 0)?;
@@ -540,6 +536,7 @@ fn apply_table_format_flags(f: &Flags, cfg: &Config, o: &mut Options) -> Result<
     }
     o.cf.bloom_locality = f.num("bloom_locality", 0)?;
     o.allow_mmap_reads = f.bool("mmap_read")?;
+    o.allow_mmap_writes = f.bool("mmap_write")?;
     o.use_direct_reads = f.bool("use_direct_reads")?;
     o.use_direct_io_for_flush_and_compaction = f.bool("use_direct_io_for_flush_and_compaction")?;
     // Strata's defaults (a small whole-key memtable bloom) unless asked.

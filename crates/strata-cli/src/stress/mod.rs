@@ -105,6 +105,7 @@ fn options(f: &Flags) -> Result<Options, String> {
         allow_concurrent_memtable_write: f.bool_or("allow_concurrent_memtable_write", true)?,
         enable_pipelined_write: f.bool("enable_pipelined_write")?,
         unordered_write: f.bool("unordered_write")?,
+        allow_mmap_writes: f.bool("mmap_write")?,
         ..Options::default()
     };
     crate::bench::apply_compaction_flags(f, &mut o)?;

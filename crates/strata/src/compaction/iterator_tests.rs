@@ -691,7 +691,7 @@ fn random_case(seed: u64) -> std::result::Result<(), String> {
             host_id: "",
         },
         checksum_factory: None,
-        direct_io: false,
+        write_mode: crate::fs::TableWriteMode::Buffered,
         fs: Arc::clone(&fs),
         dir,
         table_options: table_options.clone(),
@@ -899,7 +899,7 @@ fn output_to_level_0_is_never_split() {
             host_id: "",
         },
         checksum_factory: None,
-        direct_io: false,
+        write_mode: crate::fs::TableWriteMode::Buffered,
         fs: Arc::clone(&fs),
         dir,
         table_options: TableOptions {

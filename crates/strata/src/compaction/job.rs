@@ -56,9 +56,8 @@ pub struct JobContext<'a> {
     pub identity: crate::table::factory::TableIdentity<'a>,
     /// Whole-file checksums of the outputs, when set.
     pub checksum_factory: Option<crate::util::file_checksum::FileChecksumGenFactoryRef>,
-    /// Outputs written bypassing the page cache
-    /// (`use_direct_io_for_flush_and_compaction`).
-    pub direct_io: bool,
+    /// How outputs are written (buffered, direct I/O or memory maps).
+    pub write_mode: crate::fs::TableWriteMode,
 }
 
 impl std::fmt::Debug for JobContext<'_> {
@@ -384,7 +383,7 @@ fn open_file(
 ) -> Result<OutputFile> {
     let number = (ctx.new_file_number)();
     let path = ctx.dir.join(crate::filename::table_file_name(number));
-    let file = crate::fs::new_table_output(&*ctx.fs, &path, ctx.direct_io)?;
+    let file = crate::fs::new_table_output(&*ctx.fs, &path, ctx.write_mode)?;
     created.push(number);
     let (file, checksum) =
         crate::fs::checksum_file::maybe_checksummed(file, ctx.checksum_factory.as_ref());

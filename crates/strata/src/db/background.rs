@@ -467,7 +467,7 @@ impl DbInner {
             cancel: Some(&self.shutting_down),
             identity: self.table_identity(),
             checksum_factory: self.options.file_checksum_gen_factory.clone(),
-            direct_io: self.options.use_direct_io_for_flush_and_compaction,
+            write_mode: self.options.table_write_mode(),
         };
         job::run(c, &ctx)
     }

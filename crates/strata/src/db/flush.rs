@@ -230,11 +230,7 @@ impl DbInner {
             return Ok(None);
         }
         let path = self.dbname.join(crate::filename::table_file_name(number));
-        let file = crate::fs::new_table_output(
-            &*self.fs,
-            &path,
-            self.options.use_direct_io_for_flush_and_compaction,
-        )?;
+        let file = crate::fs::new_table_output(&*self.fs, &path, self.options.table_write_mode())?;
         let (file, checksum) = crate::fs::checksum_file::maybe_checksummed(
             file,
             self.options.file_checksum_gen_factory.as_ref(),

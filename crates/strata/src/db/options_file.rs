@@ -83,6 +83,7 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
     );
     kv(&mut s, "paranoid_checks", &opts.paranoid_checks);
     kv(&mut s, "allow_mmap_reads", &opts.allow_mmap_reads);
+    kv(&mut s, "allow_mmap_writes", &opts.allow_mmap_writes);
     kv(&mut s, "use_direct_reads", &opts.use_direct_reads);
     kv(
         &mut s,

@@ -238,6 +238,7 @@ impl OptionsFile {
                 "allow_2pc" => o.allow_2pc = boolean(file, k, v)?,
                 "allow_ingest_behind" => o.allow_ingest_behind = boolean(file, k, v)?,
                 "allow_mmap_reads" => o.allow_mmap_reads = boolean(file, k, v)?,
+                "allow_mmap_writes" => o.allow_mmap_writes = boolean(file, k, v)?,
                 "use_direct_reads" => o.use_direct_reads = boolean(file, k, v)?,
                 "use_direct_io_for_flush_and_compaction" => {
                     o.use_direct_io_for_flush_and_compaction = boolean(file, k, v)?

@@ -69,6 +69,10 @@ impl DbInner {
             format!("Options.wal_recovery_mode: {:?}", o.wal_recovery_mode),
             format!("Options.paranoid_checks: {}", o.paranoid_checks),
             format!("Options.allow_mmap_reads: {}", u8::from(o.allow_mmap_reads)),
+            format!(
+                "Options.allow_mmap_writes: {}",
+                u8::from(o.allow_mmap_writes)
+            ),
             format!("Options.use_direct_reads: {}", u8::from(o.use_direct_reads)),
             format!(
                 "Options.use_direct_io_for_flush_and_compaction: {}",

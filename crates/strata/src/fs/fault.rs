@@ -388,6 +388,15 @@ impl FileSystem for FaultInjectionFileSystem {
         }))
     }
 
+    fn new_mmap_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.check(OpKind::NewWritable, path)?;
+        Ok(Box::new(FaultWritableFile {
+            inner: self.inner.new_mmap_writable_file(path)?,
+            path: path.to_path_buf(),
+            shared: self.shared.clone(),
+        }))
+    }
+
     fn new_sequential_file(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
         self.check(OpKind::NewSequential, path)?;
         Ok(Box::new(FaultSequentialFile {

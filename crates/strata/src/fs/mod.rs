@@ -23,6 +23,7 @@ pub mod fault;
 pub mod mem;
 pub mod posix;
 mod posix_direct;
+mod posix_mmap_write;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -68,17 +69,29 @@ pub trait SequentialFile: Send {
     fn skip(&mut self, n: u64) -> Result<()>;
 }
 
-/// Creates table file `path` for a flush or compaction output, bypassing
-/// the page cache when `direct` (`use_direct_io_for_flush_and_compaction`).
+/// How flush and compaction outputs are written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TableWriteMode {
+    /// Appends buffered in user space, then `write()` (the default).
+    #[default]
+    Buffered,
+    /// Bypassing the page cache (`use_direct_io_for_flush_and_compaction`).
+    Direct,
+    /// Copies into shared memory maps (`allow_mmap_writes`).
+    Mmap,
+}
+
+/// Creates table file `path` for a flush or compaction output, written as
+/// `mode` says.
 pub fn new_table_output(
     fs: &dyn FileSystem,
     path: &Path,
-    direct: bool,
+    mode: TableWriteMode,
 ) -> Result<Box<dyn WritableFile>> {
-    if direct {
-        fs.new_direct_writable_file(path)
-    } else {
-        fs.new_writable_file(path)
+    match mode {
+        TableWriteMode::Buffered => fs.new_writable_file(path),
+        TableWriteMode::Direct => fs.new_direct_writable_file(path),
+        TableWriteMode::Mmap => fs.new_mmap_writable_file(path),
     }
 }
 
@@ -116,6 +129,15 @@ pub trait FileSystem: Send + Sync {
     ///
     /// [`new_direct_random_access_file`]: FileSystem::new_direct_random_access_file
     fn new_direct_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.new_writable_file(path)
+    }
+    /// Creates `path` for writes copied into shared memory maps (RocksDB's
+    /// `allow_mmap_writes`, which it uses for table files only). File
+    /// systems without maps (the in-memory one) create it as
+    /// [`new_writable_file`] does.
+    ///
+    /// [`new_writable_file`]: FileSystem::new_writable_file
+    fn new_mmap_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.new_writable_file(path)
     }
     fn new_sequential_file(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;

@@ -368,6 +368,12 @@ impl FileSystem for PosixFileSystem {
         )?))
     }
 
+    fn new_mmap_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Ok(Box::new(super::posix_mmap_write::MmapWritableFile::create(
+            path,
+        )?))
+    }
+
     fn new_mmap_file(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         let file = File::open(path).map_err(|e| os_err("open", path, e))?;
         let len = file.metadata().map_err(|e| os_err("stat", path, e))?.len();

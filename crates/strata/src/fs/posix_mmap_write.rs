@@ -1,0 +1,296 @@
+//! Memory-mapped writes (RocksDB's `allow_mmap_writes`, its
+//! `PosixMmapFile`): a table file being written is extended in regions
+//! (64 KiB, doubling up to 1 MiB per region, as RocksDB), each region
+//! reserved on disk with `posix_fallocate` and mapped shared; appends are
+//! copies into the map, so no `write()` call happens per append and the
+//! bytes are in the page cache (they survive a process crash) as soon as
+//! they are copied.
+//!
+//! The space is reserved before the region is mapped because a store into
+//! a shared map of a sparse file that the disk cannot back raises SIGBUS:
+//! with the blocks allocated first, a full disk is an `ENOSPC` error of
+//! `posix_fallocate`, returned by `append`.
+//!
+//! The file is longer than what was appended while a region is mapped (the
+//! rest of the region is zeros). `sync` and `close` unmap the region and cut
+//! the file to its logical size before they return, and `sync` makes that
+//! size durable with the data (`msync` of the region, then `fdatasync`),
+//! so a synced table never has a zero tail, even after a power loss. A
+//! process crash between appends leaves the zero tail on a file that was
+//! never synced; such a file (an unfinished flush or compaction output) is
+//! not in the MANIFEST and is deleted at the next open.
+//!
+//! RocksDB maps only table files (its WAL and MANIFEST writers turn mmap
+//! writes off); so does Strata.
+//!
+//! Invariants: `region_offset` is a multiple of the page size;
+//! `region_offset <= size <= region_offset + region.len()` while a region
+//! is mapped; the file on disk is at least `region_offset + region.len()`
+//! bytes long while it is mapped and exactly `size` bytes when none is.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use super::WritableFile;
+use super::posix::os_err;
+use crate::error::{Error, Result};
+
+/// First region's size (RocksDB: 64 KiB rounded up to the page size).
+const FIRST_REGION: usize = 64 * 1024;
+/// Regions double up to this size (RocksDB's 1 MiB).
+const MAX_REGION: usize = 1 << 20;
+/// Alignment of a region's file offset. mmap(2) needs the page size; 64 KiB
+/// is a multiple of every page size Linux uses for files (4, 16, 64 KiB).
+const REGION_ALIGN: u64 = 64 * 1024;
+
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+unsafe extern "C" {
+    /// glibc's and musl's `posix_fallocate`: `fallocate(2)` where the file
+    /// system has it, zeros written otherwise; returns an errno value.
+    fn posix_fallocate(fd: std::ffi::c_int, offset: i64, len: i64) -> std::ffi::c_int;
+}
+
+/// Reserves `[offset, offset + len)` of `file` on disk, extending it.
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+fn reserve(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    let (Ok(off), Ok(n)) = (i64::try_from(offset), i64::try_from(len)) else {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    };
+    loop {
+        // SAFETY: posix_fallocate only reads its integer arguments; `file`
+        // keeps the descriptor open for the call. Exercised by this
+        // module's tests and by tests/mmap_writes.rs.
+        let rc = unsafe { posix_fallocate(file.as_raw_fd(), off, n) };
+        match rc {
+            0 => return Ok(()),
+            4 => continue, // EINTR
+            e => return Err(io::Error::from_raw_os_error(e)),
+        }
+    }
+}
+
+/// A table file written through shared memory maps.
+pub(super) struct MmapWritableFile {
+    path: PathBuf,
+    file: Option<File>,
+    /// The mapped region, if any, and its file offset.
+    region: Option<memmap2::MmapMut>,
+    region_offset: u64,
+    /// Size of the next region to map.
+    next_region: usize,
+    /// Bytes appended (the file's logical size).
+    size: u64,
+}
+
+impl std::fmt::Debug for MmapWritableFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MmapWritableFile")
+            .field("path", &self.path)
+            .field("size", &self.size)
+            .finish()
+    }
+}
+
+impl MmapWritableFile {
+    /// Creates (truncates) `path` for mapped writes. `NotSupported` where
+    /// Strata has no mapped writer (outside 64-bit Linux).
+    pub(super) fn create(path: &Path) -> Result<MmapWritableFile> {
+        if !cfg!(all(target_os = "linux", target_pointer_width = "64")) {
+            return Err(Error::NotSupported(format!(
+                "memory-mapped writes (allow_mmap_writes) of {}: implemented for 64-bit Linux only",
+                path.display()
+            )));
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| os_err("create", path, e))?;
+        Ok(MmapWritableFile {
+            path: path.to_path_buf(),
+            file: Some(file),
+            region: None,
+            region_offset: 0,
+            next_region: FIRST_REGION,
+            size: 0,
+        })
+    }
+
+    fn file(&self) -> Result<&File> {
+        self.file.as_ref().ok_or_else(|| {
+            Error::io(
+                format!("write {}", self.path.display()),
+                io::Error::other("file already closed"),
+            )
+        })
+    }
+
+    /// Maps the region that holds offset `size` (reserving it on disk).
+    fn map_region(&mut self) -> Result<()> {
+        debug_assert!(self.region.is_none());
+        let offset = self.size - self.size % REGION_ALIGN;
+        let len = self.next_region;
+        let file = self.file()?;
+        #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+        reserve(file, offset, len as u64).map_err(|e| os_err("fallocate", &self.path, e))?;
+        // SAFETY: the map is shared and writable over bytes of a file this
+        // writer created and alone writes; `reserve` made the file at least
+        // `offset + len` bytes long with its blocks allocated, so no store
+        // into the map can land past the end of the file (SIGBUS). The map
+        // is dropped before the file is cut back (`unmap_and_truncate`).
+        // Exercised by this module's tests and tests/mmap_writes.rs.
+        let map = unsafe {
+            memmap2::MmapOptions::new()
+                .offset(offset)
+                .len(len)
+                .map_mut(file)
+        }
+        .map_err(|e| os_err("mmap", &self.path, e))?;
+        self.region = Some(map);
+        self.region_offset = offset;
+        if self.next_region < MAX_REGION {
+            self.next_region *= 2;
+        }
+        Ok(())
+    }
+
+    /// Drops the region (after `msync` when `durable`) and cuts the file to
+    /// its logical size.
+    fn unmap_and_truncate(&mut self, durable: bool) -> Result<()> {
+        if let Some(map) = self.region.take() {
+            if durable {
+                let used = (self.size - self.region_offset) as usize;
+                map.flush_range(0, used)
+                    .map_err(|e| os_err("msync", &self.path, e))?;
+            }
+            drop(map);
+        }
+        let size = self.size;
+        let file = self.file()?;
+        file.set_len(size)
+            .map_err(|e| os_err("truncate", &self.path, e))
+    }
+}
+
+impl WritableFile for MmapWritableFile {
+    fn append(&mut self, mut data: &[u8]) -> Result<()> {
+        self.file()?;
+        while !data.is_empty() {
+            let full = match &self.region {
+                Some(map) => self.size == self.region_offset + map.len() as u64,
+                None => true,
+            };
+            if full {
+                self.region = None;
+                self.map_region()?;
+            }
+            let Some(map) = self.region.as_mut() else {
+                unreachable!("a region was just mapped")
+            };
+            let at = (self.size - self.region_offset) as usize;
+            let n = data.len().min(map.len() - at);
+            map[at..at + n].copy_from_slice(&data[..n]);
+            self.size += n as u64;
+            data = &data[n..];
+        }
+        debug_assert!(match &self.region {
+            Some(m) => self.size <= self.region_offset + m.len() as u64,
+            None => self.size == 0,
+        });
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        // The bytes are in the page cache once copied into the map.
+        self.file().map(|_| ())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.unmap_and_truncate(true)?;
+        let path = self.path.clone();
+        self.file()?
+            .sync_data()
+            .map_err(|e| os_err("fdatasync", &path, e))
+    }
+
+    fn close(&mut self) -> Result<()> {
+        if self.file.is_none() {
+            return Ok(());
+        }
+        let res = self.unmap_and_truncate(false);
+        self.file = None;
+        res
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+impl Drop for MmapWritableFile {
+    fn drop(&mut self) {
+        // Best effort: nobody can see the error. A file dropped unclosed is
+        // an abandoned output, but leave no zero tail on it either.
+        if self.file.is_some() {
+            let _ = self.unmap_and_truncate(false);
+        }
+    }
+}
+
+#[cfg(all(test, target_os = "linux", target_pointer_width = "64"))]
+mod tests {
+    use super::*;
+
+    fn pattern(n: usize, seed: u8) -> Vec<u8> {
+        (0..n)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+            .collect()
+    }
+
+    #[test]
+    fn appends_across_regions_read_back_and_the_file_is_cut_to_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000001.sst");
+        let mut f = MmapWritableFile::create(&path).unwrap();
+        let mut want = Vec::new();
+        // Sizes that straddle every region boundary (64K, 128K, ... 1M).
+        for (i, n) in [1usize, 4095, 70_000, 1 << 20, 3, 200_000, 2_500_000]
+            .into_iter()
+            .enumerate()
+        {
+            let chunk = pattern(n, i as u8);
+            f.append(&chunk).unwrap();
+            want.extend_from_slice(&chunk);
+            assert_eq!(f.size(), want.len() as u64);
+        }
+        // While mapped, the file is longer than its logical size.
+        assert!(std::fs::metadata(&path).unwrap().len() > want.len() as u64);
+        f.sync().unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), want.len() as u64);
+        // Appends after a sync continue where the data ends (mid-page).
+        let tail = pattern(100_001, 9);
+        f.append(&tail).unwrap();
+        want.extend_from_slice(&tail);
+        f.close().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), want);
+        assert!(f.append(b"x").is_err(), "appends after close fail");
+    }
+
+    #[test]
+    fn an_empty_file_and_a_dropped_file_are_cut_to_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.sst");
+        MmapWritableFile::create(&empty).unwrap().close().unwrap();
+        assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
+        let dropped = dir.path().join("dropped.sst");
+        {
+            let mut f = MmapWritableFile::create(&dropped).unwrap();
+            f.append(&pattern(5000, 1)).unwrap();
+        }
+        assert_eq!(std::fs::read(&dropped).unwrap(), pattern(5000, 1));
+    }
+}

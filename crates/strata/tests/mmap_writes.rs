@@ -1,0 +1,139 @@
+//! Memory-mapped table writes (`allow_mmap_writes`) through the public API
+//! on the real file system: flushes and compactions write their tables by
+//! copying into maps, the database holds what a model says across a
+//! reopen, every table file is exactly as long as the MANIFEST says (no
+//! zero tail from the mapped regions), the option reaches the OPTIONS file,
+//! and RocksDB 7.8.3's `ldb` reads the database.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use strata::options::{Options, ReadOptions, WriteOptions};
+use strata::{DB, Error};
+
+fn opts() -> Options {
+    let mut o = Options {
+        create_if_missing: true,
+        allow_mmap_writes: true,
+        ..Options::default()
+    };
+    o.cf.write_buffer_size = 256 << 10;
+    o.cf.target_file_size_base = 512 << 10;
+    o.cf.max_bytes_for_level_base = 1 << 20;
+    o.cf.level0_file_num_compaction_trigger = 2;
+    o
+}
+
+use common::scan_all as scan;
+
+/// Every live table's size on disk equals its size in the MANIFEST.
+fn tables_are_cut_to_size(db: &DB, path: &std::path::Path) -> usize {
+    let files = db.live_files_metadata();
+    for f in &files {
+        let on_disk = std::fs::metadata(path.join(f.name.trim_start_matches('/')))
+            .unwrap()
+            .len();
+        assert_eq!(on_disk, f.size, "{} on disk vs MANIFEST", f.name);
+    }
+    files.len()
+}
+
+#[test]
+fn mmap_written_tables_hold_the_data_and_are_cut_to_size() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let path = dir.path().join("db");
+    if !cfg!(all(target_os = "linux", target_pointer_width = "64")) {
+        eprintln!("skipping: mapped writes are implemented for 64-bit Linux only");
+        return;
+    }
+    let db = DB::open(opts(), &path).unwrap();
+    let mut model = BTreeMap::new();
+    let w = WriteOptions::default();
+    // Values of many sizes, some larger than a mapped region (64 KiB to
+    // 1 MiB), so appends straddle region boundaries.
+    for round in 0..5u64 {
+        for i in 0..4000u64 {
+            let k = format!("key{:06}", (i * 7919 + round * 13) % 12000).into_bytes();
+            let len = if i % 997 == 0 {
+                150_000
+            } else {
+                (i % 300) as usize
+            };
+            let v = format!("v{round}-{i}-{}", "x".repeat(len)).into_bytes();
+            db.put(&w, &k, &v).unwrap();
+            model.insert(k, v);
+        }
+        db.flush().unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    assert_eq!(scan(&db), model);
+    for (k, v) in model.iter().step_by(89) {
+        assert_eq!(
+            db.get(&ReadOptions::default(), k).unwrap().as_ref(),
+            Some(v)
+        );
+    }
+    db.verify_checksums().unwrap();
+    assert!(tables_are_cut_to_size(&db, &path) > 0);
+    db.close().unwrap();
+
+    // The OPTIONS file records the option, as RocksDB's does.
+    let options_file = std::fs::read_dir(&path)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("OPTIONS-")
+        })
+        .max()
+        .unwrap();
+    let text = std::fs::read_to_string(options_file).unwrap();
+    assert!(text.contains("allow_mmap_writes=true"), "{text}");
+
+    // Reopened without maps, the same files read back whole.
+    let plain = Options {
+        allow_mmap_writes: false,
+        ..opts()
+    };
+    let db = DB::open(plain, &path).unwrap();
+    assert_eq!(scan(&db), model);
+    db.verify_checksums().unwrap();
+    tables_are_cut_to_size(&db, &path);
+    db.close().unwrap();
+
+    // RocksDB reads every table (ldb scan prints one line per key).
+    let Some(mut ldb) = common::rocksdb::ldb() else {
+        return;
+    };
+    let out = ldb
+        .arg(format!("--db={}", path.display()))
+        .arg("scan")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ldb scan: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = String::from_utf8_lossy(&out.stdout).lines().count();
+    assert_eq!(lines, model.len(), "keys RocksDB's ldb scan read");
+}
+
+#[test]
+fn mmap_writes_and_direct_writes_exclude_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Options {
+        use_direct_io_for_flush_and_compaction: true,
+        ..opts()
+    };
+    match DB::open(o, dir.path().join("db")) {
+        Err(Error::NotSupported(m)) => {
+            assert!(m.contains("allow_mmap_writes"), "{m}");
+            assert!(m.contains("use_direct_io_for_flush_and_compaction"), "{m}");
+        }
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+}
