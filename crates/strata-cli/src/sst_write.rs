@@ -46,6 +46,18 @@ pub fn run(f: &Flags) -> Result<(), String> {
         opts.data_block_index_type = strata::DataBlockIndexType::BinaryAndHash;
     }
     opts.metadata_block_size = f.num("metadata_block_size", 4096usize)?;
+    opts.index_block_restart_interval = f.num("index_block_restart_interval", 1usize)?;
+    opts.enable_index_compression = f.bool_or("enable_index_compression", true)?;
+    let mode: i64 = f.num("index_shortening_mode", 1)?;
+    opts.index_shortening = strata::tools::table::options::IndexShorteningMode::from_code(mode)
+        .ok_or_else(|| format!("unknown --index_shortening_mode={mode}"))?;
+    // db_bench's --prefix_size: a fixed-length prefix extractor, whose
+    // prefixes go into the filter (alone with --whole_key_filtering=0).
+    let prefix: usize = f.num("prefix_size", 0usize)?;
+    if prefix > 0 {
+        opts.prefix_extractor = Some(std::sync::Arc::new(strata::FixedPrefix(prefix)));
+    }
+    opts.whole_key_filtering = f.bool_or("whole_key_filtering", true)?;
     let hex = f.bool("hex")?;
     let unknown = f.unknown();
     if !unknown.is_empty() {

@@ -226,6 +226,34 @@ const VARIANTS: &[Variant] = &[
         properties: &["filter policy name: bloomfilter"],
         format_version: 5,
     },
+    Variant {
+        // Uncompressed index blocks, short restart intervals, unshortened
+        // index keys: no property records them either.
+        name: "block layout options",
+        flags: &[
+            "--compression_type=snappy",
+            "--enable_index_compression=0",
+            "--block_restart_interval=4",
+            "--index_block_restart_interval=8",
+            "--index_shortening_mode=0",
+            "--bloom_bits=10",
+        ],
+        properties: &["SST file compression algo: Snappy"],
+        format_version: 5,
+    },
+    Variant {
+        name: "prefix-only filters",
+        flags: &[
+            "--prefix_size=8",
+            "--whole_key_filtering=0",
+            "--bloom_bits=10",
+        ],
+        properties: &[
+            "rocksdb.block.based.table.whole.key.filtering: 0x30",
+            "rocksdb.block.based.table.prefix.filtering: 0x31",
+        ],
+        format_version: 5,
+    },
 ];
 
 fn check_variant(v: &Variant, db: &Path, who: &str) {

@@ -692,6 +692,8 @@ pub fn run(f: &Flags) -> Result<(), String> {
     opts.cf.cache_index_and_filter_blocks = f.bool("cache_index_and_filter_blocks")?;
     opts.cf.pin_l0_filter_and_index_blocks_in_cache =
         f.bool("pin_l0_filter_and_index_blocks_in_cache")?;
+    // db_bench's default (false), not RocksDB's options default (true).
+    opts.cf.pin_top_level_index_and_filter = f.bool("pin_top_level_index_and_filter")?;
     opts.cf.format_version = f.num("format_version", 5)?;
     opts.cf.enable_index_compression = f.bool_or("enable_index_compression", true)?;
     opts.cf.index_block_restart_interval = f.num("index_block_restart_interval", 1)?;
