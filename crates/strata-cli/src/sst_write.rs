@@ -42,6 +42,9 @@ pub fn run(f: &Flags) -> Result<(), String> {
         opts.index_type = strata::IndexType::TwoLevelIndexSearch;
     }
     opts.partition_filters = partition_all;
+    if f.bool("index_with_first_key")? && opts.index_type == strata::IndexType::BinarySearch {
+        opts.index_type = strata::IndexType::BinarySearchWithFirstKey;
+    }
     if f.bool("use_data_block_hash_index")? {
         opts.data_block_index_type = strata::DataBlockIndexType::BinaryAndHash;
     }

@@ -242,6 +242,12 @@ const VARIANTS: &[Variant] = &[
         format_version: 5,
     },
     Variant {
+        name: "first-key index",
+        flags: &["--index_with_first_key=1", "--bloom_bits=10"],
+        properties: &["rocksdb.block.based.table.index.type: 0x03000000"],
+        format_version: 5,
+    },
+    Variant {
         name: "prefix-only filters",
         flags: &[
             "--prefix_size=8",

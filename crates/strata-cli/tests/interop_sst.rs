@@ -412,7 +412,7 @@ fn hash_indexes_match_rocksdbs_byte_for_byte() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let cases: [&[&str]; 3] = [
+    let cases: [&[&str]; 4] = [
         &["--use_data_block_hash_index=1", "--block_size=2048"],
         &[
             "--use_hash_search=1",
@@ -421,6 +421,8 @@ fn hash_indexes_match_rocksdbs_byte_for_byte() {
         ],
         // And the partitioned index's size accounting.
         &["--partition_index_and_filters=1", "--bloom_bits=10"],
+        // First-key indexes: the same index size (first keys included).
+        &["--index_with_first_key=1"],
     ];
     for (i, extra) in cases.iter().enumerate() {
         let mut flags = vec![

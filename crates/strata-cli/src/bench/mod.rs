@@ -704,8 +704,18 @@ pub fn run(f: &Flags) -> Result<(), String> {
     opts.cf.partition_filters = partition_all;
     // db_bench: --use_hash_search (with a prefix extractor) unless the
     // index is partitioned.
-    if f.bool("use_hash_search")? && !partition_all && !f.bool("partition_index")? {
+    let partitioned = partition_all || f.bool("partition_index")?;
+    if f.bool("use_hash_search")? && !partitioned {
         opts.cf.index_type = strata::IndexType::HashSearch;
+    }
+    // db_bench: --index_with_first_key wins over --use_hash_search and
+    // yields to a partitioned index (with a warning).
+    if f.bool("index_with_first_key")? {
+        if partitioned {
+            eprintln!("--index_with_first_key is not compatible with partition index.");
+        } else {
+            opts.cf.index_type = strata::IndexType::BinarySearchWithFirstKey;
+        }
     }
     if f.bool("use_data_block_hash_index")? {
         opts.cf.data_block_index_type = strata::DataBlockIndexType::BinaryAndHash;

@@ -498,8 +498,6 @@ impl OptionsFile {
                         }
                     }
                     "index_type" => {
-                        // kBinarySearchWithFirstKey is read, not written:
-                        // it keeps the default.
                         if let Some(t) = crate::table::options::IndexType::from_name(v) {
                             c.index_type = t;
                         }

@@ -161,10 +161,25 @@ impl Block {
     /// index-block entry form without `value_len` whose values are block
     /// handles, delta-encoded after restart points.
     pub fn iter(self: &Arc<Self>, order: KeyOrder, value_delta_encoded: bool) -> BlockIter {
+        self.index_iter(order, value_delta_encoded, false)
+    }
+
+    /// An iterator over an index block whose values may also carry each
+    /// data block's first internal key after its handle (`has_first_key`:
+    /// `kBinarySearchWithFirstKey`). [`InternalIterator::value`] is the
+    /// handle, followed by the first key when the values are not
+    /// delta-encoded (callers decode the handle and ignore the rest).
+    pub fn index_iter(
+        self: &Arc<Self>,
+        order: KeyOrder,
+        value_delta_encoded: bool,
+        has_first_key: bool,
+    ) -> BlockIter {
         BlockIter {
             block: Arc::clone(self),
             order,
             delta: value_delta_encoded,
+            first_key: has_first_key,
             current: self.restart_offset,
             next: self.restart_offset,
             restart_index: self.num_restarts,
@@ -185,6 +200,9 @@ pub struct BlockIter {
     block: Arc<Block>,
     order: KeyOrder,
     delta: bool,
+    /// Delta-encoded index values are followed by a length-prefixed first
+    /// key (`kBinarySearchWithFirstKey`), which decoding skips.
+    first_key: bool,
     /// Offset of the current entry; `>= restart_offset` means invalid.
     current: usize,
     /// Offset just past the current entry.
@@ -342,6 +360,10 @@ impl BlockIter {
                 }
             };
             let handle = handle.ok_or("bad delta-encoded block handle")?;
+            if self.first_key {
+                d.length_prefixed()
+                    .ok_or("bad first key of an index entry")?;
+            }
             self.prev_handle = Some(handle);
             self.handle_buf.clear();
             handle.encode_to(&mut self.handle_buf);

@@ -20,7 +20,7 @@
 use super::block_builder::BlockBuilder;
 use super::footer::{BLOCK_TRAILER_SIZE, BlockHandle};
 use crate::format::dbformat::extract_user_key;
-use crate::util::coding::put_varsigned64;
+use crate::util::coding::{put_length_prefixed_slice, put_varsigned64};
 
 /// Builds one index block.
 #[derive(Debug)]
@@ -73,6 +73,19 @@ impl IndexBuilder {
     /// below the internal key `separator`. `splits_user_key`: the block's
     /// last key and the next block's first key have the same user key.
     pub fn add(&mut self, separator: &[u8], handle: BlockHandle, splits_user_key: bool) {
+        self.add_with_first_key(separator, handle, splits_user_key, None);
+    }
+
+    /// As [`add`](Self::add); `first_key` (the block's first internal key,
+    /// for `kBinarySearchWithFirstKey`) follows the handle or its delta,
+    /// length-prefixed, as RocksDB's `IndexValue::EncodeTo` writes it.
+    pub fn add_with_first_key(
+        &mut self,
+        separator: &[u8],
+        handle: BlockHandle,
+        splits_user_key: bool,
+        first_key: Option<&[u8]>,
+    ) {
         if splits_user_key {
             self.user = None;
         }
@@ -86,6 +99,10 @@ impl IndexBuilder {
                 "index handles are consecutive blocks"
             );
             put_varsigned64(&mut self.delta_buf, handle.size as i64 - prev.size as i64);
+        }
+        if let Some(k) = first_key {
+            put_length_prefixed_slice(&mut self.value_buf, k);
+            put_length_prefixed_slice(&mut self.delta_buf, k);
         }
         self.last_handle = Some(handle);
         if self.value_delta {

@@ -71,8 +71,7 @@ impl IndexShorteningMode {
     }
 }
 
-/// The index forms Strata writes (RocksDB's `BlockBasedTableOptions::
-/// IndexType`; first-key indexes are read, not written).
+/// The index forms (RocksDB's `BlockBasedTableOptions::IndexType`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum IndexType {
     /// One index block (`kBinarySearch`, 0).
@@ -85,6 +84,11 @@ pub enum IndexType {
     /// Index partitions under a top-level index (`kTwoLevelIndexSearch`,
     /// 2): index memory is paged through the block cache.
     TwoLevelIndexSearch,
+    /// One index block whose values also hold each data block's first
+    /// internal key (`kBinarySearchWithFirstKey`, 3). RocksDB uses the
+    /// first keys to defer reading a block an iterator lands on; Strata
+    /// writes and reads them, and reads blocks as for `BinarySearch`.
+    BinarySearchWithFirstKey,
 }
 
 impl IndexType {
@@ -94,6 +98,7 @@ impl IndexType {
             IndexType::BinarySearch => 0,
             IndexType::HashSearch => 1,
             IndexType::TwoLevelIndexSearch => 2,
+            IndexType::BinarySearchWithFirstKey => 3,
         }
     }
 
@@ -103,6 +108,7 @@ impl IndexType {
             IndexType::BinarySearch => "kBinarySearch",
             IndexType::HashSearch => "kHashSearch",
             IndexType::TwoLevelIndexSearch => "kTwoLevelIndexSearch",
+            IndexType::BinarySearchWithFirstKey => "kBinarySearchWithFirstKey",
         }
     }
 
@@ -111,6 +117,7 @@ impl IndexType {
             IndexType::BinarySearch,
             IndexType::HashSearch,
             IndexType::TwoLevelIndexSearch,
+            IndexType::BinarySearchWithFirstKey,
         ]
         .into_iter()
         .find(|t| t.name() == n)
@@ -122,6 +129,7 @@ impl IndexType {
             IndexType::BinarySearch,
             IndexType::HashSearch,
             IndexType::TwoLevelIndexSearch,
+            IndexType::BinarySearchWithFirstKey,
         ]
         .into_iter()
         .find(|t| i64::from(t.code()) == c)

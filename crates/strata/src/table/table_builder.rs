@@ -88,6 +88,9 @@ pub struct BlockBasedTableBuilder {
     hash_prefixes: Option<HashIndexPrefixes>,
     /// Index entries written so far (the data block a key goes to).
     index_entries: u32,
+    /// `kBinarySearchWithFirstKey`: the first key of each data block not
+    /// indexed yet, oldest first (blocks are indexed in order).
+    first_keys: Option<std::collections::VecDeque<Vec<u8>>>,
     finished: bool,
 }
 
@@ -267,6 +270,8 @@ impl BlockBasedTableBuilder {
             limit: opts.compression_opts.buffer_limit(opts.target_file_size),
             ..HeldBlocks::default()
         });
+        let first_keys = (opts.index_type == IndexType::BinarySearchWithFirstKey)
+            .then(std::collections::VecDeque::new);
         Ok(BlockBasedTableBuilder {
             icmp: InternalKeyComparator::new(opts.comparator.clone()),
             data_block,
@@ -279,6 +284,7 @@ impl BlockBasedTableBuilder {
             file,
             offset: 0,
             pending_handle: None,
+            first_keys,
             last_key: Vec::new(),
             props,
             info: TableInfo {
@@ -383,6 +389,11 @@ impl BlockBasedTableBuilder {
             }
             None => self.on_key_added(ikey),
         }
+        if let Some(q) = &mut self.first_keys
+            && self.data_block.is_empty()
+        {
+            q.push_back(ikey.to_vec());
+        }
         self.data_block.add(ikey, value);
         self.last_key.clear();
         self.last_key.extend_from_slice(ikey);
@@ -412,8 +423,11 @@ impl BlockBasedTableBuilder {
         if self.opts.index_shortening != IndexShorteningMode::NoShortening {
             self.icmp.find_shortest_separator(&mut sep, next);
         }
+        let first_key = self.first_keys.as_mut().and_then(|q| q.pop_front());
         match &mut self.index {
-            IndexWriter::Flat(i) => i.add(&sep, handle, splits_user_key),
+            IndexWriter::Flat(i) => {
+                i.add_with_first_key(&sep, handle, splits_user_key, first_key.as_deref())
+            }
             IndexWriter::Partitioned(i) => {
                 // A closed index partition closes the filter's too, under
                 // the key of the block just indexed (whose keys the filter
@@ -618,8 +632,11 @@ impl BlockBasedTableBuilder {
             if self.opts.index_shortening == IndexShorteningMode::ShortenSeparatorsAndSuccessor {
                 self.icmp.find_short_successor(&mut last);
             }
+            let first_key = self.first_keys.as_mut().and_then(|q| q.pop_front());
             match &mut self.index {
-                IndexWriter::Flat(i) => i.add(&last, handle, false),
+                IndexWriter::Flat(i) => {
+                    i.add_with_first_key(&last, handle, false, first_key.as_deref())
+                }
                 IndexWriter::Partitioned(i) => {
                     i.add(&last, handle, false, true);
                 }

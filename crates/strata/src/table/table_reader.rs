@@ -1,11 +1,12 @@
 //! Opens a block-based table and reads it: point lookups through the
 //! filter, and a two-level iterator (index block -> data blocks).
 //!
-//! Indexes are read in every form RocksDB writes except
-//! `kBinarySearchWithFirstKey`: binary search (user or internal keys,
-//! plain or delta-encoded handles), hash search (its binary-search index
-//! is used; the prefix hash is an optional accelerator), and partitioned
-//! (two-level, see `partitioned.rs`), with full or partitioned filters.
+//! Indexes are read in every form RocksDB writes: binary search (user or
+//! internal keys, plain or delta-encoded handles, with or without each
+//! block's first key: `kBinarySearchWithFirstKey`, whose first keys are
+//! skipped), hash search (its binary-search index is used; the prefix hash
+//! is an optional accelerator), and partitioned (two-level, see
+//! `partitioned.rs`), with full or partitioned filters.
 //!
 //! Invariants: every handle read from the file is bounds-checked against
 //! the file size before a read; every block's checksum is verified when
@@ -48,6 +49,7 @@ enum TableFilter {
 const INDEX_BINARY_SEARCH: u32 = 0;
 const INDEX_HASH_SEARCH: u32 = 1;
 const INDEX_TWO_LEVEL: u32 = 2;
+const INDEX_BINARY_SEARCH_WITH_FIRST_KEY: u32 = 3;
 
 /// An open table.
 pub struct BlockBasedTable {
@@ -66,6 +68,8 @@ pub struct BlockBasedTable {
     index_block: Arc<Block>,
     index_order: KeyOrder,
     index_delta: bool,
+    /// Index values carry each block's first key (`kBinarySearchWithFirstKey`).
+    index_first_key: bool,
     filter: Option<TableFilter>,
     /// Set for a partitioned (two-level) index: `index_block` is its top
     /// level, partitions come from here.
@@ -216,16 +220,14 @@ impl BlockBasedTable {
         let index_type = props.index_type();
         if !matches!(
             index_type,
-            INDEX_BINARY_SEARCH | INDEX_HASH_SEARCH | INDEX_TWO_LEVEL
+            INDEX_BINARY_SEARCH
+                | INDEX_HASH_SEARCH
+                | INDEX_TWO_LEVEL
+                | INDEX_BINARY_SEARCH_WITH_FIRST_KEY
         ) {
             return Err(Error::NotSupported(format!(
-                "{name}: index type {index_type} ({}; Strata reads binary-search, hash-search \
-                 and partitioned indexes)",
-                if index_type == 3 {
-                    "kBinarySearchWithFirstKey"
-                } else {
-                    "unknown"
-                }
+                "{name}: index type {index_type} (unknown; Strata reads binary-search, \
+                 hash-search, partitioned and first-key indexes)"
             )));
         }
         let icmp = InternalKeyComparator::new(opts.comparator.clone());
@@ -318,6 +320,7 @@ impl BlockBasedTable {
             read_opts,
             icmp,
             index_delta: props.index_value_is_delta_encoded != 0,
+            index_first_key: index_type == INDEX_BINARY_SEARCH_WITH_FIRST_KEY,
             props,
             meta,
             index_block,
@@ -407,9 +410,11 @@ impl BlockBasedTable {
     /// data-block handles (a partitioned index is walked through its
     /// partitions).
     pub fn index_iter(&self) -> IndexIter {
-        let top = self
-            .index_block
-            .iter(self.index_order.clone(), self.index_delta);
+        let top = self.index_block.index_iter(
+            self.index_order.clone(),
+            self.index_delta,
+            self.index_first_key,
+        );
         match &self.partitions {
             None => IndexIter::Flat(top),
             Some(src) => IndexIter::two_level(top, Arc::clone(src)),

@@ -85,7 +85,9 @@ proptest! {
         checksum in 0u8..5,
         filter in 0u8..3,
         fv in prop_oneof![Just(2u32), Just(3), Just(4), Just(5), Just(6)],
-        partitioned in 0u8..3,
+        // 0: flat index, 1: partitioned, 2: partitioned with partitioned
+        // filters, 3: flat with each block's first key.
+        partitioned in 0u8..4,
         metadata_block_size in 64usize..1024,
         probes in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..6), 0..30),
         dict in 0u8..4,
@@ -120,10 +122,10 @@ proptest! {
                 options::FilterPolicy::Bloom
             },
             format_version: fv,
-            index_type: if partitioned > 0 {
-                options::IndexType::TwoLevelIndexSearch
-            } else {
-                options::IndexType::BinarySearch
+            index_type: match partitioned {
+                1 | 2 => options::IndexType::TwoLevelIndexSearch,
+                3 => options::IndexType::BinarySearchWithFirstKey,
+                _ => options::IndexType::BinarySearch,
             },
             partition_filters: partitioned == 2,
             metadata_block_size,
