@@ -413,6 +413,112 @@ mod tests {
         assert!(text.contains("  compression=kSnappyCompression\n"));
     }
 
+    /// Every table and compression option a column family sets away from
+    /// its default comes back from the OPTIONS file (written as RocksDB
+    /// writes them, read as RocksDB's LoadLatestOptions reads them), and
+    /// so do the DB options that choose how files are read and written.
+    #[test]
+    fn table_options_round_trip() {
+        use crate::db::options_parser::parse;
+        use crate::table::CompressionType;
+        use crate::table::options::{
+            DataBlockIndexType, FilterPolicy, IndexShorteningMode, IndexType,
+        };
+        let mut o = Options {
+            allow_mmap_reads: true,
+            allow_mmap_writes: true,
+            use_direct_reads: false,
+            ..Options::default()
+        };
+        let cf = &mut o.cf;
+        cf.checksum = crate::util::checksum::ChecksumType::XxHash64;
+        cf.format_version = 4;
+        cf.block_size = 8192;
+        cf.block_restart_interval = 4;
+        cf.index_block_restart_interval = 8;
+        cf.index_shortening = IndexShorteningMode::NoShortening;
+        cf.enable_index_compression = false;
+        cf.data_block_index_type = DataBlockIndexType::BinaryAndHash;
+        cf.metadata_block_size = 1024;
+        cf.bloom_bits_per_key = Some(7.0);
+        cf.filter_policy = FilterPolicy::Ribbon {
+            bloom_before_level: 1,
+        };
+        cf.whole_key_filtering = false;
+        cf.cache_index_and_filter_blocks = true;
+        cf.pin_l0_filter_and_index_blocks_in_cache = true;
+        cf.pin_top_level_index_and_filter = false;
+        cf.optimize_filters_for_hits = true;
+        cf.compression = CompressionType::Lz4;
+        cf.compression_per_level = vec![
+            CompressionType::None,
+            CompressionType::Snappy,
+            CompressionType::Zstd,
+        ];
+        cf.bottommost_compression = Some(CompressionType::Zlib);
+        cf.compression_opts.level = 3;
+        cf.compression_opts.max_dict_bytes = 16384;
+        cf.compression_opts.zstd_max_train_bytes = 65536;
+        cf.compression_opts.max_dict_buffer_bytes = 1 << 20;
+        cf.compression_opts.use_zstd_dict_trainer = false;
+        cf.bottommost_compression_opts.enabled = true;
+        cf.bottommost_compression_opts.level = 5;
+        cf.bottommost_compression_opts.max_dict_bytes = 4096;
+        for index_type in [
+            IndexType::TwoLevelIndexSearch,
+            IndexType::BinarySearchWithFirstKey,
+        ] {
+            o.cf.index_type = index_type;
+            o.cf.partition_filters = index_type == IndexType::TwoLevelIndexSearch;
+            let text = render(&o, &[(0, "default", &o.cf)]);
+            let f = parse("OPTIONS-000001", &text).unwrap();
+            let mut db = Options::default();
+            f.apply_db(&mut db).unwrap();
+            assert!(db.allow_mmap_reads && db.allow_mmap_writes, "{text}");
+            let mut c = ColumnFamilyOptions::default();
+            f.apply_cf("default", &mut c).unwrap();
+            let w = &o.cf;
+            assert_eq!(c.checksum, w.checksum);
+            assert_eq!(c.format_version, w.format_version);
+            assert_eq!(c.block_size, w.block_size);
+            assert_eq!(c.block_restart_interval, w.block_restart_interval);
+            assert_eq!(
+                c.index_block_restart_interval,
+                w.index_block_restart_interval
+            );
+            assert_eq!(c.index_shortening, w.index_shortening);
+            assert_eq!(c.enable_index_compression, w.enable_index_compression);
+            assert_eq!(c.data_block_index_type, w.data_block_index_type);
+            assert_eq!(c.index_type, w.index_type, "{text}");
+            assert_eq!(c.partition_filters, w.partition_filters);
+            assert_eq!(c.metadata_block_size, w.metadata_block_size);
+            assert_eq!(c.bloom_bits_per_key, w.bloom_bits_per_key, "{text}");
+            assert_eq!(c.filter_policy, w.filter_policy, "{text}");
+            assert_eq!(c.whole_key_filtering, w.whole_key_filtering);
+            assert_eq!(
+                c.cache_index_and_filter_blocks,
+                w.cache_index_and_filter_blocks
+            );
+            assert_eq!(
+                c.pin_l0_filter_and_index_blocks_in_cache,
+                w.pin_l0_filter_and_index_blocks_in_cache
+            );
+            assert_eq!(
+                c.pin_top_level_index_and_filter,
+                w.pin_top_level_index_and_filter
+            );
+            assert_eq!(c.optimize_filters_for_hits, w.optimize_filters_for_hits);
+            assert_eq!(c.compression, w.compression);
+            assert_eq!(c.compression_per_level, w.compression_per_level);
+            assert_eq!(c.bottommost_compression, w.bottommost_compression);
+            assert_eq!(c.compression_opts, w.compression_opts, "{text}");
+            assert_eq!(
+                c.bottommost_compression_opts, w.bottommost_compression_opts,
+                "{text}"
+            );
+        }
+    }
+
     /// Column family names with quotes, escapes and spaces come back whole
     /// (a fuzz find: the section parser once cut a name at its first quote).
     #[test]
