@@ -932,7 +932,10 @@ pub struct Options {
     /// the budget, or `db_write_buffer_size` if smaller, whose writers wait
     /// rather than fail when it is used up), and so are the open table
     /// readers' indexes, filters and dictionaries. Blocks give way to
-    /// them; iterators' pinned blocks count in it. Not written to the
+    /// them; iterators' pinned blocks count in it. With glibc it also caps
+    /// the process's malloc arenas at one (`mallopt(M_ARENA_MAX)`, unless
+    /// `MALLOC_ARENA_MAX` is set), so that blocks freed by many reader
+    /// threads are reused instead of kept per thread. Not written to the
     /// OPTIONS file (RocksDB has no such option).
     pub memory_budget: Option<u64>,
     /// A cache of point-lookup results per table file (RocksDB's

@@ -132,6 +132,11 @@ impl DB {
         let budget_cache = opts
             .memory_budget
             .map(|b| crate::cache::BlockCache::with_options(b, -1, false));
+        if opts.memory_budget.is_some() {
+            // Freed blocks must come back to the budget, not stay in the
+            // reading threads' malloc arenas (util/malloc.rs).
+            crate::util::malloc::limit_arenas(crate::util::malloc::BUDGET_ARENAS);
+        }
         if let (Some(cache), Some(b)) = (&budget_cache, opts.memory_budget)
             && opts.write_buffer_manager.is_none()
         {

@@ -13,6 +13,7 @@ pub mod hash;
 pub mod histogram;
 pub mod host_name;
 pub mod id_map;
+pub mod malloc;
 pub mod prefetch;
 pub mod rng;
 pub mod slice_transform;
