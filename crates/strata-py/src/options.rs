@@ -234,6 +234,7 @@ impl Options {
         cf.filter_policy = f.filter_policy;
         cf.cache_index_and_filter_blocks = f.cache_index_and_filter_blocks;
         cf.pin_l0_filter_and_index_blocks_in_cache = f.pin_l0_filter_and_index_blocks_in_cache;
+        cf.pin_top_level_index_and_filter = f.pin_top_level_index_and_filter;
         cf.format_version = f.format_version;
         cf.whole_key_filtering = f.whole_key_filtering;
         cf.index_type = f.index_type;
@@ -579,6 +580,7 @@ pub struct BlockBasedOptions {
     filter_policy: strata::FilterPolicy,
     cache_index_and_filter_blocks: bool,
     pin_l0_filter_and_index_blocks_in_cache: bool,
+    pin_top_level_index_and_filter: bool,
     format_version: u32,
     whole_key_filtering: bool,
     index_type: strata::IndexType,
@@ -603,6 +605,7 @@ impl BlockBasedOptions {
             filter_policy: strata::FilterPolicy::Bloom,
             cache_index_and_filter_blocks: false,
             pin_l0_filter_and_index_blocks_in_cache: false,
+            pin_top_level_index_and_filter: d.pin_top_level_index_and_filter,
             format_version: d.format_version,
             whole_key_filtering: d.whole_key_filtering,
             index_type: d.index_type,
@@ -618,13 +621,20 @@ impl BlockBasedOptions {
     fn set_index_type(&mut self, index_type: &BlockBasedIndexType) {
         self.index_type = index_type.0;
     }
-    /// Charge open tables' index and filter blocks to the block cache.
+    /// Keep index and filter blocks in the block cache as entries (evicted
+    /// and read again like data blocks) instead of in each table reader.
     fn set_cache_index_and_filter_blocks(&mut self, v: bool) {
         self.cache_index_and_filter_blocks = v;
     }
-    /// Accepted (Strata keeps index and filter blocks of open tables).
+    /// With cached index and filter blocks, readers of level-0 files hold
+    /// theirs.
     fn set_pin_l0_filter_and_index_blocks_in_cache(&mut self, v: bool) {
         self.pin_l0_filter_and_index_blocks_in_cache = v;
+    }
+    /// With cached index and filter blocks, readers hold the top levels of
+    /// partitioned indexes and filters (default true).
+    fn set_pin_top_level_index_and_filter(&mut self, v: bool) {
+        self.pin_top_level_index_and_filter = v;
     }
     /// Data blocks with a hash index of their keys
     /// (`DataBlockIndexType.binary_search_and_hash()`).

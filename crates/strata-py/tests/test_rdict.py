@@ -264,6 +264,7 @@ def test_compression_dictionaries(tmp_path):
     table.set_data_block_hash_ratio(0.5)
     table.set_cache_index_and_filter_blocks(True)
     table.set_pin_l0_filter_and_index_blocks_in_cache(True)
+    table.set_pin_top_level_index_and_filter(False)
     opts.set_block_based_table_factory(table)
     opts.set_prefix_extractor(SliceTransform.create_fixed_prefix(3))
     with Rdict(path, opts) as db:
@@ -281,6 +282,7 @@ def test_compression_dictionaries(tmp_path):
         assert "index_type=kHashSearch" in text
         assert "data_block_index_type=kDataBlockBinaryAndHash" in text
         assert "cache_index_and_filter_blocks=true" in text
+        assert "pin_top_level_index_and_filter=false" in text
         assert db.get("key03000") is None
     with Rdict(path, opts) as db:
         assert db["key02999"] == "value-7-shared-words-2999"

@@ -195,14 +195,19 @@ pub struct ColumnFamilyOptions {
     /// Put whole user keys into the filter (with a prefix extractor, off
     /// leaves only prefixes in it).
     pub whole_key_filtering: bool,
-    /// Charge open table readers' index, filter and dictionary to
-    /// `block_cache` (RocksDB's `cache_index_and_filter_blocks`; they stay
-    /// in memory while the table is open, as with RocksDB's pinning).
+    /// Index and filter blocks are `block_cache` entries, read when a
+    /// table opens, evicted like data blocks and read again when needed
+    /// (RocksDB's `cache_index_and_filter_blocks`); off, each open reader
+    /// holds its own.
     pub cache_index_and_filter_blocks: bool,
-    /// RocksDB's `pin_l0_filter_and_index_blocks_in_cache` and
-    /// `pin_top_level_index_and_filter`: stored and reported; Strata's
-    /// readers always keep them (see `cache_index_and_filter_blocks`).
+    /// With `cache_index_and_filter_blocks`, readers of level-0 files hold
+    /// their index and filter (RocksDB's
+    /// `pin_l0_filter_and_index_blocks_in_cache`; decided when the reader
+    /// opens, as in RocksDB).
     pub pin_l0_filter_and_index_blocks_in_cache: bool,
+    /// With `cache_index_and_filter_blocks`, readers hold the top levels of
+    /// partitioned indexes and filters (RocksDB's
+    /// `pin_top_level_index_and_filter`, default true).
     pub pin_top_level_index_and_filter: bool,
     /// Table format_version of new files: 5 (default; RocksDB 6.6 and
     /// later read it, 7.8.3's default) or 6 (RocksDB 8.6 and later only;
@@ -849,6 +854,8 @@ impl ColumnFamilyOptions {
             filter_policy: self.filter_policy,
             whole_key_filtering: self.whole_key_filtering,
             cache_index_and_filter_blocks: self.cache_index_and_filter_blocks,
+            pin_index_and_filter: false,
+            pin_top_level_index_and_filter: self.pin_top_level_index_and_filter,
             format_version: self.format_version,
             checksum: self.checksum,
             enable_index_compression: self.enable_index_compression,

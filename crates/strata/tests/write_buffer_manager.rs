@@ -318,19 +318,48 @@ fn memory_budget_holds_blocks_memtables_and_table_readers() {
     assert!(peak > budget / 2, "the budget was used: {peak}");
 }
 
-/// `cache_index_and_filter_blocks` (RocksDB's): open tables' index and
-/// filter blocks are charged to the column family's block cache, so its
-/// usage includes them; without it, they are not.
+/// `cache_index_and_filter_blocks` (RocksDB's): index and filter blocks
+/// are block-cache entries, not held by the readers, and are read again
+/// after eviction; `pin_l0_filter_and_index_blocks_in_cache` makes level-0
+/// readers hold theirs. Counted through the file system: gets of absent
+/// keys, which the filter answers, read no file when the readers hold
+/// their filters or the cache keeps them, and read one (the filter) per
+/// get when the cache keeps nothing.
 #[test]
-fn cache_index_and_filter_blocks_charges_the_cache() {
-    for charge in [false, true] {
-        let fs = MemFileSystem::new();
-        let cache = strata::BlockCache::new(64 << 20);
-        let mut o = options(&fs);
+fn cache_index_and_filter_blocks_are_cache_entries() {
+    use strata::fs::fault::FaultInjectionFileSystem;
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Mode {
+        Held,
+        Cached,
+        CachedPinnedL0,
+        CachedTinyCache,
+    }
+    let mut held_readers = 0;
+    for mode in [
+        Mode::Held,
+        Mode::Cached,
+        Mode::CachedPinnedL0,
+        Mode::CachedTinyCache,
+    ] {
+        let mem = MemFileSystem::new();
+        let fs = Arc::new(FaultInjectionFileSystem::new(Arc::new(mem.clone())));
+        let capacity = if mode == Mode::CachedTinyCache {
+            1
+        } else {
+            64 << 20
+        };
+        // The tiny cache is strict: it keeps nothing.
+        let cache = strata::BlockCache::with_options(capacity, 0, mode == Mode::CachedTinyCache);
+        let mut o = options(&mem);
+        o.fs = Some(fs.clone());
         o.cf.block_cache = Some(Arc::clone(&cache) as Arc<dyn strata::BlockCacheApi>);
         o.cf.bloom_bits_per_key = Some(10.0);
-        o.cf.cache_index_and_filter_blocks = charge;
+        o.cf.cache_index_and_filter_blocks = mode != Mode::Held;
+        o.cf.pin_l0_filter_and_index_blocks_in_cache = mode == Mode::CachedPinnedL0;
         o.cf.write_buffer_size = 256 << 10;
+        // Every table stays in level 0.
+        o.cf.disable_auto_compactions = true;
         let db = DB::open(o, "/db").unwrap();
         let wo = WriteOptions::default();
         for i in 0..20_000u32 {
@@ -338,23 +367,129 @@ fn cache_index_and_filter_blocks_charges_the_cache() {
                 .unwrap();
         }
         db.flush().unwrap();
-        db.wait_for_compactions().unwrap();
-        // A get of an absent key opens every table and reads no data block
-        // where the filter says no.
-        for i in 0..200u32 {
-            let _ = db.get(&ReadOptions::default(), format!("nokey{i}").as_bytes());
+        let tables = sst_count(&db) as u64;
+        assert!(tables > 2, "{tables} tables");
+        let ro = ReadOptions::default();
+        // Absent keys inside every table's key range: each get asks each
+        // table's filter. The first round opens the tables.
+        let absent = |i: u32| format!("key{:06}+", i * 199 % 20_000);
+        for i in 0..100u32 {
+            assert_eq!(db.get(&ro, absent(i).as_bytes()).unwrap(), None);
+        }
+        let ops = fs.op_count();
+        for i in 0..100u32 {
+            assert_eq!(db.get(&ro, absent(i).as_bytes()).unwrap(), None);
+        }
+        let reads = fs.op_count() - ops;
+        // Present keys read correctly whatever the cache keeps.
+        for i in (0..20_000u32).step_by(397) {
+            assert_eq!(
+                db.get(&ro, format!("key{i:06}").as_bytes()).unwrap(),
+                Some(vec![b'v'; 50]),
+                "{mode:?}"
+            );
+        }
+        let mut it = db.iter(&ro).unwrap();
+        it.seek_to_first();
+        let mut n = 0;
+        while it.valid() {
+            n += 1;
+            it.next();
+        }
+        it.status().unwrap();
+        assert_eq!(n, 20_000, "{mode:?}");
+        drop(it);
+        let readers: u64 = db
+            .property("rocksdb.estimate-table-readers-mem")
+            .unwrap()
+            .parse()
+            .unwrap();
+        match mode {
+            Mode::Held => {
+                assert_eq!(reads, 0, "held filters answer without I/O");
+                assert!(readers > 20_000, "{readers}");
+                held_readers = readers;
+            }
+            Mode::Cached => {
+                assert_eq!(reads, 0, "cached filters answer without I/O");
+                assert!(readers < held_readers / 10, "{readers} vs {held_readers}");
+                assert!(
+                    cache.usage() >= held_readers,
+                    "the cache holds the indexes and filters: {} < {held_readers}",
+                    cache.usage()
+                );
+            }
+            Mode::CachedPinnedL0 => {
+                assert_eq!(reads, 0);
+                // (Flushes may cut tables a few keys apart in each run.)
+                assert!(
+                    readers > held_readers * 9 / 10,
+                    "level-0 readers hold theirs: {readers} vs {held_readers}"
+                );
+            }
+            Mode::CachedTinyCache => {
+                // Each get asks the one table whose range holds the key.
+                assert!(
+                    reads >= 100,
+                    "each get reads its table's filter again: {reads} reads"
+                );
+                assert!(readers < held_readers / 10, "{readers} vs {held_readers}");
+            }
+        }
+    }
+}
+
+/// Partitioned indexes and filters with `cache_index_and_filter_blocks`:
+/// partitions are cache entries; `pin_top_level_index_and_filter` (the
+/// default) keeps the top levels in the readers, and without it they are
+/// cache entries too. Reads stay correct with a cache that keeps nothing.
+#[test]
+fn partitioned_top_levels_are_pinned_or_cached() {
+    let mut sizes = Vec::new();
+    for (cached, pin_top, capacity) in [
+        (false, true, 64u64 << 20),
+        (true, true, 64 << 20),
+        (true, false, 64 << 20),
+        (true, false, 1),
+    ] {
+        let mem = MemFileSystem::new();
+        let cache = strata::BlockCache::with_options(capacity, 0, capacity == 1);
+        let mut o = options(&mem);
+        o.cf.block_cache = Some(Arc::clone(&cache) as Arc<dyn strata::BlockCacheApi>);
+        o.cf.bloom_bits_per_key = Some(10.0);
+        o.cf.index_type = strata::IndexType::TwoLevelIndexSearch;
+        o.cf.partition_filters = true;
+        o.cf.metadata_block_size = 512;
+        o.cf.cache_index_and_filter_blocks = cached;
+        o.cf.pin_top_level_index_and_filter = pin_top;
+        o.cf.write_buffer_size = 256 << 10;
+        o.cf.disable_auto_compactions = true;
+        let db = DB::open(o, "/db").unwrap();
+        let wo = WriteOptions::default();
+        for i in 0..20_000u32 {
+            db.put(&wo, format!("key{i:06}").as_bytes(), &[b'v'; 50])
+                .unwrap();
+        }
+        db.flush().unwrap();
+        let ro = ReadOptions::default();
+        for i in (0..20_000u32).step_by(97) {
+            assert_eq!(
+                db.get(&ro, format!("key{i:06}").as_bytes()).unwrap(),
+                Some(vec![b'v'; 50])
+            );
+            assert_eq!(db.get(&ro, format!("key{i:06}+").as_bytes()).unwrap(), None);
         }
         let readers: u64 = db
             .property("rocksdb.estimate-table-readers-mem")
             .unwrap()
             .parse()
             .unwrap();
-        assert!(readers > 20_000, "{readers}");
-        let pinned = cache.pinned_usage();
-        if charge {
-            assert!(pinned >= readers, "pinned {pinned}, readers {readers}");
-        } else {
-            assert!(pinned < readers, "pinned {pinned}, readers {readers}");
-        }
+        sizes.push(readers);
     }
+    let [held, pinned_top, none, none_tiny] = sizes[..] else {
+        unreachable!()
+    };
+    assert!(held > pinned_top, "{sizes:?}");
+    assert!(pinned_top > none, "{sizes:?}");
+    assert_eq!(none, none_tiny, "{sizes:?}");
 }

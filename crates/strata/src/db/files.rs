@@ -810,12 +810,7 @@ impl DB {
             let Ok(sv) = self.inner.super_version(cf_id) else {
                 continue;
             };
-            if let Ok(t) = self.inner.table_cache.get(
-                f.number,
-                f.file_size,
-                f.largest_seqno,
-                &sv.table_options,
-            ) {
+            if let Ok(t) = self.inner.sv_table(&sv, &f) {
                 let p = t.properties();
                 meta.num_entries = p.num_entries;
                 meta.num_deletions = p.num_deletions;

@@ -333,10 +333,7 @@ impl DbInner {
                 let mut n = (sv.mem.num_entries() + imm_entries)
                     .saturating_sub(2 * (sv.mem.num_deletes() + imm_deletes));
                 for (_, f) in sv.version.all_files() {
-                    let t = self
-                        .table_cache
-                        .get(f.number, f.file_size, f.largest_seqno, &sv.table_options)
-                        .ok()?;
+                    let t = self.sv_table(&sv, f).ok()?;
                     let p = t.properties();
                     n += p.num_entries.saturating_sub(2 * p.num_deletions);
                 }

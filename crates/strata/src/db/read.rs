@@ -200,8 +200,14 @@ impl DbInner {
         sv: &SuperVersion,
         f: &crate::version::FileMetaData,
     ) -> Result<Arc<Table>> {
+        // Readers of level-0 files may be opened with options of their own
+        // (pinned index and filter); the check runs only when they differ.
+        let opts = match &sv.l0_table_options {
+            Some(l0) if sv.version.files(0).iter().any(|g| g.number == f.number) => l0,
+            _ => &sv.table_options,
+        };
         self.table_cache
-            .get(f.number, f.file_size, f.largest_seqno, &sv.table_options)
+            .get(f.number, f.file_size, f.largest_seqno, opts)
     }
 
     /// [`DbInner::sv_table`]; with `no_io`, only a reader already open

@@ -139,6 +139,31 @@ impl Block {
         })
     }
 
+    /// A block whose bytes are not entries (a filter), kept as is so it
+    /// can live in the block cache; its iterators see no entries.
+    pub fn opaque(data: Arc<[u8]>, file: Arc<str>, handle: BlockHandle) -> Block {
+        Block {
+            data,
+            restart_offset: 0,
+            num_restarts: 0,
+            file,
+            offset: handle.offset,
+        }
+    }
+
+    /// An iterator over no entries whose status is `err` (a block that
+    /// could not be read).
+    pub fn failed_iter(err: Error) -> BlockIter {
+        let empty = Arc::new(Block::opaque(
+            Arc::from(&[][..]),
+            Arc::from(""),
+            BlockHandle::default(),
+        ));
+        let mut it = empty.iter(KeyOrder::Bytewise, false);
+        it.status = Some(err);
+        it
+    }
+
     /// Parses a block held in memory (tests and meta blocks).
     pub fn from_vec(data: Vec<u8>) -> Result<Block> {
         Self::new(data.into(), Arc::from(""), BlockHandle::default())

@@ -14,6 +14,7 @@
 
 use crate::util::hash::hash32;
 use crate::util::xxph3::xxph3_64;
+use std::sync::Arc;
 
 /// Size of the metadata trailer of every built-in filter.
 const METADATA_LEN: usize = 5;
@@ -383,7 +384,7 @@ enum Kind {
 
 /// A parsed filter block. Owns its bytes; queries are cheap.
 pub struct FilterReader {
-    data: Vec<u8>,
+    data: Arc<[u8]>,
     kind: Kind,
 }
 
@@ -400,6 +401,12 @@ impl FilterReader {
     /// Parses a filter block the way `GetBuiltinFilterBitsReader` does.
     /// Never panics: anything it cannot read safely becomes "always true".
     pub fn new(block: Vec<u8>) -> Self {
+        Self::from_shared(block.into())
+    }
+
+    /// [`FilterReader::new`] over bytes shared with others (a filter block
+    /// in the block cache): no copy.
+    pub fn from_shared(block: Arc<[u8]>) -> Self {
         let kind = parse_kind(&block);
         FilterReader { data: block, kind }
     }

@@ -269,12 +269,22 @@ pub struct TableOptions {
     pub filter_levelish: i32,
     /// Put whole user keys into the filter.
     pub whole_key_filtering: bool,
-    /// Charge each open reader's index, filter and dictionary to
-    /// `block_cache` (RocksDB's `cache_index_and_filter_blocks`; Strata's
-    /// readers keep them in memory while the table is open, as RocksDB
-    /// does with `pin_l0_filter_and_index_blocks_in_cache` for every
-    /// level, so the cache's usage and capacity account for them).
+    /// Keep readers' index and filter blocks in `block_cache` as entries
+    /// like data blocks (RocksDB's `cache_index_and_filter_blocks`): read
+    /// into the cache when the table opens, evicted under pressure, read
+    /// again on the next use. Off (the default), a reader holds them for
+    /// as long as it is open. What a reader still holds (the compression
+    /// dictionary, pinned blocks) is charged to the cache.
     pub cache_index_and_filter_blocks: bool,
+    /// With `cache_index_and_filter_blocks`: the reader holds its index and
+    /// filter anyway (RocksDB's `pin_l0_filter_and_index_blocks_in_cache`,
+    /// which the database sets for the readers of level-0 files).
+    pub pin_index_and_filter: bool,
+    /// With `cache_index_and_filter_blocks`: the reader holds the top
+    /// levels of a partitioned index and filter, and only partitions are
+    /// cache entries (RocksDB's `pin_top_level_index_and_filter`, default
+    /// true).
+    pub pin_top_level_index_and_filter: bool,
     /// Put prefixes of user keys into the filter.
     pub prefix_extractor: Option<SliceTransformRef>,
     /// User-key order; its name is stored in the properties.
@@ -341,6 +351,8 @@ impl Default for TableOptions {
             filter_levelish: i32::MAX,
             whole_key_filtering: true,
             cache_index_and_filter_blocks: false,
+            pin_index_and_filter: false,
+            pin_top_level_index_and_filter: true,
             prefix_extractor: None,
             comparator: bytewise(),
             verify_checksums: true,

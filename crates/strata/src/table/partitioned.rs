@@ -45,7 +45,17 @@ pub(crate) struct PartitionSource {
 impl PartitionSource {
     /// The parsed block at `h`, from the cache or (unless `no_io`:
     /// `Incomplete`) the file.
-    fn block(&self, h: BlockHandle, no_io: bool) -> Result<Arc<Block>> {
+    pub(crate) fn block(&self, h: BlockHandle, no_io: bool) -> Result<Arc<Block>> {
+        self.fetch(h, no_io, false)
+    }
+
+    /// [`PartitionSource::block`] for a block that is not entries (a
+    /// filter): kept as [`Block::opaque`].
+    pub(crate) fn opaque_block(&self, h: BlockHandle, no_io: bool) -> Result<Arc<Block>> {
+        self.fetch(h, no_io, true)
+    }
+
+    fn fetch(&self, h: BlockHandle, no_io: bool, opaque: bool) -> Result<Arc<Block>> {
         if let Some(c) = &self.cache
             && let Some(b) = c.lookup(self.cache_id, h.offset)
         {
@@ -55,7 +65,11 @@ impl PartitionSource {
             return Err(no_blocking_io(&self.name, h));
         }
         let contents = read_block(&*self.file, &self.name, h, &self.read_opts)?;
-        let b = Arc::new(Block::new(contents.data, self.name.clone(), h)?);
+        let b = Arc::new(if opaque {
+            Block::opaque(contents.data, self.name.clone(), h)
+        } else {
+            Block::new(contents.data, self.name.clone(), h)?
+        });
         if let Some(c) = &self.cache {
             c.insert(self.cache_id, h.offset, Arc::clone(&b));
         }
@@ -322,20 +336,38 @@ impl InternalIterator for IndexIter {
 /// partitions, and the partitions probed so far (kept, like a full
 /// filter, for the table's lifetime).
 pub(crate) struct PartitionedFilter {
-    top: Arc<Block>,
-    /// File offset of the top-level block (for errors).
-    top_offset: u64,
+    /// The top level, when the reader holds it (else a block-cache entry).
+    top: Option<Arc<Block>>,
+    /// Handle of the top-level block.
+    top_handle: BlockHandle,
     src: Arc<PartitionSource>,
-    loaded: Mutex<HashMap<u64, Arc<FilterReader>>>,
+    /// Partitions probed so far, when the reader holds them; `None`: they
+    /// are block-cache entries (`cache_index_and_filter_blocks`).
+    loaded: Option<Mutex<HashMap<u64, Arc<FilterReader>>>>,
 }
 
 impl PartitionedFilter {
-    pub(crate) fn new(top: Arc<Block>, top_offset: u64, src: Arc<PartitionSource>) -> Self {
+    /// A filter whose top level is `top` (held) or, if `None`, read
+    /// through the block cache at `top_handle`; partitions are held once
+    /// probed unless `cached`.
+    pub(crate) fn new(
+        top: Option<Arc<Block>>,
+        top_handle: BlockHandle,
+        src: Arc<PartitionSource>,
+        cached: bool,
+    ) -> Self {
         PartitionedFilter {
             top,
-            top_offset,
+            top_handle,
             src,
-            loaded: Mutex::new(HashMap::new()),
+            loaded: (!cached).then(|| Mutex::new(HashMap::new())),
+        }
+    }
+
+    fn top(&self, no_io: bool) -> Result<Arc<Block>> {
+        match &self.top {
+            Some(t) => Ok(Arc::clone(t)),
+            None => self.src.block(self.top_handle, no_io),
         }
     }
 
@@ -345,7 +377,10 @@ impl PartitionedFilter {
     /// read that follows reports the damage.
     /// With `no_io`, a partition not probed before answers "may match".
     pub(crate) fn key_may_match(&self, lookup_key: &[u8], user_key: &[u8], no_io: bool) -> bool {
-        let mut it = self.top.iter(self.src.order.clone(), self.src.value_delta);
+        let Ok(top) = self.top(no_io) else {
+            return true;
+        };
+        let mut it = top.iter(self.src.order.clone(), self.src.value_delta);
         it.seek(lookup_key);
         if !it.valid() {
             it.seek_to_last();
@@ -363,24 +398,32 @@ impl PartitionedFilter {
         }
     }
 
-    /// Bytes of the top level and of the partitions probed so far.
+    /// Bytes the reader holds: the top level (if held) and the partitions
+    /// probed so far (if held).
     pub(crate) fn memory_usage(&self) -> usize {
         let loaded: usize = self
             .loaded
-            .lock()
-            .map(|m| m.values().map(|f| f.size()).sum())
+            .as_ref()
+            .and_then(|l| l.lock().ok().map(|m| m.values().map(|f| f.size()).sum()))
             .unwrap_or(0);
-        self.top.size() + loaded
+        self.top.as_ref().map_or(0, |t| t.size()) + loaded
     }
 
     /// Every filter partition's handle, in order.
     pub(crate) fn partition_handles(&self) -> Result<Vec<BlockHandle>> {
-        let it = self.top.iter(self.src.order.clone(), self.src.value_delta);
-        partition_handles(it, &self.src.name, self.top_offset)
+        let it = self
+            .top(false)?
+            .iter(self.src.order.clone(), self.src.value_delta);
+        partition_handles(it, &self.src.name, self.top_handle.offset)
     }
 
     fn partition(&self, h: BlockHandle, no_io: bool) -> Option<Arc<FilterReader>> {
-        if let Some(f) = self.loaded.lock().ok()?.get(&h.offset) {
+        let Some(loaded) = &self.loaded else {
+            // A block-cache entry: the reader over the cached bytes.
+            let b = self.src.opaque_block(h, no_io).ok()?;
+            return Some(Arc::new(FilterReader::from_shared(Arc::clone(b.data()))));
+        };
+        if let Some(f) = loaded.lock().ok()?.get(&h.offset) {
             return Some(Arc::clone(f));
         }
         if no_io {
@@ -388,7 +431,7 @@ impl PartitionedFilter {
         }
         let c = read_block(&*self.src.file, &self.src.name, h, &self.src.read_opts).ok()?;
         let f = Arc::new(FilterReader::new(c.data.to_vec()));
-        self.loaded.lock().ok()?.insert(h.offset, Arc::clone(&f));
+        loaded.lock().ok()?.insert(h.offset, Arc::clone(&f));
         Some(f)
     }
 }

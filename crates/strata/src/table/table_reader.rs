@@ -38,11 +38,20 @@ use crate::fs::RandomAccessFile;
 
 static NEXT_CACHE_ID: AtomicU64 = AtomicU64::new(1);
 
-/// A table's filter: one full filter, or partitions under a top-level
-/// index.
+/// A table's filter: one full filter (held by the reader, or a
+/// block-cache entry), or partitions under a top-level index.
 enum TableFilter {
     Full(FilterReader),
+    FullCached(BlockHandle),
     Partitioned(PartitionedFilter),
+}
+
+/// The index block (a partitioned index's top level): held by the reader,
+/// or a block-cache entry read again after eviction
+/// (`cache_index_and_filter_blocks`).
+enum IndexBlock {
+    Held(Arc<Block>),
+    Cached(BlockHandle),
 }
 
 /// RocksDB's `BlockBasedTableOptions::IndexType` values.
@@ -65,7 +74,9 @@ pub struct BlockBasedTable {
     icmp: InternalKeyComparator,
     props: TableProperties,
     meta: BTreeMap<String, BlockHandle>,
-    index_block: Arc<Block>,
+    index_block: IndexBlock,
+    /// Reads index and filter blocks through the block cache.
+    meta_source: Arc<PartitionSource>,
     index_order: KeyOrder,
     index_delta: bool,
     /// Index values carry each block's first key (`kBinarySearchWithFirstKey`).
@@ -240,6 +251,17 @@ impl BlockBasedTable {
         let index_block = Arc::new(Block::new(index.data, name.clone(), footer.index_handle)?);
 
         let cache_id = NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed);
+        // cache_index_and_filter_blocks: the index and filter go into the
+        // block cache now (RocksDB's prefetch at open) and the reader keeps
+        // only what is pinned.
+        let cached_meta = opts.cache_index_and_filter_blocks && opts.block_cache.is_some();
+        let hold = !cached_meta || opts.pin_index_and_filter;
+        let hold_top = hold || opts.pin_top_level_index_and_filter;
+        let cache_block = |b: &Arc<Block>, h: BlockHandle| {
+            if let Some(c) = &opts.block_cache {
+                c.insert(cache_id, h.offset, Arc::clone(b));
+            }
+        };
         let source = || {
             Arc::new(PartitionSource {
                 file: Arc::clone(&file),
@@ -252,17 +274,35 @@ impl BlockBasedTable {
             })
         };
         let partitions = (index_type == INDEX_TWO_LEVEL).then(source);
+        let hold_index = if partitions.is_some() { hold_top } else { hold };
+        let index_block = if hold_index {
+            IndexBlock::Held(index_block)
+        } else {
+            cache_block(&index_block, footer.index_handle);
+            IndexBlock::Cached(footer.index_handle)
+        };
         let filter = if let Some(&h) = meta.get(FULL_FILTER_BLOCK) {
-            Some(TableFilter::Full(FilterReader::new(
-                read_block(&*file, &name, h, &meta_opts)?.data.to_vec(),
-            )))
+            let data = read_block(&*file, &name, h, &meta_opts)?.data;
+            if hold {
+                Some(TableFilter::Full(FilterReader::from_shared(data)))
+            } else {
+                cache_block(&Arc::new(Block::opaque(data, name.clone(), h)), h);
+                Some(TableFilter::FullCached(h))
+            }
         } else if let Some(&h) = meta.get(PARTITIONED_FILTER_BLOCK) {
             let top = read_block(&*file, &name, h, &meta_opts)?;
             let top = Arc::new(Block::new(top.data, name.clone(), h)?);
+            let top = if hold_top {
+                Some(top)
+            } else {
+                cache_block(&top, h);
+                None
+            };
             Some(TableFilter::Partitioned(PartitionedFilter::new(
                 top,
-                h.offset,
+                h,
                 source(),
+                !hold,
             )))
         } else {
             None
@@ -282,6 +322,7 @@ impl BlockBasedTable {
         let whole_key_filtering =
             props.user_property(super::table_properties::WHOLE_KEY_FILTERING) != Some(b"0");
 
+        let meta_source = source();
         let mut range_tombstones = Vec::new();
         if let Some(&h) = meta.get(RANGE_DEL_BLOCK) {
             let c = read_block(&*file, &name, h, &meta_opts)?;
@@ -324,6 +365,7 @@ impl BlockBasedTable {
             props,
             meta,
             index_block,
+            meta_source,
             index_order,
             filter,
             partitions,
@@ -342,24 +384,25 @@ impl BlockBasedTable {
     }
 
     /// Bytes this reader keeps in memory outside the block cache: the
-    /// index block (a partitioned index's top level), the filter (full, or
-    /// the partitions probed so far), the compression dictionary and the
-    /// range tombstones.
+    /// index block (a partitioned index's top level) and the filter (full,
+    /// or the partitions probed so far) unless they are cache entries, the
+    /// compression dictionary and the range tombstones.
     pub fn memory_usage(&self) -> u64 {
         let filter = match &self.filter {
             Some(TableFilter::Full(f)) => f.size(),
             Some(TableFilter::Partitioned(p)) => p.memory_usage(),
-            None => 0,
+            Some(TableFilter::FullCached(_)) | None => 0,
+        };
+        let index = match &self.index_block {
+            IndexBlock::Held(b) => b.size(),
+            IndexBlock::Cached(_) => 0,
         };
         let tombstones: usize = self
             .range_tombstones
             .iter()
             .map(|(b, e)| b.len() + e.len())
             .sum();
-        (self.index_block.size()
-            + filter
-            + self.compression_dict.as_ref().map_or(0, |d| d.len())
-            + tombstones) as u64
+        (index + filter + self.compression_dict.as_ref().map_or(0, |d| d.len()) + tombstones) as u64
     }
 
     pub fn file_size(&self) -> u64 {
@@ -410,11 +453,29 @@ impl BlockBasedTable {
     /// data-block handles (a partitioned index is walked through its
     /// partitions).
     pub fn index_iter(&self) -> IndexIter {
-        let top = self.index_block.index_iter(
-            self.index_order.clone(),
-            self.index_delta,
-            self.index_first_key,
-        );
+        self.index_iter_io(false)
+    }
+
+    /// The index block, held or from the block cache (with `no_io`, a
+    /// block not in the cache is `Incomplete`).
+    fn index_block(&self, no_io: bool) -> Result<Arc<Block>> {
+        match &self.index_block {
+            IndexBlock::Held(b) => Ok(Arc::clone(b)),
+            IndexBlock::Cached(h) => self.meta_source.block(*h, no_io),
+        }
+    }
+
+    /// [`BlockBasedTable::index_iter`]; with `no_io`, an index block that
+    /// is not in the cache gives an iterator whose status is `Incomplete`.
+    fn index_iter_io(&self, no_io: bool) -> IndexIter {
+        let top = match self.index_block(no_io) {
+            Ok(b) => b.index_iter(
+                self.index_order.clone(),
+                self.index_delta,
+                self.index_first_key,
+            ),
+            Err(e) => return IndexIter::Flat(Block::failed_iter(e)),
+        };
         match &self.partitions {
             None => IndexIter::Flat(top),
             Some(src) => IndexIter::two_level(top, Arc::clone(src)),
@@ -428,7 +489,7 @@ impl BlockBasedTable {
             return Ok(Vec::new());
         }
         let it = self
-            .index_block
+            .index_block(false)?
             .iter(self.index_order.clone(), self.index_delta);
         super::partitioned::partition_handles(it, &self.name, self.footer.index_handle.offset)
     }
@@ -548,13 +609,27 @@ impl BlockBasedTable {
     pub fn key_may_match_with(&self, user_key: &[u8], no_io: bool) -> bool {
         use crate::util::statistics::{Ticker, record};
         let Some(f) = &self.filter else { return true };
-        let may = match f {
-            TableFilter::Full(f) if self.whole_key_filtering => f.key_may_match(user_key),
-            TableFilter::Full(f) => match &self.prefix_filter {
+        let cached;
+        let full = match f {
+            TableFilter::Full(f) => Some(f),
+            TableFilter::FullCached(h) => match self.meta_source.opaque_block(*h, no_io) {
+                Ok(b) => {
+                    cached = FilterReader::from_shared(Arc::clone(b.data()));
+                    Some(&cached)
+                }
+                // Not in the cache with no_io, or unreadable: may match
+                // (the data read that follows reports damage).
+                Err(_) => return true,
+            },
+            TableFilter::Partitioned(_) => None,
+        };
+        let may = match (full, f) {
+            (Some(f), _) if self.whole_key_filtering => f.key_may_match(user_key),
+            (Some(f), _) => match &self.prefix_filter {
                 Some(pe) if pe.in_domain(user_key) => f.key_may_match(pe.transform(user_key)),
                 _ => return true,
             },
-            TableFilter::Partitioned(p) if self.whole_key_filtering => {
+            (None, TableFilter::Partitioned(p)) if self.whole_key_filtering => {
                 let lookup = crate::format::make_internal_key(
                     user_key,
                     crate::format::MAX_SEQUENCE_NUMBER,
@@ -562,7 +637,7 @@ impl BlockBasedTable {
                 );
                 p.key_may_match(&lookup, user_key, no_io)
             }
-            TableFilter::Partitioned(_) => return true,
+            (None, _) => return true,
         };
         record(
             &self.statistics,
@@ -582,6 +657,13 @@ impl BlockBasedTable {
         match (&self.filter, &self.prefix_filter) {
             (Some(TableFilter::Full(f)), Some(pe)) if pe.in_domain(user_key) => {
                 f.key_may_match(pe.transform(user_key))
+            }
+            (Some(TableFilter::FullCached(h)), Some(pe)) if pe.in_domain(user_key) => {
+                match self.meta_source.opaque_block(*h, false) {
+                    Ok(b) => FilterReader::from_shared(Arc::clone(b.data()))
+                        .key_may_match(pe.transform(user_key)),
+                    Err(_) => true,
+                }
             }
             _ => true,
         }
@@ -629,6 +711,7 @@ impl BlockBasedTable {
     /// stops with an `Incomplete` status instead (`ReadTier::BlockCache`).
     pub fn no_io_iter(self: &Arc<Self>) -> BlockBasedTableIter {
         let mut it = self.iter();
+        it.index = self.index_iter_io(true);
         it.no_io = true;
         it.index.set_no_io();
         it
