@@ -264,6 +264,21 @@ fn options(fs: &MemFileSystem, set: &OptionSet) -> Options {
         o.cf.partition_filters = set.table_layout == 1;
         o.cf.format_version = if set.table_layout == 2 { 6 } else { 5 };
     }
+    // Index and filter blocks as entries of a small block cache (evicted
+    // and read again): partitioned with the top levels cached too (1),
+    // with level-0 readers holding theirs (2), flat (4), and first-key
+    // indexes (5).
+    if matches!(set.table_layout, 1 | 2 | 4 | 5) {
+        o.cf.bloom_bits_per_key = Some(10.0);
+        o.cf.block_cache =
+            Some(strata::BlockCache::new(16 << 10) as Arc<dyn strata::BlockCacheApi>);
+        o.cf.cache_index_and_filter_blocks = true;
+        o.cf.pin_top_level_index_and_filter = set.table_layout != 1;
+        o.cf.pin_l0_filter_and_index_blocks_in_cache = set.table_layout == 2;
+    }
+    if set.table_layout == 5 {
+        o.cf.index_type = strata::IndexType::BinarySearchWithFirstKey;
+    }
     o
 }
 
