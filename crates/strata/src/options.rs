@@ -855,6 +855,7 @@ impl ColumnFamilyOptions {
             whole_key_filtering: self.whole_key_filtering,
             cache_index_and_filter_blocks: self.cache_index_and_filter_blocks,
             pin_index_and_filter: false,
+            pin_l0_filter_and_index_blocks_in_cache: self.pin_l0_filter_and_index_blocks_in_cache,
             pin_top_level_index_and_filter: self.pin_top_level_index_and_filter,
             format_version: self.format_version,
             checksum: self.checksum,
@@ -942,8 +943,9 @@ pub struct Options {
     /// them; iterators' pinned blocks count in it. With glibc it also caps
     /// the process's malloc arenas at one (`mallopt(M_ARENA_MAX)`, unless
     /// `MALLOC_ARENA_MAX` is set), so that blocks freed by many reader
-    /// threads are reused instead of kept per thread. Not written to the
-    /// OPTIONS file (RocksDB has no such option).
+    /// threads are reused instead of kept per thread (a process-wide
+    /// setting, never undone; threads that had an arena before keep it).
+    /// Not written to the OPTIONS file (RocksDB has no such option).
     pub memory_budget: Option<u64>,
     /// A cache of point-lookup results per table file (RocksDB's
     /// `row_cache`): a `get` of a key whose row is cached reads neither
@@ -1059,6 +1061,12 @@ impl Options {
             return Err(crate::error::Error::NotSupported(
                 "If memory mapped reads (allow_mmap_reads) are enabled then direct I/O reads \
                  (use_direct_reads) must be disabled. "
+                    .into(),
+            ));
+        }
+        if self.allow_mmap_writes && !cfg!(all(target_os = "linux", target_pointer_width = "64")) {
+            return Err(crate::error::Error::NotSupported(
+                "memory-mapped writes (allow_mmap_writes) are implemented for 64-bit Linux only"
                     .into(),
             ));
         }

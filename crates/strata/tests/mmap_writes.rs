@@ -137,3 +137,28 @@ fn mmap_writes_and_direct_writes_exclude_each_other() {
         other => panic!("{:?}", other.map(|_| ())),
     }
 }
+
+/// The option reaches the file system: with mapped writes refused there
+/// (a fault on `new_mmap_writable_file`), a flush fails; without the
+/// option the same flush, on the same file system, succeeds.
+#[test]
+fn flushes_create_their_tables_through_mapped_writes() {
+    use std::sync::Arc;
+    use strata::fs::fault::{FailMode, FaultInjectionFileSystem, OpKind};
+    if !cfg!(all(target_os = "linux", target_pointer_width = "64")) {
+        return;
+    }
+    for mmap in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let fault = Arc::new(FaultInjectionFileSystem::new(strata::fs::default_fs()));
+        fault.fail_op(&[OpKind::NewMmapWritable], None, 0, FailMode::Persistent);
+        let o = Options {
+            allow_mmap_writes: mmap,
+            fs: Some(fault.clone()),
+            ..opts()
+        };
+        let db = DB::open(o, dir.path().join("db")).unwrap();
+        db.put(&WriteOptions::default(), b"k", b"v").unwrap();
+        assert_eq!(db.flush().is_err(), mmap, "allow_mmap_writes={mmap}");
+    }
+}

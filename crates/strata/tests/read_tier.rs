@@ -145,3 +145,40 @@ fn other_tiers_and_iterators_are_refused_by_name() {
     let e = db.iter(&cached()).unwrap_err();
     assert!(matches!(e, Error::NotSupported(_)), "{e}");
 }
+
+/// With `cache_index_and_filter_blocks`, an open table's index and filter
+/// are cache entries: once the cache has lost them (a strict cache too
+/// small to keep anything), a no-I/O get says `Incomplete` instead of
+/// reading them, and touches no file; a normal get reads them again.
+#[test]
+fn block_cache_tier_does_not_read_evicted_index_or_filter_blocks() {
+    let mem: FileSystemRef = Arc::new(MemFileSystem::new());
+    let fault = Arc::new(FaultInjectionFileSystem::new(Arc::clone(&mem)));
+    let fs: FileSystemRef = fault.clone();
+    let mut o = opts(&fs);
+    o.cf.bloom_bits_per_key = Some(10.0);
+    o.cf.cache_index_and_filter_blocks = true;
+    o.cf.block_cache =
+        Some(strata::BlockCache::with_options(1, 0, true) as Arc<dyn strata::BlockCacheApi>);
+    let db = DB::open(o, "/db").unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..2000 {
+        db.put(&wo, &key(i), &value(i)).unwrap();
+    }
+    db.flush().unwrap();
+    // Opens the table (its reader stays open in the table cache).
+    assert_eq!(
+        db.get(&ReadOptions::default(), &key(7)).unwrap(),
+        Some(value(7))
+    );
+    forbid_io(&fault);
+    for i in [7, 700, 1999] {
+        let r = db.get(&cached(), &key(i));
+        assert!(incomplete(&r), "{:?}", r.map(|v| v.map(|v| v.len())));
+    }
+    allow_io(&fault);
+    assert_eq!(
+        db.get(&ReadOptions::default(), &key(700)).unwrap(),
+        Some(value(700))
+    );
+}

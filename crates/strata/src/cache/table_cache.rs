@@ -82,13 +82,16 @@ impl TableCache {
 
     /// The reader of table `number` (`file_size` bytes, `largest_seqno` in
     /// the MANIFEST: an ingested file's global sequence number), opening it
-    /// if needed.
+    /// if needed; `level0`: the file is in level 0, whose readers hold
+    /// their index and filter under `pin_l0_filter_and_index_blocks_in_cache`
+    /// (decided when the reader opens, as in RocksDB).
     pub fn get(
         &self,
         number: u64,
         file_size: u64,
         largest_seqno: u64,
         opts: &TableOptions,
+        level0: bool,
     ) -> Result<Arc<Table>> {
         {
             let mut g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
@@ -99,6 +102,19 @@ impl TableCache {
                 return Ok(Arc::clone(&e.0));
             }
         }
+        let pinned;
+        let opts = if level0
+            && opts.cache_index_and_filter_blocks
+            && opts.pin_l0_filter_and_index_blocks_in_cache
+        {
+            pinned = TableOptions {
+                pin_index_and_filter: true,
+                ..opts.clone()
+            };
+            &pinned
+        } else {
+            opts
+        };
         let path = self.dir.join(crate::filename::table_file_name(number));
         let file = if opts.allow_mmap_reads {
             self.fs.new_mmap_file(&path)?

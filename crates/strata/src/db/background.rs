@@ -406,10 +406,16 @@ impl DbInner {
         let icmp = crate::format::InternalKeyComparator::new(opts.comparator.clone());
         let read_options = Arc::new(table_options.clone());
         let mut parts = Vec::new();
-        for (_, f) in c.input_files() {
+        for (level, f) in c.input_files() {
             let t = self
                 .table_cache
-                .get(f.number, f.file_size, f.largest_seqno, &read_options)
+                .get(
+                    f.number,
+                    f.file_size,
+                    f.largest_seqno,
+                    &read_options,
+                    level == 0,
+                )
                 .map_err(fail)?;
             if let Some(l) = t.fragmented_range_tombstones() {
                 parts.push(Arc::clone(l));
@@ -425,7 +431,13 @@ impl DbInner {
                 }
                 if l.level == 0 {
                     for f in &l.files {
-                        let t = cache.get(f.number, f.file_size, f.largest_seqno, &read_options)?;
+                        let t = cache.get(
+                            f.number,
+                            f.file_size,
+                            f.largest_seqno,
+                            &read_options,
+                            true,
+                        )?;
                         children.push(Box::new(t.compaction_iter()));
                     }
                 } else {
@@ -482,7 +494,8 @@ impl DbInner {
         let cache = self.table_cache.clone();
         let topts = Arc::clone(topts);
         Arc::new(move |f| {
-            let t = cache.get(f.number, f.file_size, f.largest_seqno, &topts)?;
+            // Level iterators serve levels below 0.
+            let t = cache.get(f.number, f.file_size, f.largest_seqno, &topts, false)?;
             Ok(match kind {
                 TableIterKind::Prefix => Box::new(crate::table::PrefixSeekIter::new(t))
                     as Box<dyn InternalIterator + Send>,

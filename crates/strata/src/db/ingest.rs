@@ -585,9 +585,9 @@ impl IngestionJob {
         hi: &[u8],
     ) -> Result<bool> {
         for f in version.overlapping_files(level, Some(lo), Some(hi)) {
-            let t = db
-                .table_cache
-                .get(f.number, f.file_size, f.largest_seqno, topts)?;
+            let t =
+                db.table_cache
+                    .get(f.number, f.file_size, f.largest_seqno, topts, level == 0)?;
             if table_overlaps(&t, &self.ucmp, lo, hi)? {
                 return Ok(true);
             }

@@ -370,14 +370,6 @@ impl DbInner {
             table_options.use_direct_reads = self.options.use_direct_reads;
             table_options.statistics = self.options.statistics.clone();
             let l0 = version.files(0).len();
-            let l0_table_options = (table_options.cache_index_and_filter_blocks
-                && cf.options.pin_l0_filter_and_index_blocks_in_cache)
-                .then(|| {
-                    Arc::new(crate::table::TableOptions {
-                        pin_index_and_filter: true,
-                        ..table_options.clone()
-                    })
-                });
             map.insert(
                 cf.id,
                 Arc::new(SuperVersion {
@@ -387,7 +379,6 @@ impl DbInner {
                     version,
                     options: Arc::new(cf.options.clone()),
                     table_options: Arc::new(table_options),
-                    l0_table_options,
                     frozen_range_dels: std::sync::OnceLock::new(),
                 }),
             );

@@ -200,14 +200,14 @@ impl DbInner {
         sv: &SuperVersion,
         f: &crate::version::FileMetaData,
     ) -> Result<Arc<Table>> {
-        // Readers of level-0 files may be opened with options of their own
-        // (pinned index and filter); the check runs only when they differ.
-        let opts = match &sv.l0_table_options {
-            Some(l0) if sv.version.files(0).iter().any(|g| g.number == f.number) => l0,
-            _ => &sv.table_options,
-        };
+        let opts = &sv.table_options;
+        // Whether `f` is a level-0 file matters only to a reader that will
+        // pin its index and filter there: asked only then.
+        let level0 = opts.cache_index_and_filter_blocks
+            && opts.pin_l0_filter_and_index_blocks_in_cache
+            && sv.version.files(0).iter().any(|g| g.number == f.number);
         self.table_cache
-            .get(f.number, f.file_size, f.largest_seqno, opts)
+            .get(f.number, f.file_size, f.largest_seqno, opts, level0)
     }
 
     /// [`DbInner::sv_table`]; with `no_io`, only a reader already open

@@ -28,10 +28,6 @@ pub struct SuperVersion {
     pub options: Arc<ColumnFamilyOptions>,
     /// What table readers of this column family are opened with.
     pub table_options: Arc<TableOptions>,
-    /// What readers of level-0 files are opened with, when it differs
-    /// (`pin_l0_filter_and_index_blocks_in_cache` with
-    /// `cache_index_and_filter_blocks`: they hold their index and filter).
-    pub l0_table_options: Option<Arc<TableOptions>>,
     /// Range tombstones of the immutable memtables and every table file,
     /// merged on first use (they cannot change for this SuperVersion).
     pub(crate) frozen_range_dels: OnceLock<FrozenRangeDels>,

@@ -27,8 +27,10 @@ use crate::util::rng::Rng;
 /// The kinds of counted operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OpKind {
-    /// `new_writable_file`.
+    /// `new_writable_file` (and `new_direct_writable_file`).
     NewWritable,
+    /// `new_mmap_writable_file` (`allow_mmap_writes`).
+    NewMmapWritable,
     /// `reopen_writable_file`.
     ReopenWritable,
     /// `new_random_access_file`.
@@ -389,7 +391,7 @@ impl FileSystem for FaultInjectionFileSystem {
     }
 
     fn new_mmap_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.check(OpKind::NewWritable, path)?;
+        self.check(OpKind::NewMmapWritable, path)?;
         Ok(Box::new(FaultWritableFile {
             inner: self.inner.new_mmap_writable_file(path)?,
             path: path.to_path_buf(),

@@ -9,7 +9,11 @@
 //! The space is reserved before the region is mapped because a store into
 //! a shared map of a sparse file that the disk cannot back raises SIGBUS:
 //! with the blocks allocated first, a full disk is an `ENOSPC` error of
-//! `posix_fallocate`, returned by `append`.
+//! `posix_fallocate`, returned by `append`, on file systems that allocate
+//! in place (ext4, xfs, tmpfs). Copy-on-write file systems (btrfs) may
+//! still need space when a mapped page is first written back, and answer a
+//! full disk there with SIGBUS, as they do for RocksDB's mapped writes:
+//! do not use `allow_mmap_writes` on them.
 //!
 //! The file is longer than what was appended while a region is mapped (the
 //! rest of the region is zeros). `sync` and `close` unmap the region and cut
@@ -140,8 +144,9 @@ impl MmapWritableFile {
         // SAFETY: the map is shared and writable over bytes of a file this
         // writer created and alone writes; `reserve` made the file at least
         // `offset + len` bytes long with its blocks allocated, so no store
-        // into the map can land past the end of the file (SIGBUS). The map
-        // is dropped before the file is cut back (`unmap_and_truncate`).
+        // into the map can land past the end of the file (SIGBUS; see the
+        // module docs for copy-on-write file systems). The map is dropped
+        // before the file is cut back (`unmap_and_truncate`).
         // Exercised by this module's tests and tests/mmap_writes.rs.
         let map = unsafe {
             memmap2::MmapOptions::new()
@@ -199,7 +204,8 @@ impl WritableFile for MmapWritableFile {
         }
         debug_assert!(match &self.region {
             Some(m) => self.size <= self.region_offset + m.len() as u64,
-            None => self.size == 0,
+            // Nothing appended since the last sync or ever.
+            None => true,
         });
         Ok(())
     }

@@ -81,6 +81,8 @@ pub struct Block {
     file: Arc<str>,
     /// File offset of the block (for error messages).
     offset: u64,
+    /// Bytes kept as they are ([`Block::opaque`]: a filter), not entries.
+    opaque: bool,
 }
 
 impl std::fmt::Debug for Block {
@@ -136,6 +138,7 @@ impl Block {
             num_restarts,
             file,
             offset: handle.offset,
+            opaque: false,
         })
     }
 
@@ -148,7 +151,13 @@ impl Block {
             num_restarts: 0,
             file,
             offset: handle.offset,
+            opaque: true,
         }
+    }
+
+    /// Whether the block was kept as bytes ([`Block::opaque`]), not parsed.
+    pub fn is_opaque(&self) -> bool {
+        self.opaque
     }
 
     /// An iterator over no entries whose status is `err` (a block that

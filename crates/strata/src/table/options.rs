@@ -277,9 +277,14 @@ pub struct TableOptions {
     /// dictionary, pinned blocks) is charged to the cache.
     pub cache_index_and_filter_blocks: bool,
     /// With `cache_index_and_filter_blocks`: the reader holds its index and
-    /// filter anyway (RocksDB's `pin_l0_filter_and_index_blocks_in_cache`,
-    /// which the database sets for the readers of level-0 files).
+    /// filter anyway (set by the table cache for readers of level-0 files
+    /// under `pin_l0_filter_and_index_blocks_in_cache`).
     pub pin_index_and_filter: bool,
+    /// With `cache_index_and_filter_blocks`: readers of level-0 files hold
+    /// their index and filter (RocksDB's
+    /// `pin_l0_filter_and_index_blocks_in_cache`; decided when the reader
+    /// opens).
+    pub pin_l0_filter_and_index_blocks_in_cache: bool,
     /// With `cache_index_and_filter_blocks`: the reader holds the top
     /// levels of a partitioned index and filter, and only partitions are
     /// cache entries (RocksDB's `pin_top_level_index_and_filter`, default
@@ -352,6 +357,7 @@ impl Default for TableOptions {
             whole_key_filtering: true,
             cache_index_and_filter_blocks: false,
             pin_index_and_filter: false,
+            pin_l0_filter_and_index_blocks_in_cache: false,
             pin_top_level_index_and_filter: true,
             prefix_extractor: None,
             comparator: bytewise(),

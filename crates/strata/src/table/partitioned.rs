@@ -56,8 +56,12 @@ impl PartitionSource {
     }
 
     fn fetch(&self, h: BlockHandle, no_io: bool, opaque: bool) -> Result<Arc<Block>> {
+        // A block cached in the other form (a damaged handle naming a
+        // filter as an index block, or the reverse) is read again in the
+        // form asked for, so its bytes are checked for what they must be.
         if let Some(c) = &self.cache
             && let Some(b) = c.lookup(self.cache_id, h.offset)
+            && b.is_opaque() == opaque
         {
             return Ok(b);
         }

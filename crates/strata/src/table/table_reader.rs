@@ -322,7 +322,20 @@ impl BlockBasedTable {
         let whole_key_filtering =
             props.user_property(super::table_properties::WHOLE_KEY_FILTERING) != Some(b"0");
 
-        let meta_source = source();
+        // Index and filter blocks read again after eviction are checked as
+        // at open (a damaged filter must not rule out a present key).
+        let meta_source = Arc::new(PartitionSource {
+            file: Arc::clone(&file),
+            name: name.clone(),
+            read_opts: BlockReadOptions {
+                verify_checksums: true,
+                ..read_opts
+            },
+            cache: opts.block_cache.clone(),
+            cache_id,
+            order: index_order.clone(),
+            value_delta: props.index_value_is_delta_encoded != 0,
+        });
         let mut range_tombstones = Vec::new();
         if let Some(&h) = meta.get(RANGE_DEL_BLOCK) {
             let c = read_block(&*file, &name, h, &meta_opts)?;
@@ -609,6 +622,17 @@ impl BlockBasedTable {
     pub fn key_may_match_with(&self, user_key: &[u8], no_io: bool) -> bool {
         use crate::util::statistics::{Ticker, record};
         let Some(f) = &self.filter else { return true };
+        // What a full filter is probed with: the key, or its prefix (a key
+        // outside the extractor's domain cannot be ruled out).
+        let probe = if self.whole_key_filtering {
+            user_key
+        } else {
+            match &self.prefix_filter {
+                Some(pe) if pe.in_domain(user_key) => pe.transform(user_key),
+                _ if matches!(f, TableFilter::Partitioned(_)) => user_key,
+                _ => return true,
+            }
+        };
         let cached;
         let full = match f {
             TableFilter::Full(f) => Some(f),
@@ -624,11 +648,7 @@ impl BlockBasedTable {
             TableFilter::Partitioned(_) => None,
         };
         let may = match (full, f) {
-            (Some(f), _) if self.whole_key_filtering => f.key_may_match(user_key),
-            (Some(f), _) => match &self.prefix_filter {
-                Some(pe) if pe.in_domain(user_key) => f.key_may_match(pe.transform(user_key)),
-                _ => return true,
-            },
+            (Some(f), _) => f.key_may_match(probe),
             (None, TableFilter::Partitioned(p)) if self.whole_key_filtering => {
                 let lookup = crate::format::make_internal_key(
                     user_key,
@@ -693,9 +713,13 @@ impl BlockBasedTable {
 
     /// A two-level iterator over all point entries.
     pub fn iter(self: &Arc<Self>) -> BlockBasedTableIter {
+        self.iter_over(self.index_iter())
+    }
+
+    fn iter_over(self: &Arc<Self>, index: IndexIter) -> BlockBasedTableIter {
         BlockBasedTableIter {
             table: Arc::clone(self),
-            index: self.index_iter(),
+            index,
             data: None,
             data_handle: None,
             key_buf: Vec::new(),
@@ -710,8 +734,7 @@ impl BlockBasedTable {
     /// An iterator that reads no block missing from the block cache: it
     /// stops with an `Incomplete` status instead (`ReadTier::BlockCache`).
     pub fn no_io_iter(self: &Arc<Self>) -> BlockBasedTableIter {
-        let mut it = self.iter();
-        it.index = self.index_iter_io(true);
+        let mut it = self.iter_over(self.index_iter_io(true));
         it.no_io = true;
         it.index.set_no_io();
         it

@@ -8,9 +8,11 @@
 //! capacity plus what every arena keeps: measured, 8 reader threads under a
 //! 128 MiB budget peaked at 177 MiB resident with glibc's defaults and at
 //! 137 MiB with one arena. [`limit_arenas`] caps the arena count
-//! (`mallopt(M_ARENA_MAX)`), which bounds that overhead; it changes the
-//! whole process's allocator, so only `memory_budget` asks for it, and an
-//! explicit `MALLOC_ARENA_MAX` in the environment wins.
+//! (`mallopt(M_ARENA_MAX)`), which bounds that overhead. It changes the
+//! whole process's allocator and is never undone, so only `memory_budget`
+//! asks for it, and an explicit `MALLOC_ARENA_MAX` in the environment wins.
+//! It limits arenas created from then on: threads that already have an
+//! arena of their own (created before the database opened) keep it.
 
 /// Arenas kept under a memory budget: one, so every freed byte is
 /// reusable by every thread. Measured (10M keys, readrandom with 8
