@@ -49,6 +49,58 @@ fn expected_lines(m: &BTreeMap<Vec<u8>, Vec<u8>>) -> Vec<String> {
         .collect()
 }
 
+/// RocksDB's `sst_dump --command=verify` passes `sst`.
+fn rocksdb_verifies(sst: &std::path::Path, what: &str) {
+    let mut verify = rocksdb_tool("sst_dump").unwrap();
+    verify
+        .arg(format!("--file={}", sst.display()))
+        .arg("--command=verify");
+    let out = run(verify, b"");
+    assert!(out.contains("The file is ok"), "{what}: {out}");
+}
+
+/// RocksDB's `sst_dump` verifies `sst` and its scan prints `want`.
+fn rocksdb_verifies_and_scans(sst: &std::path::Path, want: &[String], what: &str) {
+    rocksdb_verifies(sst, what);
+    let mut scan = rocksdb_tool("sst_dump").unwrap();
+    scan.arg(format!("--file={}", sst.display()))
+        .arg("--command=scan")
+        .arg("--output_hex");
+    assert_eq!(
+        entry_lines(&run(scan, b"")),
+        want,
+        "RocksDB's scan of our table: {what}"
+    );
+}
+
+/// RocksDB's `ldb` ingests `sst` into a new database at `db` and its gets
+/// (with `get_flags`) find every `step`-th entry.
+fn rocksdb_ingests_and_gets(
+    sst: &std::path::Path,
+    db: &std::path::Path,
+    entries: &BTreeMap<Vec<u8>, Vec<u8>>,
+    step: usize,
+    get_flags: &[&str],
+    what: &str,
+) {
+    let mut ingest = rocksdb_tool("ldb").unwrap();
+    ingest
+        .arg(format!("--db={}", db.display()))
+        .arg("--create_if_missing")
+        .arg("ingest_extern_sst")
+        .arg(sst.display().to_string());
+    run(ingest, b"");
+    for (k, v) in entries.iter().step_by(step) {
+        let mut get = rocksdb_tool("ldb").unwrap();
+        get.arg(format!("--db={}", db.display()))
+            .args(get_flags)
+            .arg("--hex")
+            .arg("get")
+            .arg(format!("0x{}", hex(k)));
+        assert_eq!(run(get, b"").trim(), format!("0x{}", hex(v)), "{what}");
+    }
+}
+
 #[test]
 fn rocksdb_reads_and_ingests_strata_tables() {
     let Some(_) = rocksdb_tool("sst_dump") else {
@@ -85,20 +137,7 @@ fn rocksdb_reads_and_ingests_strata_tables() {
                 cmd.arg("--use_ribbon_filter");
             }
             run(cmd, &dump_input(&entries));
-
-            let mut verify = rocksdb_tool("sst_dump").unwrap();
-            verify
-                .arg(format!("--file={}", sst.display()))
-                .arg("--command=verify");
-            let out = run(verify, b"");
-            assert!(out.contains("The file is ok"), "{codec}: {out}");
-
-            let mut scan = rocksdb_tool("sst_dump").unwrap();
-            scan.arg(format!("--file={}", sst.display()))
-                .arg("--command=scan")
-                .arg("--output_hex");
-            let got = entry_lines(&run(scan, b""));
-            assert_eq!(got, want, "RocksDB's scan of our {codec} table differs");
+            rocksdb_verifies_and_scans(&sst, &want, codec);
 
             let mut ours = strata();
             ours.arg("sst_dump")
@@ -112,13 +151,7 @@ fn rocksdb_reads_and_ingests_strata_tables() {
             }
             // Ingest into a fresh RocksDB and look keys up through the filter.
             let db = dir.path().join(format!("db-{codec}"));
-            let mut ingest = rocksdb_tool("ldb").unwrap();
-            ingest
-                .arg(format!("--db={}", db.display()))
-                .arg("--create_if_missing")
-                .arg("ingest_extern_sst")
-                .arg(sst.display().to_string());
-            run(ingest, b"");
+            rocksdb_ingests_and_gets(&sst, &db, &entries, 97, &["--bloom_bits=10"], codec);
             let mut scan = rocksdb_tool("ldb").unwrap();
             scan.arg(format!("--db={}", db.display()))
                 .arg("--hex")
@@ -132,15 +165,6 @@ fn rocksdb_reads_and_ingests_strata_tables() {
                 listed, want_scan,
                 "ldb scan after ingesting our {codec} table"
             );
-            for (k, v) in entries.iter().step_by(97) {
-                let mut get = rocksdb_tool("ldb").unwrap();
-                get.arg(format!("--db={}", db.display()))
-                    .arg("--bloom_bits=10")
-                    .arg("--hex")
-                    .arg("get")
-                    .arg(format!("0x{}", hex(k)));
-                assert_eq!(run(get, b"").trim(), format!("0x{}", hex(v)), "{codec}");
-            }
         }
     }
 }
@@ -201,34 +225,9 @@ fn rocksdb_reads_strata_tables_with_every_block_layout_option() {
             Some(b) => assert_ne!(&bytes, b, "{what} wrote the default table"),
         }
 
-        let mut verify = rocksdb_tool("sst_dump").unwrap();
-        verify
-            .arg(format!("--file={}", sst.display()))
-            .arg("--command=verify");
-        let out = run(verify, b"");
-        assert!(out.contains("The file is ok"), "{what}: {out}");
-        let mut scan = rocksdb_tool("sst_dump").unwrap();
-        scan.arg(format!("--file={}", sst.display()))
-            .arg("--command=scan")
-            .arg("--output_hex");
-        assert_eq!(entry_lines(&run(scan, b"")), want, "RocksDB's scan, {what}");
-
+        rocksdb_verifies_and_scans(&sst, &want, &what);
         let db = dir.path().join(format!("db-layout-{i}"));
-        let mut ingest = rocksdb_tool("ldb").unwrap();
-        ingest
-            .arg(format!("--db={}", db.display()))
-            .arg("--create_if_missing")
-            .arg("ingest_extern_sst")
-            .arg(sst.display().to_string());
-        run(ingest, b"");
-        for (k, v) in entries.iter().step_by(101) {
-            let mut get = rocksdb_tool("ldb").unwrap();
-            get.arg(format!("--db={}", db.display()))
-                .arg("--hex")
-                .arg("get")
-                .arg(format!("0x{}", hex(k)));
-            assert_eq!(run(get, b"").trim(), format!("0x{}", hex(v)), "{what}");
-        }
+        rocksdb_ingests_and_gets(&sst, &db, &entries, 101, &[], &what);
     }
 }
 
@@ -284,21 +283,7 @@ fn rocksdb_reads_strata_tables_with_compression_dictionaries() {
         let shown = run(props, b"");
         assert!(shown.contains("max_dict_bytes=8192;"), "{what}: {shown}");
 
-        let mut verify = rocksdb_tool("sst_dump").unwrap();
-        verify
-            .arg(format!("--file={}", sst.display()))
-            .arg("--command=verify");
-        let out = run(verify, b"");
-        assert!(out.contains("The file is ok"), "{what}: {out}");
-        let mut scan = rocksdb_tool("sst_dump").unwrap();
-        scan.arg(format!("--file={}", sst.display()))
-            .arg("--command=scan")
-            .arg("--output_hex");
-        assert_eq!(
-            entry_lines(&run(scan, b"")),
-            want,
-            "RocksDB's scan of our table: {what}"
-        );
+        rocksdb_verifies_and_scans(&sst, &want, &what);
     }
 }
 
@@ -333,16 +318,7 @@ fn rocksdb_reads_a_strata_database_with_compression_dictionaries() {
         for e in std::fs::read_dir(&db).unwrap() {
             let p = e.unwrap().path();
             if p.extension().is_some_and(|x| x == "sst") {
-                let mut verify = rocksdb_tool("sst_dump").unwrap();
-                verify
-                    .arg(format!("--file={}", p.display()))
-                    .arg("--command=verify");
-                let out = run(verify, b"");
-                assert!(
-                    out.contains("The file is ok"),
-                    "{codec} {}: {out}",
-                    p.display()
-                );
+                rocksdb_verifies(&p, &format!("{codec} {}", p.display()));
                 checked += 1;
             }
         }

@@ -264,21 +264,10 @@ fn tables_are_hard_linked_on_a_real_file_system() {
 
 /// RocksDB 7.8.3's `ldb scan` reads the checkpoint (`n` keys).
 fn rocksdb_ldb_reads(path: &Path, n: usize) {
-    let Some(mut ldb) = common::rocksdb::ldb() else {
+    let Some(out) = common::rocksdb::ldb_scan(path, false) else {
         return;
     };
-    let out = ldb
-        .arg(format!("--db={}", path.display()))
-        .arg("scan")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "ldb scan: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines = String::from_utf8_lossy(&out.stdout).lines().count();
-    assert_eq!(lines, n, "ldb scan of the checkpoint");
+    assert_eq!(out.lines().count(), n, "ldb scan of the checkpoint");
 }
 
 #[test]

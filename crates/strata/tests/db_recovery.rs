@@ -362,3 +362,53 @@ fn replay_writes_a_table_each_time_a_memtable_fills() {
         );
     }
 }
+
+/// A database whose newest OPTIONS file holds options Strata does not know
+/// (a newer RocksDB wrote them) opens, and the LOG names them once; a
+/// database whose OPTIONS file Strata wrote gets no such line.
+#[test]
+fn options_strata_does_not_know_are_reported_once_in_the_log() {
+    let fs = MemFileSystem::new();
+    let o = opts(&fs, WalRecoveryMode::PointInTime);
+    let db = DB::open(o.clone(), "/db").unwrap();
+    db.put(&WriteOptions::default(), b"k", b"v").unwrap();
+    db.close().unwrap();
+    let reported = |fs: &MemFileSystem| {
+        let log = String::from_utf8(fs.read_file(Path::new("/db/LOG")).unwrap()).unwrap();
+        log.lines()
+            .filter(|l| l.contains("options Strata does not know"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let db = DB::open(o.clone(), "/db").unwrap();
+    db.close().unwrap();
+    assert_eq!(reported(&fs), Vec::<String>::new());
+    // A newer RocksDB's options, appended to the newest OPTIONS file.
+    let newest = fs
+        .children(Path::new("/db"))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.starts_with("OPTIONS-"))
+        .max()
+        .unwrap();
+    let path = PathBuf::from("/db").join(&newest);
+    let mut text = String::from_utf8(fs.read_file(&path).unwrap()).unwrap();
+    text.push_str("\n[DBOptions]\n  follower_refresh_catchup_period_ms=10000\n");
+    text.push_str("[CFOptions \"default\"]\n  uncache_aggressiveness=0\n");
+    fs.write_file(&path, text.as_bytes(), true).unwrap();
+    let db = DB::open(o, "/db").unwrap();
+    assert_eq!(
+        db.get(&ReadOptions::default(), b"k").unwrap().as_deref(),
+        Some(&b"v"[..])
+    );
+    db.close().unwrap();
+    let lines = reported(&fs);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains("DBOptions.follower_refresh_catchup_period_ms")
+            && lines[0].contains("CFOptions.uncache_aggressiveness")
+            && lines[0].contains(&newest),
+        "{}",
+        lines[0]
+    );
+}

@@ -463,21 +463,11 @@ fn column_families_ingest_together_or_not_at_all() {
 
 /// RocksDB 7.8.3's `ldb scan` of `db` prints exactly `expect`.
 fn ldb_scan_is(db: &Path, expect: &[(&str, &str)]) {
-    let Some(mut ldb) = common::rocksdb::ldb() else {
+    let Some(out) = common::rocksdb::ldb_scan(db, false) else {
         return;
     };
-    let out = ldb
-        .arg(format!("--db={}", db.display()))
-        .arg("scan")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "ldb scan: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let want: String = expect.iter().map(|(k, v)| format!("{k} : {v}\n")).collect();
-    assert_eq!(String::from_utf8_lossy(&out.stdout), want);
+    assert_eq!(out, want);
 }
 
 /// Runs `ldb --db=<db> <args>` with `stdin`, asserting success.

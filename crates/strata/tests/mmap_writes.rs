@@ -105,21 +105,14 @@ fn mmap_written_tables_hold_the_data_and_are_cut_to_size() {
     db.close().unwrap();
 
     // RocksDB reads every table (ldb scan prints one line per key).
-    let Some(mut ldb) = common::rocksdb::ldb() else {
+    let Some(out) = common::rocksdb::ldb_scan(&path, false) else {
         return;
     };
-    let out = ldb
-        .arg(format!("--db={}", path.display()))
-        .arg("scan")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "ldb scan: {}",
-        String::from_utf8_lossy(&out.stderr)
+    assert_eq!(
+        out.lines().count(),
+        model.len(),
+        "keys RocksDB's ldb scan read"
     );
-    let lines = String::from_utf8_lossy(&out.stdout).lines().count();
-    assert_eq!(lines, model.len(), "keys RocksDB's ldb scan read");
 }
 
 #[test]

@@ -184,20 +184,8 @@ fn plain_table_column_family_serves_every_read() {
 
 /// `ldb` lines (`0xKEY : 0xVALUE`) of a scan with `--hex`.
 fn ldb_scan(dir: &std::path::Path) -> Option<Vec<String>> {
-    let mut c = common::rocksdb::ldb()?;
-    let out = c
-        .arg(format!("--db={}", dir.display()))
-        .arg("--hex")
-        .arg("scan")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "ldb scan: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     Some(
-        String::from_utf8_lossy(&out.stdout)
+        common::rocksdb::ldb_scan(dir, true)?
             .lines()
             .map(str::to_string)
             .collect(),

@@ -390,6 +390,18 @@ impl DB {
         inner.released_versions.bind(Arc::downgrade(&inner));
         if !read_only {
             inner.log_options();
+            // Options the newest OPTIONS file holds that Strata does not
+            // know (a newer RocksDB wrote them): reported once, ignored.
+            if let Ok(Some(f)) = super::options_parser::load_latest_in(&*inner.fs, &inner.dbname) {
+                let unknown = f.unknown_options();
+                if !unknown.is_empty() {
+                    inner.info_log.log(&format!(
+                        "{}: options Strata does not know, ignored: {}",
+                        f.name,
+                        unknown.join(", ")
+                    ));
+                }
+            }
         }
         inner.recover_wals()?;
         if !read_only {

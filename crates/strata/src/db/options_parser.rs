@@ -4,7 +4,9 @@
 //! [`OptionsFile::apply_cf`] apply the settings that shape files and
 //! compaction (RocksDB's `LoadLatestOptions` for what Strata supports).
 //! Unknown sections and options are ignored, as RocksDB does with
-//! `ignore_unknown_options`; malformed lines and values are
+//! `ignore_unknown_options` ([`OptionsFile::unknown_options`] lists them,
+//! and `DB::open` reports those of the database's newest file once in the
+//! LOG); malformed lines and values are
 //! `InvalidArgument` errors naming the file and line or option.
 //!
 //! Also [`sanitize`]: the adjustments RocksDB's `SanitizeOptions` makes to
@@ -58,26 +60,67 @@ fn unescape(s: &str) -> String {
 /// The newest `OPTIONS-NNNNNN` file of the database directory `db` (on the
 /// real file system), parsed; `None` when it has none (or no directory).
 pub fn load_latest(db: &std::path::Path) -> Result<Option<OptionsFile>> {
-    let Ok(entries) = std::fs::read_dir(db) else {
+    load_latest_in(&crate::fs::posix::PosixFileSystem::new(), db)
+}
+
+/// [`load_latest`] on the file system `fs`.
+pub fn load_latest_in(
+    fs: &dyn crate::fs::FileSystem,
+    db: &std::path::Path,
+) -> Result<Option<OptionsFile>> {
+    let Ok(children) = fs.children(db) else {
         return Ok(None);
     };
-    let newest = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            match crate::filename::parse_file_name(&name)? {
-                (n, crate::filename::FileType::Options) => Some((n, name)),
-                _ => None,
-            }
+    let newest = children
+        .into_iter()
+        .filter_map(|name| match crate::filename::parse_file_name(&name)? {
+            (n, crate::filename::FileType::Options) => Some((n, name)),
+            _ => None,
         })
         .max();
     let Some((_, name)) = newest else {
         return Ok(None);
     };
     let path = db.join(&name);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
-    parse(&name, &text).map(Some)
+    let bytes = fs.read_file(&path)?;
+    parse(&name, &String::from_utf8_lossy(&bytes)).map(Some)
+}
+
+/// The option names Strata's own OPTIONS files hold, per section.
+struct KnownOptions {
+    db: std::collections::BTreeSet<String>,
+    cf: std::collections::BTreeSet<String>,
+    tables: BTreeMap<String, std::collections::BTreeSet<String>>,
+}
+
+/// [`KnownOptions`], from what Strata writes for a block-based and a
+/// PlainTable column family.
+fn known_options() -> KnownOptions {
+    let o = Options::default();
+    let plain = ColumnFamilyOptions {
+        table_factory: TableFactory::Plain(Default::default()),
+        ..o.cf.clone()
+    };
+    let text = super::options_file::render(&o, &[(0, "default", &o.cf), (1, "plain", &plain)]);
+    let mut known = KnownOptions {
+        db: Default::default(),
+        cf: Default::default(),
+        tables: BTreeMap::new(),
+    };
+    let Ok(f) = parse("OPTIONS", &text) else {
+        return known;
+    };
+    known.db = f.db.keys().cloned().collect();
+    known.cf = f.cfs.values().flat_map(|m| m.keys().cloned()).collect();
+    for (cf, m) in &f.tables {
+        let kind = f.table_types.get(cf).cloned().unwrap_or_default();
+        known
+            .tables
+            .entry(kind)
+            .or_default()
+            .extend(m.keys().cloned());
+    }
+    known
 }
 
 /// Parses the text of an OPTIONS file.
@@ -198,6 +241,40 @@ fn count(file: &str, key: &str, v: &str) -> Result<Option<usize>> {
 }
 
 impl OptionsFile {
+    /// The options of this file Strata does not know (neither applies nor
+    /// writes), as `Section.name` (`DBOptions.`, `CFOptions.`,
+    /// `TableOptions/<factory>.`), each once, sorted: what a newer RocksDB
+    /// wrote. Strata knows every option its own OPTIONS files hold.
+    pub fn unknown_options(&self) -> Vec<String> {
+        let known = known_options();
+        let mut out = std::collections::BTreeSet::new();
+        for k in self.db.keys() {
+            if !known.db.contains(k) {
+                out.insert(format!("DBOptions.{k}"));
+            }
+        }
+        for m in self.cfs.values() {
+            for k in m.keys() {
+                if !known.cf.contains(k) {
+                    out.insert(format!("CFOptions.{k}"));
+                }
+            }
+        }
+        for (cf, m) in &self.tables {
+            let kind = self
+                .table_types
+                .get(cf)
+                .map_or("BlockBasedTable", String::as_str);
+            let names = known.tables.get(kind);
+            for k in m.keys() {
+                if !names.is_some_and(|n| n.contains(k)) {
+                    out.insert(format!("TableOptions/{kind}.{k}"));
+                }
+            }
+        }
+        out.into_iter().collect()
+    }
+
     /// The column families the file has `[CFOptions "name"]` sections for.
     pub fn column_families(&self) -> impl Iterator<Item = &str> {
         self.cfs.keys().map(|s| s.as_str())
@@ -685,6 +762,42 @@ mod tests {
         let mut c = ColumnFamilyOptions::default();
         f.apply_cf("other", &mut c).unwrap();
         assert_eq!(c.compaction_style, CompactionStyle::Level);
+    }
+
+    /// Options Strata writes are all known; options of a newer RocksDB
+    /// (or RocksDB options Strata does not have) are listed, each once.
+    #[test]
+    fn lists_the_options_strata_does_not_know() {
+        assert_eq!(
+            parse("O", ROCKSDB_STYLE).unwrap().unknown_options(),
+            Vec::<String>::new()
+        );
+        let o = Options::default();
+        let plain = ColumnFamilyOptions {
+            table_factory: TableFactory::Plain(Default::default()),
+            ..o.cf.clone()
+        };
+        let own =
+            super::super::options_file::render(&o, &[(0, "default", &o.cf), (3, "p", &plain)]);
+        assert_eq!(
+            parse("O", &own).unwrap().unknown_options(),
+            Vec::<String>::new()
+        );
+        let newer = format!(
+            "{ROCKSDB_STYLE}\n[DBOptions]\n  follower_refresh_catchup_period_ms=10000\n\
+             [CFOptions \"x\"]\n  uncache_aggressiveness=0\n\
+             [TableOptions/BlockBasedTable \"x\"]\n  use_delta_encoding=true\n  \
+             block_align=false\n[CFOptions \"y\"]\n  uncache_aggressiveness=5\n"
+        );
+        assert_eq!(
+            parse("O", &newer).unwrap().unknown_options(),
+            vec![
+                "CFOptions.uncache_aggressiveness",
+                "DBOptions.follower_refresh_catchup_period_ms",
+                "TableOptions/BlockBasedTable.block_align",
+                "TableOptions/BlockBasedTable.use_delta_encoding",
+            ]
+        );
     }
 
     #[test]

@@ -9,6 +9,25 @@ pub fn ldb() -> Option<Command> {
     tool("ldb")
 }
 
+/// What RocksDB's `ldb scan` (with `--hex` if `hex`) prints for the
+/// database at `db` (one `key : value` line per entry); `None` as [`ldb`].
+/// A failing scan fails the test.
+#[allow(dead_code)]
+pub fn ldb_scan(db: &std::path::Path, hex: bool) -> Option<String> {
+    let mut c = ldb()?;
+    c.arg(format!("--db={}", db.display()));
+    if hex {
+        c.arg("--hex");
+    }
+    let out = c.arg("scan").output().unwrap();
+    assert!(
+        out.status.success(),
+        "ldb scan: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// A command for RocksDB's `db_bench`, as [`ldb`].
 #[allow(dead_code)]
 pub fn db_bench() -> Option<Command> {
