@@ -35,6 +35,16 @@ fn wait_until_released(wbm: &WriteBufferManager) {
     }
 }
 
+/// Writes `key000000`..`key019999` (50-byte values) and flushes them.
+fn fill_keys_and_flush(db: &DB) {
+    let wo = WriteOptions::default();
+    for i in 0..20_000u32 {
+        db.put(&wo, format!("key{i:06}").as_bytes(), &[b'v'; 50])
+            .unwrap();
+    }
+    db.flush().unwrap();
+}
+
 fn sst_count(db: &DB) -> usize {
     db.live_files_metadata().len()
 }
@@ -361,12 +371,7 @@ fn cache_index_and_filter_blocks_are_cache_entries() {
         // Every table stays in level 0.
         o.cf.disable_auto_compactions = true;
         let db = DB::open(o, "/db").unwrap();
-        let wo = WriteOptions::default();
-        for i in 0..20_000u32 {
-            db.put(&wo, format!("key{i:06}").as_bytes(), &[b'v'; 50])
-                .unwrap();
-        }
-        db.flush().unwrap();
+        fill_keys_and_flush(&db);
         let tables = sst_count(&db) as u64;
         assert!(tables > 2, "{tables} tables");
         let ro = ReadOptions::default();
@@ -465,12 +470,7 @@ fn partitioned_top_levels_are_pinned_or_cached() {
         o.cf.write_buffer_size = 256 << 10;
         o.cf.disable_auto_compactions = true;
         let db = DB::open(o, "/db").unwrap();
-        let wo = WriteOptions::default();
-        for i in 0..20_000u32 {
-            db.put(&wo, format!("key{i:06}").as_bytes(), &[b'v'; 50])
-                .unwrap();
-        }
-        db.flush().unwrap();
+        fill_keys_and_flush(&db);
         let ro = ReadOptions::default();
         for i in (0..20_000u32).step_by(97) {
             assert_eq!(

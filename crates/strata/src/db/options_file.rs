@@ -478,43 +478,35 @@ mod tests {
             let mut c = ColumnFamilyOptions::default();
             f.apply_cf("default", &mut c).unwrap();
             let w = &o.cf;
-            assert_eq!(c.checksum, w.checksum);
-            assert_eq!(c.format_version, w.format_version);
-            assert_eq!(c.block_size, w.block_size);
-            assert_eq!(c.block_restart_interval, w.block_restart_interval);
-            assert_eq!(
-                c.index_block_restart_interval,
-                w.index_block_restart_interval
-            );
-            assert_eq!(c.index_shortening, w.index_shortening);
-            assert_eq!(c.enable_index_compression, w.enable_index_compression);
-            assert_eq!(c.data_block_index_type, w.data_block_index_type);
-            assert_eq!(c.index_type, w.index_type, "{text}");
-            assert_eq!(c.partition_filters, w.partition_filters);
-            assert_eq!(c.metadata_block_size, w.metadata_block_size);
-            assert_eq!(c.bloom_bits_per_key, w.bloom_bits_per_key, "{text}");
-            assert_eq!(c.filter_policy, w.filter_policy, "{text}");
-            assert_eq!(c.whole_key_filtering, w.whole_key_filtering);
-            assert_eq!(
-                c.cache_index_and_filter_blocks,
-                w.cache_index_and_filter_blocks
-            );
-            assert_eq!(
-                c.pin_l0_filter_and_index_blocks_in_cache,
-                w.pin_l0_filter_and_index_blocks_in_cache
-            );
-            assert_eq!(
-                c.pin_top_level_index_and_filter,
-                w.pin_top_level_index_and_filter
-            );
-            assert_eq!(c.optimize_filters_for_hits, w.optimize_filters_for_hits);
-            assert_eq!(c.compression, w.compression);
-            assert_eq!(c.compression_per_level, w.compression_per_level);
-            assert_eq!(c.bottommost_compression, w.bottommost_compression);
-            assert_eq!(c.compression_opts, w.compression_opts, "{text}");
-            assert_eq!(
-                c.bottommost_compression_opts, w.bottommost_compression_opts,
-                "{text}"
+            macro_rules! same {
+                ($($field:ident),* $(,)?) => {
+                    $(assert_eq!(c.$field, w.$field, "{}: {text}", stringify!($field));)*
+                };
+            }
+            same!(
+                checksum,
+                format_version,
+                block_size,
+                block_restart_interval,
+                index_block_restart_interval,
+                index_shortening,
+                enable_index_compression,
+                data_block_index_type,
+                index_type,
+                partition_filters,
+                metadata_block_size,
+                bloom_bits_per_key,
+                filter_policy,
+                whole_key_filtering,
+                cache_index_and_filter_blocks,
+                pin_l0_filter_and_index_blocks_in_cache,
+                pin_top_level_index_and_filter,
+                optimize_filters_for_hits,
+                compression,
+                compression_per_level,
+                bottommost_compression,
+                compression_opts,
+                bottommost_compression_opts,
             );
         }
     }

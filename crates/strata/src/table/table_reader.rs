@@ -262,7 +262,7 @@ impl BlockBasedTable {
                 c.insert(cache_id, h.offset, Arc::clone(b));
             }
         };
-        let source = || {
+        let source_with = |read_opts: BlockReadOptions| {
             Arc::new(PartitionSource {
                 file: Arc::clone(&file),
                 name: name.clone(),
@@ -273,6 +273,7 @@ impl BlockBasedTable {
                 value_delta: props.index_value_is_delta_encoded != 0,
             })
         };
+        let source = || source_with(read_opts);
         let partitions = (index_type == INDEX_TWO_LEVEL).then(source);
         let hold_index = if partitions.is_some() { hold_top } else { hold };
         let index_block = if hold_index {
@@ -324,17 +325,9 @@ impl BlockBasedTable {
 
         // Index and filter blocks read again after eviction are checked as
         // at open (a damaged filter must not rule out a present key).
-        let meta_source = Arc::new(PartitionSource {
-            file: Arc::clone(&file),
-            name: name.clone(),
-            read_opts: BlockReadOptions {
-                verify_checksums: true,
-                ..read_opts
-            },
-            cache: opts.block_cache.clone(),
-            cache_id,
-            order: index_order.clone(),
-            value_delta: props.index_value_is_delta_encoded != 0,
+        let meta_source = source_with(BlockReadOptions {
+            verify_checksums: true,
+            ..read_opts
         });
         let mut range_tombstones = Vec::new();
         if let Some(&h) = meta.get(RANGE_DEL_BLOCK) {
@@ -627,29 +620,15 @@ impl BlockBasedTable {
         let probe = if self.whole_key_filtering {
             user_key
         } else {
-            match &self.prefix_filter {
-                Some(pe) if pe.in_domain(user_key) => pe.transform(user_key),
-                _ if matches!(f, TableFilter::Partitioned(_)) => user_key,
+            // Partitioned filters are probed by whole keys only.
+            match (f, &self.prefix_filter) {
+                (TableFilter::Partitioned(_), _) => return true,
+                (_, Some(pe)) if pe.in_domain(user_key) => pe.transform(user_key),
                 _ => return true,
             }
         };
-        let cached;
-        let full = match f {
-            TableFilter::Full(f) => Some(f),
-            TableFilter::FullCached(h) => match self.meta_source.opaque_block(*h, no_io) {
-                Ok(b) => {
-                    cached = FilterReader::from_shared(Arc::clone(b.data()));
-                    Some(&cached)
-                }
-                // Not in the cache with no_io, or unreadable: may match
-                // (the data read that follows reports damage).
-                Err(_) => return true,
-            },
-            TableFilter::Partitioned(_) => None,
-        };
-        let may = match (full, f) {
-            (Some(f), _) => f.key_may_match(probe),
-            (None, TableFilter::Partitioned(p)) if self.whole_key_filtering => {
+        let may = match f {
+            TableFilter::Partitioned(p) => {
                 let lookup = crate::format::make_internal_key(
                     user_key,
                     crate::format::MAX_SEQUENCE_NUMBER,
@@ -657,7 +636,13 @@ impl BlockBasedTable {
                 );
                 p.key_may_match(&lookup, user_key, no_io)
             }
-            (None, _) => return true,
+            // A cached filter not at hand (not in the cache with no_io, or
+            // unreadable) may match: the data read that follows reports
+            // damage.
+            full => match self.full_filter_may_match(full, probe, no_io) {
+                Some(may) => may,
+                None => return true,
+            },
         };
         record(
             &self.statistics,
@@ -671,20 +656,27 @@ impl BlockBasedTable {
         may
     }
 
+    /// A full filter's answer for `probe`, the filter held or from the block
+    /// cache; `None` for a partitioned filter and for a cached one that
+    /// cannot be had (not in the cache with `no_io`, or unreadable).
+    fn full_filter_may_match(&self, f: &TableFilter, probe: &[u8], no_io: bool) -> Option<bool> {
+        match f {
+            TableFilter::Full(f) => Some(f.key_may_match(probe)),
+            TableFilter::FullCached(h) => {
+                let b = self.meta_source.opaque_block(*h, no_io).ok()?;
+                Some(FilterReader::from_shared(Arc::clone(b.data())).key_may_match(probe))
+            }
+            TableFilter::Partitioned(_) => None,
+        }
+    }
+
     /// False only if the filter proves no key shares `user_key`'s prefix
     /// (under the prefix extractor this table's filter was built with).
     pub fn prefix_of_key_may_match(&self, user_key: &[u8]) -> bool {
         match (&self.filter, &self.prefix_filter) {
-            (Some(TableFilter::Full(f)), Some(pe)) if pe.in_domain(user_key) => {
-                f.key_may_match(pe.transform(user_key))
-            }
-            (Some(TableFilter::FullCached(h)), Some(pe)) if pe.in_domain(user_key) => {
-                match self.meta_source.opaque_block(*h, false) {
-                    Ok(b) => FilterReader::from_shared(Arc::clone(b.data()))
-                        .key_may_match(pe.transform(user_key)),
-                    Err(_) => true,
-                }
-            }
+            (Some(f), Some(pe)) if pe.in_domain(user_key) => self
+                .full_filter_may_match(f, pe.transform(user_key), false)
+                .unwrap_or(true),
             _ => true,
         }
     }
