@@ -307,6 +307,7 @@ fn each_open_leaves_one_manifest_and_a_rolled_one_goes_too() {
         let db = DB::open(o.clone(), "/db").unwrap();
         db.put(&WriteOptions::default(), &key(round), b"v").unwrap();
         db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
         assert_eq!(manifests(), 1, "round {round}: {:?}", fs.file_names());
         db.close().unwrap();
     }
@@ -315,6 +316,10 @@ fn each_open_leaves_one_manifest_and_a_rolled_one_goes_too() {
     for i in 0..5 {
         db.put(&WriteOptions::default(), &key(i), b"w").unwrap();
         db.flush().unwrap();
+        // A compaction the flush scheduled may be rolling the MANIFEST
+        // right now (the new one written, the old one not yet deleted):
+        // count once the background is idle.
+        db.wait_for_compactions().unwrap();
         assert_eq!(manifests(), 1, "after roll {i}: {:?}", fs.file_names());
     }
     drop(db);
