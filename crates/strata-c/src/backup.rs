@@ -9,7 +9,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use strata::Env;
-use strata::utilities::backup::{BackupEngine, BackupEngineOptions, BackupInfo, RestoreOptions};
+use strata::utilities::backup::{
+    BackupEngine, BackupEngineOptions, BackupInfo, RestoreOptions, ShareFilesNaming,
+};
 use strata::utilities::checkpoint::Checkpoint;
 
 use crate::db::{DbAccess, db_of, rocksdb_t};
@@ -70,12 +72,17 @@ pub unsafe extern "C" fn rocksdb_checkpoint_object_destroy(cp: *mut rocksdb_chec
 /// Background threads (flushes: high priority; compactions: low).
 pub struct rocksdb_env_t {
     pub env: Arc<Env>,
+    /// See `rocksdb_env_set_bottom_priority_background_threads`.
+    pub bottom_priority_threads: std::sync::atomic::AtomicI32,
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn rocksdb_create_default_env() -> *mut rocksdb_env_t {
     guard_quiet(std::ptr::null_mut(), || match Env::new(1, 1, 8 << 20) {
-        Ok(env) => into_raw(rocksdb_env_t { env }),
+        Ok(env) => into_raw(rocksdb_env_t {
+            env,
+            bottom_priority_threads: std::sync::atomic::AtomicI32::new(0),
+        }),
         Err(_) => std::ptr::null_mut(),
     })
 }
@@ -574,4 +581,84 @@ pub unsafe extern "C" fn rocksdb_backup_engine_options_destroy(
 ) {
     // SAFETY: NULL or live options.
     guard_quiet((), || unsafe { drop_raw(o) })
+}
+
+/// RocksDB's `ShareFilesNaming` bits: 1 legacy (crc32c and size), 2 the
+/// db session id, with `1 << 31` adding the size.
+const NAMING_LEGACY: u32 = 1;
+const NAMING_SESSION_ID: u32 = 2;
+const NAMING_FLAG_FILE_SIZE: u32 = 1 << 31;
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_backup_engine_options_set_share_files_with_checksum_naming(
+    options: *mut rocksdb_backup_engine_options_t,
+    val: c_int,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or live options.
+        let Some(o) = (unsafe { options.as_mut() }) else {
+            return;
+        };
+        let bits = val as u32;
+        o.opts.share_files_with_checksum_naming = match bits & !NAMING_FLAG_FILE_SIZE {
+            NAMING_LEGACY => ShareFilesNaming::LegacyCrc32cAndFileSize,
+            NAMING_SESSION_ID => ShareFilesNaming::UseDbSessionId {
+                include_file_size: bits & NAMING_FLAG_FILE_SIZE != 0,
+            },
+            // Not a naming RocksDB has: unchanged.
+            _ => return,
+        };
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_backup_engine_options_get_share_files_with_checksum_naming(
+    options: *mut rocksdb_backup_engine_options_t,
+) -> c_int {
+    guard_quiet(0, || {
+        // SAFETY: NULL or live options.
+        unsafe { options.as_ref() }.map_or(0, |o| {
+            (match o.opts.share_files_with_checksum_naming {
+                ShareFilesNaming::LegacyCrc32cAndFileSize => NAMING_LEGACY,
+                ShareFilesNaming::UseDbSessionId { include_file_size } => {
+                    NAMING_SESSION_ID
+                        | if include_file_size {
+                            NAMING_FLAG_FILE_SIZE
+                        } else {
+                            0
+                        }
+                }
+            }) as c_int
+        })
+    })
+}
+
+/// RocksDB's bottom-priority pool runs bottommost compactions when it has
+/// threads. Strata runs every compaction in its low-priority pool; the
+/// count is kept for the getter.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_env_set_bottom_priority_background_threads(
+    env: *mut rocksdb_env_t,
+    n: c_int,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or a live env.
+        if let Some(e) = unsafe { env.as_ref() } {
+            e.bottom_priority_threads
+                .store(n, std::sync::atomic::Ordering::Relaxed);
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_env_get_bottom_priority_background_threads(
+    env: *mut rocksdb_env_t,
+) -> c_int {
+    guard_quiet(0, || {
+        // SAFETY: NULL or a live env.
+        unsafe { env.as_ref() }.map_or(0, |e| {
+            e.bottom_priority_threads
+                .load(std::sync::atomic::Ordering::Relaxed)
+        })
+    })
 }

@@ -190,3 +190,31 @@ pub unsafe extern "C" fn rocksdb_write_writebatch_wi(
         st(db_of(db)?.write(wo_of(options)?, b.wbwi.write_batch().clone()))
     })
 }
+
+/// An iterator over `base_iterator` (a database iterator, which this call
+/// takes over and frees) overlaid with the batch's writes as they are now
+/// (RocksDB's `NewIteratorWithBase`). A base that is not a database
+/// iterator gives an iterator that reports the error.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_writebatch_wi_create_iterator_with_base(
+    wbwi: *mut rocksdb_writebatch_wi_t,
+    base_iterator: *mut crate::iterator::rocksdb_iterator_t,
+) -> *mut crate::iterator::rocksdb_iterator_t {
+    guard_quiet(std::ptr::null_mut(), || {
+        // SAFETY: NULL or an iterator of this library, now ours to free.
+        let base = (!base_iterator.is_null()).then(|| unsafe { Box::from_raw(base_iterator) });
+        // SAFETY: NULL or a live batch.
+        let r = match (
+            unsafe { wbwi.as_ref() },
+            base.and_then(|b| b.it.into_db_iterator()),
+        ) {
+            (Some(b), Some(base)) => Ok(b.wbwi.iter_with_base(base, 0, None)),
+            (None, _) => Err("Invalid argument: write batch is NULL".to_string()),
+            (_, None) => Err("Invalid argument: base_iterator is not a database iterator".into()),
+        };
+        match r {
+            Ok(it) => into_raw(crate::iterator::rocksdb_iterator_t { it: Box::new(it) }),
+            Err(msg) => crate::iterator::wrap_failed(msg),
+        }
+    })
+}

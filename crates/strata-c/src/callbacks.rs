@@ -337,6 +337,104 @@ pub unsafe extern "C" fn rocksdb_compactionfilter_destroy(f: *mut rocksdb_compac
     guard_quiet((), || unsafe { drop_raw(f) })
 }
 
+// ---- compaction filter factories ----
+
+/// What a factory's callback is told of the compaction (RocksDB's
+/// `CompactionFilter::Context`), valid during the callback.
+pub struct rocksdb_compactionfiltercontext_t {
+    context: strata::compaction_filter::CompactionFilterContext,
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_compactionfiltercontext_is_full_compaction(
+    context: *mut rocksdb_compactionfiltercontext_t,
+) -> c_uchar {
+    // SAFETY: NULL or the context of a running callback.
+    guard_quiet(0, || {
+        unsafe { context.as_ref() }.map_or(0, |c| c_uchar::from(c.context.is_full_compaction))
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_compactionfiltercontext_is_manual_compaction(
+    context: *mut rocksdb_compactionfiltercontext_t,
+) -> c_uchar {
+    // SAFETY: NULL or the context of a running callback.
+    guard_quiet(0, || {
+        unsafe { context.as_ref() }.map_or(0, |c| c_uchar::from(c.context.is_manual_compaction))
+    })
+}
+
+type CreateFilterFn = unsafe extern "C" fn(
+    *mut c_void,
+    *mut rocksdb_compactionfiltercontext_t,
+) -> *mut rocksdb_compactionfilter_t;
+
+struct CCompactionFilterFactory {
+    st: State,
+    create: CreateFilterFn,
+    name: String,
+}
+
+impl strata::compaction_filter::CompactionFilterFactory for CCompactionFilterFactory {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn create_compaction_filter(
+        &self,
+        context: &strata::compaction_filter::CompactionFilterContext,
+    ) -> Option<Arc<dyn CompactionFilter>> {
+        let mut c = rocksdb_compactionfiltercontext_t { context: *context };
+        // SAFETY: the caller's callback with its state; the context lives
+        // through the call.
+        let f = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+            (self.create)(self.st.state, &mut c)
+        }))
+        .ok()?;
+        if f.is_null() {
+            return None;
+        }
+        // SAFETY: a filter from rocksdb_compactionfilter_create, handed
+        // over (RocksDB deletes it when the compaction ends: the filter's
+        // destructor runs when the compaction drops it).
+        let f = unsafe { Box::from_raw(f) };
+        Some(Arc::clone(&f.filter))
+    }
+}
+
+/// A compaction filter factory (RocksDB takes ownership of it when set on
+/// options; `destructor(state)` runs when the last user drops it).
+pub struct rocksdb_compactionfilterfactory_t {
+    pub factory: Arc<dyn strata::compaction_filter::CompactionFilterFactory>,
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_compactionfilterfactory_create(
+    state: *mut c_void,
+    destructor: Destructor,
+    create_compaction_filter: Option<CreateFilterFn>,
+    name: NameFn,
+) -> *mut rocksdb_compactionfilterfactory_t {
+    guard_quiet(std::ptr::null_mut(), || {
+        let st = State { state, destructor };
+        let Some(create) = create_compaction_filter else {
+            return std::ptr::null_mut();
+        };
+        let name = read_name(name, state, "strata.CCompactionFilterFactory");
+        into_raw(rocksdb_compactionfilterfactory_t {
+            factory: Arc::new(CCompactionFilterFactory { st, create, name }),
+        })
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_compactionfilterfactory_destroy(
+    f: *mut rocksdb_compactionfilterfactory_t,
+) {
+    // SAFETY: NULL or from rocksdb_compactionfilterfactory_create.
+    guard_quiet((), || unsafe { drop_raw(f) })
+}
+
 // ---- prefix extractors ----
 
 type TransformFn =

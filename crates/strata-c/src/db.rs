@@ -152,7 +152,18 @@ pub(crate) fn wo_of<'a>(
     unsafe { handle(o, "write options") }.map(|o| &o.opts)
 }
 
-pub(crate) fn options_of<'a>(o: *const rocksdb_options_t) -> Result<&'a strata::Options, String> {
+/// The options a database or column family is opened or created with
+/// (see [`rocksdb_options_t::engine`]).
+pub(crate) fn options_of(o: *const rocksdb_options_t) -> Result<strata::Options, String> {
+    // SAFETY: NULL or live options.
+    unsafe { handle(o, "options") }?.engine()
+}
+
+/// The options as set, for calls that open nothing (destroy, repair,
+/// listing column families).
+pub(crate) fn set_options_of<'a>(
+    o: *const rocksdb_options_t,
+) -> Result<&'a strata::Options, String> {
     // SAFETY: NULL or live options.
     unsafe { handle(o, "options") }.map(|o| &o.opts)
 }
@@ -445,7 +456,7 @@ pub unsafe extern "C" fn rocksdb_destroy_db(
     errptr: *mut *mut c_char,
 ) {
     guard(errptr, (), || {
-        let o = options_of(options)?;
+        let o = set_options_of(options)?;
         // SAFETY: a C string (C API contract).
         let name = unsafe { cstr(name, "db name") }?;
         st(strata::db::destroy_db(o, name))
@@ -459,7 +470,7 @@ pub unsafe extern "C" fn rocksdb_repair_db(
     errptr: *mut *mut c_char,
 ) {
     guard(errptr, (), || {
-        let o = options_of(options)?;
+        let o = set_options_of(options)?;
         // SAFETY: a C string (C API contract).
         let name = unsafe { cstr(name, "db name") }?;
         st(strata::db::repair_db(o, name))
@@ -483,7 +494,7 @@ pub unsafe extern "C" fn rocksdb_list_column_families(
     errptr: *mut *mut c_char,
 ) -> *mut *mut c_char {
     guard(errptr, std::ptr::null_mut(), || {
-        let o = options_of(options)?;
+        let o = set_options_of(options)?;
         // SAFETY: a C string (C API contract).
         let name = unsafe { cstr(name, "db name") }?;
         let names = st(DB::list_column_families(o, name))?;
@@ -1459,4 +1470,70 @@ pub unsafe extern "C" fn rocksdb_livefiles_deletions(
 pub unsafe extern "C" fn rocksdb_livefiles_destroy(lf: *const rocksdb_livefiles_t) {
     // SAFETY: NULL or from rocksdb_livefiles.
     guard_quiet((), || unsafe { drop_raw(lf as *mut rocksdb_livefiles_t) })
+}
+
+// ---- manual compaction pause, background work, compaction hints ----
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_disable_manual_compaction(db: *mut rocksdb_t) {
+    guard_quiet((), || {
+        if let Ok(db) = db_of(db) {
+            db.disable_manual_compaction();
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_enable_manual_compaction(db: *mut rocksdb_t) {
+    guard_quiet((), || {
+        if let Ok(db) = db_of(db) {
+            db.enable_manual_compaction();
+        }
+    })
+}
+
+/// RocksDB's C signature reports nothing: a failure to flush writes that
+/// skipped the WAL surfaces again at close.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_cancel_all_background_work(db: *mut rocksdb_t, wait: c_uchar) {
+    guard_quiet((), || {
+        if let Ok(db) = db_of(db) {
+            let _ = db.cancel_all_background_work(wait != 0);
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_suggest_compact_range(
+    db: *mut rocksdb_t,
+    start_key: *const c_char,
+    start_key_len: usize,
+    limit_key: *const c_char,
+    limit_key_len: usize,
+    errptr: *mut *mut c_char,
+) {
+    guard(errptr, (), || {
+        let db = db_of(db)?;
+        // SAFETY: the keys address their lengths.
+        let r = unsafe { range(start_key, start_key_len, limit_key, limit_key_len) };
+        st(db.suggest_compact_range_cf(&db.default_cf(), r.0, r.1))
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_suggest_compact_range_cf(
+    db: *mut rocksdb_t,
+    cf: *mut rocksdb_column_family_handle_t,
+    start_key: *const c_char,
+    start_key_len: usize,
+    limit_key: *const c_char,
+    limit_key_len: usize,
+    errptr: *mut *mut c_char,
+) {
+    guard(errptr, (), || {
+        let db = db_of(db)?;
+        // SAFETY: the keys address their lengths.
+        let r = unsafe { range(start_key, start_key_len, limit_key, limit_key_len) };
+        st(db.suggest_compact_range_cf(cf_of(cf)?, r.0, r.1))
+    })
 }

@@ -26,10 +26,15 @@ pub trait CIterator {
     fn key(&self) -> &[u8];
     fn value(&self) -> &[u8];
     fn status(&self) -> strata::Result<()>;
+    /// The database iterator itself, if this is one (for
+    /// `rocksdb_writebatch_wi_create_iterator_with_base`).
+    fn into_db_iterator(self: Box<Self>) -> Option<DbIterator> {
+        None
+    }
 }
 
 macro_rules! impl_c_iterator {
-    ($t:ty) => {
+    ($t:ty, |$it:ident| $into_db:expr) => {
         impl CIterator for $t {
             fn valid(&self) -> bool {
                 <$t>::valid(self)
@@ -61,12 +66,16 @@ macro_rules! impl_c_iterator {
             fn status(&self) -> strata::Result<()> {
                 <$t>::status(self)
             }
+            fn into_db_iterator(self: Box<Self>) -> Option<DbIterator> {
+                let $it = self;
+                $into_db
+            }
         }
     };
 }
 
-impl_c_iterator!(DbIterator);
-impl_c_iterator!(BaseDeltaIterator<'static>);
+impl_c_iterator!(DbIterator, |it| Some(*it));
+impl_c_iterator!(BaseDeltaIterator<'static>, |_it| None);
 
 pub struct rocksdb_iterator_t {
     pub it: Box<dyn CIterator>,

@@ -26,6 +26,9 @@ pub mod metadata;
 #[macro_use]
 pub mod options;
 pub mod compression_options;
+pub mod knobs;
+pub mod memory_usage;
+pub mod perf_context;
 pub mod sst;
 pub mod transactions;
 pub mod wal;

@@ -29,6 +29,21 @@ pub struct rocksdb_options_t {
     pub opts: Options,
     /// `max_open_files` as the caller set it (-1 = unlimited).
     max_open_files: Option<c_int>,
+    /// Settings of RocksDB's own machinery (see [`crate::knobs`]).
+    pub knobs: crate::knobs::DbKnobs,
+}
+
+impl rocksdb_options_t {
+    /// The options a database opens with: Strata's, with what the knobs
+    /// decide applied, or why the knobs ask for what Strata cannot do.
+    pub fn engine(&self) -> Result<Options, String> {
+        if let Some(why) = self.knobs.refusal() {
+            return Err(why);
+        }
+        let mut o = self.opts.clone();
+        o.max_background_jobs = self.knobs.background_jobs(o.max_background_jobs);
+        Ok(o)
+    }
 }
 
 /// RocksDB's `BlockBasedTableOptions` (the subset Strata's tables have).
@@ -98,11 +113,15 @@ pub struct rocksdb_readoptions_t {
     pub opts: ReadOptions,
     verify_checksums: Option<bool>,
     fill_cache: Option<bool>,
+    /// RocksDB read settings Strata keeps (see [`crate::knobs::ReadKnobs`]).
+    pub knobs: crate::knobs::ReadKnobs,
 }
 
 #[derive(Clone, Default)]
 pub struct rocksdb_writeoptions_t {
     pub opts: WriteOptions,
+    /// RocksDB write settings Strata keeps (see [`crate::knobs::WriteKnobs`]).
+    pub knobs: crate::knobs::WriteKnobs,
 }
 
 pub struct rocksdb_flushoptions_t {
@@ -119,6 +138,12 @@ pub struct rocksdb_compactoptions_t {
 
 pub struct rocksdb_universal_compaction_options_t {
     opts: UniversalCompactionOptions,
+    /// RocksDB's `compression_size_percent` (-1: compress every run) and
+    /// `stop_style` (0: similar size, 1: total size): kept; Strata's
+    /// universal picker compresses every run and uses similar-size
+    /// stopping.
+    compression_size_percent: c_int,
+    stop_style: c_int,
 }
 
 pub struct rocksdb_fifo_compaction_options_t {
@@ -1156,6 +1181,7 @@ pub unsafe extern "C" fn rocksdb_load_latest_options(
                 *opts_out.add(i) = into_raw(rocksdb_options_t {
                     opts: o,
                     max_open_files: None,
+                    knobs: Default::default(),
                 });
             }
         }
@@ -1166,6 +1192,7 @@ pub unsafe extern "C" fn rocksdb_load_latest_options(
                 into_raw(rocksdb_options_t {
                     opts: db,
                     max_open_files: None,
+                    knobs: Default::default(),
                 }),
             );
             crate::ffi::put_out(num_column_families, names.len());
@@ -1541,6 +1568,8 @@ pub extern "C" fn rocksdb_universal_compaction_options_create()
 -> *mut rocksdb_universal_compaction_options_t {
     into_raw(rocksdb_universal_compaction_options_t {
         opts: UniversalCompactionOptions::default(),
+        compression_size_percent: -1,
+        stop_style: 0,
     })
 }
 
@@ -1877,4 +1906,54 @@ getter!(
     rocksdb_compactoptions_get_target_level,
     c_int,
     |o| o.target_level
+);
+
+/// Hands the factory to these options (RocksDB takes ownership: do not
+/// destroy it after); NULL unsets it, dropping the options' share.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_set_compaction_filter_factory(
+    opt: *mut rocksdb_options_t,
+    factory: *mut crate::callbacks::rocksdb_compactionfilterfactory_t,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or live options; the factory is ours from here on.
+        if let Some(o) = unsafe { opt.as_mut() } {
+            o.opts.cf.compaction_filter_factory =
+                (!factory.is_null()).then(|| unsafe { Box::from_raw(factory) }.factory);
+        }
+    })
+}
+
+/// RocksDB's cache allocator: Strata never makes one (see
+/// `rocksdb_jemalloc_nodump_allocator_create`), so there is none to use.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_lru_cache_options_set_memory_allocator(
+    _o: *mut rocksdb_lru_cache_options_t,
+    _allocator: *mut crate::memory_usage::rocksdb_memory_allocator_t,
+) {
+}
+
+setter!(
+    rocksdb_universal_compaction_options_t,
+    rocksdb_universal_compaction_options_set_compression_size_percent,
+    c_int,
+    |u, v| u.compression_size_percent = v
+);
+getter!(
+    rocksdb_universal_compaction_options_t,
+    rocksdb_universal_compaction_options_get_compression_size_percent,
+    c_int,
+    |u| u.compression_size_percent
+);
+setter!(
+    rocksdb_universal_compaction_options_t,
+    rocksdb_universal_compaction_options_set_stop_style,
+    c_int,
+    |u, v| u.stop_style = v
+);
+getter!(
+    rocksdb_universal_compaction_options_t,
+    rocksdb_universal_compaction_options_get_stop_style,
+    c_int,
+    |u| u.stop_style
 );

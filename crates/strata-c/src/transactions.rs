@@ -185,6 +185,12 @@ opt_set!(
     usize,
     |o, v| o.opts.max_write_batch_size = v
 );
+opt_set!(
+    rocksdb_transaction_options_t,
+    rocksdb_transaction_options_set_skip_prepare,
+    c_uchar,
+    |o, v| o.opts.skip_prepare = v != 0
+);
 
 #[unsafe(no_mangle)]
 pub extern "C" fn rocksdb_optimistictransaction_options_create()
@@ -392,6 +398,20 @@ pub unsafe extern "C" fn rocksdb_transactiondb_delete(
 ) {
     guard(errptr, (), || {
         st(tdb_of(t)?.delete(wo_of(options)?, unsafe { bytes(key, klen) }))
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_transactiondb_delete_cf(
+    t: *mut rocksdb_transactiondb_t,
+    options: *const rocksdb_writeoptions_t,
+    cf: *mut rocksdb_column_family_handle_t,
+    key: *const c_char,
+    klen: usize,
+    errptr: *mut *mut c_char,
+) {
+    guard(errptr, (), || {
+        st(tdb_of(t)?.delete_cf(wo_of(options)?, cf_of(cf)?, unsafe { bytes(key, klen) }))
     })
 }
 

@@ -243,6 +243,32 @@ fn header_and_library_agree_on_every_signature() {
                 }
             }
         }
+        // Setter/getter pairs (`knobs.rs`): the first `rocksdb_` name
+        // takes the object and a value, the second the object; and
+        // `usage_getter!(name, ..)` takes the report.
+        for mac in ["plain_knob!(", "bool_knob!(", "opt_knob!("] {
+            for (at, _) in src.match_indices(mac) {
+                let args = &src[at + mac.len()..];
+                let names: Vec<&str> = args
+                    .split(',')
+                    .map(str::trim)
+                    .take(3)
+                    .filter(|a| a.starts_with("rocksdb_") && !a.ends_with("_t"))
+                    .collect();
+                if let [set, get] = names[..] {
+                    rust.insert(set.to_string(), 2);
+                    rust.insert(get.to_string(), 1);
+                }
+            }
+        }
+        for (at, _) in src.match_indices("usage_getter!(") {
+            let args = &src[at + "usage_getter!(".len()..];
+            if let Some(name) = args.split(',').next().map(str::trim)
+                && name.starts_with("rocksdb_")
+            {
+                rust.insert(name.to_string(), 1);
+            }
+        }
         // `write_fn!(name, (args), ...)`: db, options, the listed
         // arguments, errptr; `txn_fn!`: the transaction, the arguments,
         // errptr.

@@ -34,6 +34,35 @@ pub trait CompactionFilter: Send + Sync {
 /// Shared handle to a compaction filter.
 pub type CompactionFilterRef = Arc<dyn CompactionFilter>;
 
+/// What a [`CompactionFilterFactory`] is told of the compaction it makes a
+/// filter for (RocksDB's `CompactionFilter::Context`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompactionFilterContext {
+    /// Every table file of the column family is an input.
+    pub is_full_compaction: bool,
+    /// Asked for by `compact_range`/`compact_files`.
+    pub is_manual_compaction: bool,
+    pub column_family_id: u32,
+}
+
+/// Makes one compaction filter per compaction (RocksDB's
+/// `CompactionFilterFactory`): for filters that keep state across the keys
+/// of one compaction. A column family's `compaction_filter`, when set,
+/// wins over its factory (as in RocksDB).
+pub trait CompactionFilterFactory: Send + Sync {
+    /// Shown in the OPTIONS file and the LOG.
+    fn name(&self) -> &str;
+    /// The filter of one compaction; `None`: this compaction filters
+    /// nothing.
+    fn create_compaction_filter(
+        &self,
+        context: &CompactionFilterContext,
+    ) -> Option<CompactionFilterRef>;
+}
+
+/// Shared handle to a compaction filter factory.
+pub type CompactionFilterFactoryRef = Arc<dyn CompactionFilterFactory>;
+
 /// Drops values whose last 4 bytes, a little-endian Unix time in seconds
 /// (as RocksDB's `DBWithTTL` appends), are more than `ttl_seconds` old.
 /// Values shorter than 4 bytes are kept (they cannot carry a timestamp).

@@ -72,6 +72,7 @@ pub use util::file_checksum::{
     FileChecksumGenCrc32cFactory, FileChecksumGenFactory, FileChecksumGenFactoryRef,
     FileChecksumGenerator,
 };
+pub use util::perf_context;
 pub use util::slice_transform::{CappedPrefix, FixedPrefix, SliceTransform, SliceTransformRef};
 pub use util::statistics::{HistogramKind, Statistics, Ticker};
 

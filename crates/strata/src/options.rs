@@ -281,6 +281,8 @@ pub struct ColumnFamilyOptions {
     pub hard_pending_compaction_bytes_limit: u64,
     /// Run on the values compactions rewrite.
     pub compaction_filter: Option<CompactionFilterRef>,
+    /// Makes a filter per compaction when `compaction_filter` is unset.
+    pub compaction_filter_factory: Option<crate::compaction_filter::CompactionFilterFactoryRef>,
     pub universal: UniversalCompactionOptions,
     pub fifo: FifoCompactionOptions,
     /// RocksDB's `ttl`, in seconds (0 = off; [`DEFAULT_COMPACTION_SECONDS`]
@@ -381,6 +383,7 @@ impl Default for ColumnFamilyOptions {
             soft_pending_compaction_bytes_limit: 64 << 30,
             hard_pending_compaction_bytes_limit: 256 << 30,
             compaction_filter: None,
+            compaction_filter_factory: None,
             universal: UniversalCompactionOptions::default(),
             fifo: FifoCompactionOptions::default(),
             ttl: DEFAULT_COMPACTION_SECONDS,
@@ -404,6 +407,11 @@ impl std::fmt::Debug for ColumnFamilyOptions {
 }
 
 impl ColumnFamilyOptions {
+    /// A compaction filter or a factory of them is set.
+    pub fn has_compaction_filter(&self) -> bool {
+        self.compaction_filter.is_some() || self.compaction_filter_factory.is_some()
+    }
+
     /// `max_compaction_bytes`, with 0 meaning RocksDB's default of 25 x
     /// `target_file_size_base`.
     pub fn effective_max_compaction_bytes(&self) -> u64 {
@@ -458,7 +466,7 @@ impl ColumnFamilyOptions {
             };
         }
         if !fifo {
-            if self.compaction_filter.is_some()
+            if self.has_compaction_filter()
                 && self.periodic_compaction_seconds == DEFAULT_COMPACTION_SECONDS
                 && block_based
             {

@@ -2019,6 +2019,524 @@ extern STRATA_C_API rocksdb_optimistictransactiondb_t* rocksdb_optimistictransac
     rocksdb_column_family_handle_t** column_family_handles,
     char** errptr);
 
+
+/* ---- knobs of RocksDB's machinery, compaction hints, memory reports,
+ * perf context (Strata: see crates/strata-c/src/knobs.rs for what each
+ * does here) ---- */
+typedef struct rocksdb_memory_consumers_t rocksdb_memory_consumers_t;
+typedef struct rocksdb_memory_usage_t rocksdb_memory_usage_t;
+typedef struct rocksdb_memory_allocator_t rocksdb_memory_allocator_t;
+typedef struct rocksdb_perfcontext_t rocksdb_perfcontext_t;
+typedef struct rocksdb_ratelimiter_t rocksdb_ratelimiter_t;
+typedef struct rocksdb_dbpath_t rocksdb_dbpath_t;
+typedef struct rocksdb_logger_t rocksdb_logger_t;
+typedef struct rocksdb_compactionfilterfactory_t rocksdb_compactionfilterfactory_t;
+typedef struct rocksdb_compactionfiltercontext_t rocksdb_compactionfiltercontext_t;
+
+/* RocksDB's perf context metric numbers (Strata counts
+ * rocksdb_bloom_sst_hit_count and rocksdb_bloom_sst_miss_count). */
+enum {
+  rocksdb_user_key_comparison_count = 0,
+  rocksdb_block_cache_hit_count,
+  rocksdb_block_read_count,
+  rocksdb_block_read_byte,
+  rocksdb_block_read_time,
+  rocksdb_block_checksum_time,
+  rocksdb_block_decompress_time,
+  rocksdb_get_read_bytes,
+  rocksdb_multiget_read_bytes,
+  rocksdb_iter_read_bytes,
+  rocksdb_internal_key_skipped_count,
+  rocksdb_internal_delete_skipped_count,
+  rocksdb_internal_recent_skipped_count,
+  rocksdb_internal_merge_count,
+  rocksdb_get_snapshot_time,
+  rocksdb_get_from_memtable_time,
+  rocksdb_get_from_memtable_count,
+  rocksdb_get_post_process_time,
+  rocksdb_get_from_output_files_time,
+  rocksdb_seek_on_memtable_time,
+  rocksdb_seek_on_memtable_count,
+  rocksdb_next_on_memtable_count,
+  rocksdb_prev_on_memtable_count,
+  rocksdb_seek_child_seek_time,
+  rocksdb_seek_child_seek_count,
+  rocksdb_seek_min_heap_time,
+  rocksdb_seek_max_heap_time,
+  rocksdb_seek_internal_seek_time,
+  rocksdb_find_next_user_entry_time,
+  rocksdb_write_wal_time,
+  rocksdb_write_memtable_time,
+  rocksdb_write_delay_time,
+  rocksdb_write_pre_and_post_process_time,
+  rocksdb_db_mutex_lock_nanos,
+  rocksdb_db_condition_wait_nanos,
+  rocksdb_merge_operator_time_nanos,
+  rocksdb_read_index_block_nanos,
+  rocksdb_read_filter_block_nanos,
+  rocksdb_new_table_block_iter_nanos,
+  rocksdb_new_table_iterator_nanos,
+  rocksdb_block_seek_nanos,
+  rocksdb_find_table_nanos,
+  rocksdb_bloom_memtable_hit_count,
+  rocksdb_bloom_memtable_miss_count,
+  rocksdb_bloom_sst_hit_count,
+  rocksdb_bloom_sst_miss_count,
+  rocksdb_key_lock_wait_time,
+  rocksdb_key_lock_wait_count,
+  rocksdb_env_new_sequential_file_nanos,
+  rocksdb_env_new_random_access_file_nanos,
+  rocksdb_env_new_writable_file_nanos,
+  rocksdb_env_reuse_writable_file_nanos,
+  rocksdb_env_new_random_rw_file_nanos,
+  rocksdb_env_new_directory_nanos,
+  rocksdb_env_file_exists_nanos,
+  rocksdb_env_get_children_nanos,
+  rocksdb_env_get_children_file_attributes_nanos,
+  rocksdb_env_delete_file_nanos,
+  rocksdb_env_create_dir_nanos,
+  rocksdb_env_create_dir_if_missing_nanos,
+  rocksdb_env_delete_dir_nanos,
+  rocksdb_env_get_file_size_nanos,
+  rocksdb_env_get_file_modification_time_nanos,
+  rocksdb_env_rename_file_nanos,
+  rocksdb_env_link_file_nanos,
+  rocksdb_env_lock_file_nanos,
+  rocksdb_env_unlock_file_nanos,
+  rocksdb_env_new_logger_nanos,
+  rocksdb_number_async_seek,
+  rocksdb_blob_cache_hit_count,
+  rocksdb_blob_read_count,
+  rocksdb_blob_read_byte,
+  rocksdb_blob_read_time,
+  rocksdb_blob_checksum_time,
+  rocksdb_blob_decompress_time,
+  rocksdb_internal_range_del_reseek_count,
+  rocksdb_total_metric_count = 78
+};
+
+extern STRATA_C_API rocksdb_memory_usage_t* rocksdb_approximate_memory_usage_create(
+    rocksdb_memory_consumers_t* consumers,
+    char** errptr);
+extern STRATA_C_API void rocksdb_approximate_memory_usage_destroy(
+    rocksdb_memory_usage_t* usage);
+extern STRATA_C_API uint64_t rocksdb_approximate_memory_usage_get_mem_table_total(
+    rocksdb_memory_usage_t* memory_usage);
+extern STRATA_C_API uint64_t rocksdb_approximate_memory_usage_get_mem_table_unflushed(
+    rocksdb_memory_usage_t* memory_usage);
+extern STRATA_C_API int rocksdb_backup_engine_options_get_share_files_with_checksum_naming(
+    rocksdb_backup_engine_options_t* options);
+extern STRATA_C_API void rocksdb_backup_engine_options_set_share_files_with_checksum_naming(
+    rocksdb_backup_engine_options_t* options,
+    int val);
+extern STRATA_C_API void rocksdb_cancel_all_background_work(
+    rocksdb_t* db,
+    unsigned char wait);
+extern STRATA_C_API rocksdb_compactionfilterfactory_t* rocksdb_compactionfilterfactory_create(
+    void* state, void (*destructor)(void*), rocksdb_compactionfilter_t* (*create_compaction_filter)( void*, rocksdb_compactionfiltercontext_t* context), const char* (*name)(void*));
+extern STRATA_C_API rocksdb_dbpath_t* rocksdb_dbpath_create(
+    const char* path,
+    uint64_t target_size);
+extern STRATA_C_API void rocksdb_dbpath_destroy(
+    rocksdb_dbpath_t*);
+extern STRATA_C_API void rocksdb_disable_manual_compaction(
+    rocksdb_t* db);
+extern STRATA_C_API void rocksdb_enable_manual_compaction(
+    rocksdb_t* db);
+extern STRATA_C_API int rocksdb_env_get_bottom_priority_background_threads(
+    rocksdb_env_t* env);
+extern STRATA_C_API void rocksdb_env_set_bottom_priority_background_threads(
+    rocksdb_env_t* env,
+    int n);
+extern STRATA_C_API rocksdb_memory_allocator_t* rocksdb_jemalloc_nodump_allocator_create(
+    char** errptr);
+extern STRATA_C_API void rocksdb_lru_cache_options_set_memory_allocator(
+    rocksdb_lru_cache_options_t*,
+    rocksdb_memory_allocator_t*);
+extern STRATA_C_API void rocksdb_memory_allocator_destroy(
+    rocksdb_memory_allocator_t*);
+extern STRATA_C_API void rocksdb_memory_consumers_add_cache(
+    rocksdb_memory_consumers_t* consumers,
+    rocksdb_cache_t* cache);
+extern STRATA_C_API void rocksdb_memory_consumers_add_db(
+    rocksdb_memory_consumers_t* consumers,
+    rocksdb_t* db);
+extern STRATA_C_API rocksdb_memory_consumers_t* rocksdb_memory_consumers_create(void);
+extern STRATA_C_API void rocksdb_memory_consumers_destroy(
+    rocksdb_memory_consumers_t* consumers);
+extern STRATA_C_API void rocksdb_options_add_compact_on_deletion_collector_factory(
+    rocksdb_options_t*,
+    size_t window_size,
+    size_t num_dels_trigger);
+extern STRATA_C_API void rocksdb_options_compaction_readahead_size(
+    rocksdb_options_t*,
+    size_t);
+extern STRATA_C_API int rocksdb_options_get_access_hint_on_compaction_start(
+    rocksdb_options_t*);
+extern STRATA_C_API unsigned char rocksdb_options_get_advise_random_on_open(
+    rocksdb_options_t*);
+extern STRATA_C_API size_t rocksdb_options_get_arena_block_size(
+    rocksdb_options_t*);
+extern STRATA_C_API unsigned char rocksdb_options_get_atomic_flush(
+    rocksdb_options_t* opt);
+extern STRATA_C_API uint64_t rocksdb_options_get_blob_compaction_readahead_size(
+    rocksdb_options_t* opt);
+extern STRATA_C_API int rocksdb_options_get_blob_compression_type(
+    rocksdb_options_t* opt);
+extern STRATA_C_API uint64_t rocksdb_options_get_blob_file_size(
+    rocksdb_options_t* opt);
+extern STRATA_C_API int rocksdb_options_get_blob_file_starting_level(
+    rocksdb_options_t* opt);
+extern STRATA_C_API double rocksdb_options_get_blob_gc_age_cutoff(
+    rocksdb_options_t* opt);
+extern STRATA_C_API double rocksdb_options_get_blob_gc_force_threshold(
+    rocksdb_options_t* opt);
+extern STRATA_C_API uint64_t rocksdb_options_get_bytes_per_sync(
+    rocksdb_options_t*);
+extern STRATA_C_API size_t rocksdb_options_get_compaction_readahead_size(
+    rocksdb_options_t*);
+extern STRATA_C_API uint64_t rocksdb_options_get_delete_obsolete_files_period_micros(
+    rocksdb_options_t*);
+extern STRATA_C_API unsigned char rocksdb_options_get_enable_blob_files(
+    rocksdb_options_t* opt);
+extern STRATA_C_API unsigned char rocksdb_options_get_enable_blob_gc(
+    rocksdb_options_t* opt);
+extern STRATA_C_API unsigned char rocksdb_options_get_enable_write_thread_adaptive_yield(
+    rocksdb_options_t*);
+extern STRATA_C_API double rocksdb_options_get_experimental_mempurge_threshold(
+    rocksdb_options_t*);
+extern STRATA_C_API int rocksdb_options_get_info_log_level(
+    rocksdb_options_t*);
+extern STRATA_C_API size_t rocksdb_options_get_inplace_update_num_locks(
+    rocksdb_options_t*);
+extern STRATA_C_API unsigned char rocksdb_options_get_inplace_update_support(
+    rocksdb_options_t*);
+extern STRATA_C_API unsigned char rocksdb_options_get_is_fd_close_on_exec(
+    rocksdb_options_t*);
+extern STRATA_C_API size_t rocksdb_options_get_manifest_preallocation_size(
+    rocksdb_options_t*);
+extern STRATA_C_API int rocksdb_options_get_max_background_compactions(
+    rocksdb_options_t*);
+extern STRATA_C_API int rocksdb_options_get_max_background_flushes(
+    rocksdb_options_t*);
+extern STRATA_C_API int rocksdb_options_get_max_file_opening_threads(
+    rocksdb_options_t*);
+extern STRATA_C_API uint64_t rocksdb_options_get_max_sequential_skip_in_iterations(
+    rocksdb_options_t*);
+extern STRATA_C_API size_t rocksdb_options_get_max_successive_merges(
+    rocksdb_options_t*);
+extern STRATA_C_API uint64_t rocksdb_options_get_max_total_wal_size(
+    rocksdb_options_t* opt);
+extern STRATA_C_API int rocksdb_options_get_max_write_buffer_number_to_maintain(
+    rocksdb_options_t*);
+extern STRATA_C_API int64_t rocksdb_options_get_max_write_buffer_size_to_maintain(
+    rocksdb_options_t*);
+extern STRATA_C_API uint64_t rocksdb_options_get_min_blob_size(
+    rocksdb_options_t* opt);
+extern STRATA_C_API int rocksdb_options_get_min_write_buffer_number_to_merge(
+    rocksdb_options_t*);
+extern STRATA_C_API int rocksdb_options_get_prepopulate_blob_cache(
+    rocksdb_options_t* opt);
+extern STRATA_C_API size_t rocksdb_options_get_recycle_log_file_num(
+    rocksdb_options_t*);
+extern STRATA_C_API unsigned char rocksdb_options_get_report_bg_io_stats(
+    rocksdb_options_t*);
+extern STRATA_C_API unsigned char rocksdb_options_get_skip_checking_sst_file_sizes_on_db_open(
+    rocksdb_options_t* opt);
+extern STRATA_C_API unsigned char rocksdb_options_get_skip_stats_update_on_db_open(
+    rocksdb_options_t* opt);
+extern STRATA_C_API unsigned int rocksdb_options_get_stats_dump_period_sec(
+    rocksdb_options_t*);
+extern STRATA_C_API unsigned int rocksdb_options_get_stats_persist_period_sec(
+    rocksdb_options_t*);
+extern STRATA_C_API int rocksdb_options_get_table_cache_numshardbits(
+    rocksdb_options_t*);
+extern STRATA_C_API unsigned char rocksdb_options_get_use_adaptive_mutex(
+    rocksdb_options_t*);
+extern STRATA_C_API int rocksdb_options_get_use_fsync(
+    rocksdb_options_t*);
+extern STRATA_C_API uint64_t rocksdb_options_get_wal_bytes_per_sync(
+    rocksdb_options_t*);
+extern STRATA_C_API int rocksdb_options_get_wal_compression(
+    rocksdb_options_t* opt);
+extern STRATA_C_API uint64_t rocksdb_options_get_writable_file_max_buffer_size(
+    rocksdb_options_t*);
+extern STRATA_C_API void rocksdb_options_set_access_hint_on_compaction_start(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API void rocksdb_options_set_advise_random_on_open(
+    rocksdb_options_t*,
+    unsigned char);
+extern STRATA_C_API void rocksdb_options_set_arena_block_size(
+    rocksdb_options_t*,
+    size_t);
+extern STRATA_C_API void rocksdb_options_set_atomic_flush(
+    rocksdb_options_t* opt,
+    unsigned char);
+extern STRATA_C_API void rocksdb_options_set_blob_compaction_readahead_size(
+    rocksdb_options_t* opt,
+    uint64_t val);
+extern STRATA_C_API void rocksdb_options_set_blob_compression_type(
+    rocksdb_options_t* opt,
+    int val);
+extern STRATA_C_API void rocksdb_options_set_blob_file_size(
+    rocksdb_options_t* opt,
+    uint64_t val);
+extern STRATA_C_API void rocksdb_options_set_blob_file_starting_level(
+    rocksdb_options_t* opt,
+    int val);
+extern STRATA_C_API void rocksdb_options_set_blob_gc_age_cutoff(
+    rocksdb_options_t* opt,
+    double val);
+extern STRATA_C_API void rocksdb_options_set_blob_gc_force_threshold(
+    rocksdb_options_t* opt,
+    double val);
+extern STRATA_C_API void rocksdb_options_set_bytes_per_sync(
+    rocksdb_options_t*,
+    uint64_t);
+extern STRATA_C_API void rocksdb_options_set_compaction_filter_factory(
+    rocksdb_options_t*,
+    rocksdb_compactionfilterfactory_t*);
+extern STRATA_C_API void rocksdb_options_set_db_paths(
+    rocksdb_options_t*,
+    const rocksdb_dbpath_t** path_values,
+    size_t num_paths);
+extern STRATA_C_API void rocksdb_options_set_delete_obsolete_files_period_micros(
+    rocksdb_options_t*,
+    uint64_t);
+extern STRATA_C_API void rocksdb_options_set_enable_blob_files(
+    rocksdb_options_t* opt,
+    unsigned char val);
+extern STRATA_C_API void rocksdb_options_set_enable_blob_gc(
+    rocksdb_options_t* opt,
+    unsigned char val);
+extern STRATA_C_API void rocksdb_options_set_enable_write_thread_adaptive_yield(
+    rocksdb_options_t*,
+    unsigned char);
+extern STRATA_C_API void rocksdb_options_set_experimental_mempurge_threshold(
+    rocksdb_options_t*,
+    double);
+extern STRATA_C_API void rocksdb_options_set_info_log(
+    rocksdb_options_t*,
+    rocksdb_logger_t*);
+extern STRATA_C_API void rocksdb_options_set_info_log_level(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API void rocksdb_options_set_inplace_update_num_locks(
+    rocksdb_options_t*,
+    size_t);
+extern STRATA_C_API void rocksdb_options_set_inplace_update_support(
+    rocksdb_options_t*,
+    unsigned char);
+extern STRATA_C_API void rocksdb_options_set_is_fd_close_on_exec(
+    rocksdb_options_t*,
+    unsigned char);
+extern STRATA_C_API void rocksdb_options_set_manifest_preallocation_size(
+    rocksdb_options_t*,
+    size_t);
+extern STRATA_C_API void rocksdb_options_set_max_background_compactions(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API void rocksdb_options_set_max_background_flushes(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API void rocksdb_options_set_max_file_opening_threads(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API void rocksdb_options_set_max_sequential_skip_in_iterations(
+    rocksdb_options_t*,
+    uint64_t);
+extern STRATA_C_API void rocksdb_options_set_max_successive_merges(
+    rocksdb_options_t*,
+    size_t);
+extern STRATA_C_API void rocksdb_options_set_max_total_wal_size(
+    rocksdb_options_t* opt,
+    uint64_t n);
+extern STRATA_C_API void rocksdb_options_set_max_write_buffer_number_to_maintain(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API void rocksdb_options_set_max_write_buffer_size_to_maintain(
+    rocksdb_options_t*,
+    int64_t);
+extern STRATA_C_API void rocksdb_options_set_min_blob_size(
+    rocksdb_options_t* opt,
+    uint64_t val);
+extern STRATA_C_API void rocksdb_options_set_min_write_buffer_number_to_merge(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API void rocksdb_options_set_prepopulate_blob_cache(
+    rocksdb_options_t* opt,
+    int val);
+extern STRATA_C_API void rocksdb_options_set_ratelimiter(
+    rocksdb_options_t* opt,
+    rocksdb_ratelimiter_t* limiter);
+extern STRATA_C_API void rocksdb_options_set_recycle_log_file_num(
+    rocksdb_options_t*,
+    size_t);
+extern STRATA_C_API void rocksdb_options_set_report_bg_io_stats(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API void rocksdb_options_set_skip_checking_sst_file_sizes_on_db_open(
+    rocksdb_options_t* opt,
+    unsigned char val);
+extern STRATA_C_API void rocksdb_options_set_skip_stats_update_on_db_open(
+    rocksdb_options_t* opt,
+    unsigned char val);
+extern STRATA_C_API void rocksdb_options_set_stats_dump_period_sec(
+    rocksdb_options_t*,
+    unsigned int);
+extern STRATA_C_API void rocksdb_options_set_stats_persist_period_sec(
+    rocksdb_options_t*,
+    unsigned int);
+extern STRATA_C_API void rocksdb_options_set_table_cache_numshardbits(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API void rocksdb_options_set_use_adaptive_mutex(
+    rocksdb_options_t*,
+    unsigned char);
+extern STRATA_C_API void rocksdb_options_set_use_fsync(
+    rocksdb_options_t*,
+    int);
+extern STRATA_C_API void rocksdb_options_set_wal_bytes_per_sync(
+    rocksdb_options_t*,
+    uint64_t);
+extern STRATA_C_API void rocksdb_options_set_wal_compression(
+    rocksdb_options_t* opt,
+    int);
+extern STRATA_C_API void rocksdb_options_set_writable_file_max_buffer_size(
+    rocksdb_options_t*,
+    uint64_t);
+extern STRATA_C_API rocksdb_perfcontext_t* rocksdb_perfcontext_create(void);
+extern STRATA_C_API void rocksdb_perfcontext_destroy(
+    rocksdb_perfcontext_t* context);
+extern STRATA_C_API uint64_t rocksdb_perfcontext_metric(
+    rocksdb_perfcontext_t* context,
+    int metric);
+extern STRATA_C_API void rocksdb_perfcontext_reset(
+    rocksdb_perfcontext_t* context);
+extern STRATA_C_API rocksdb_ratelimiter_t* rocksdb_ratelimiter_create(
+    int64_t rate_bytes_per_sec,
+    int64_t refill_period_us,
+    int32_t fairness);
+extern STRATA_C_API void rocksdb_ratelimiter_destroy(
+    rocksdb_ratelimiter_t*);
+extern STRATA_C_API unsigned char rocksdb_readoptions_get_background_purge_on_iterator_cleanup(
+    rocksdb_readoptions_t*);
+extern STRATA_C_API uint64_t rocksdb_readoptions_get_deadline(
+    rocksdb_readoptions_t*);
+extern STRATA_C_API unsigned char rocksdb_readoptions_get_ignore_range_deletions(
+    rocksdb_readoptions_t*);
+extern STRATA_C_API uint64_t rocksdb_readoptions_get_io_timeout(
+    rocksdb_readoptions_t*);
+extern STRATA_C_API uint64_t rocksdb_readoptions_get_max_skippable_internal_keys(
+    rocksdb_readoptions_t*);
+extern STRATA_C_API unsigned char rocksdb_readoptions_get_pin_data(
+    rocksdb_readoptions_t*);
+extern STRATA_C_API size_t rocksdb_readoptions_get_readahead_size(
+    rocksdb_readoptions_t*);
+extern STRATA_C_API unsigned char rocksdb_readoptions_get_tailing(
+    rocksdb_readoptions_t*);
+extern STRATA_C_API unsigned char rocksdb_readoptions_get_total_order_seek(
+    rocksdb_readoptions_t*);
+extern STRATA_C_API void rocksdb_readoptions_set_background_purge_on_iterator_cleanup(
+    rocksdb_readoptions_t*,
+    unsigned char);
+extern STRATA_C_API void rocksdb_readoptions_set_deadline(
+    rocksdb_readoptions_t*,
+    uint64_t microseconds);
+extern STRATA_C_API void rocksdb_readoptions_set_ignore_range_deletions(
+    rocksdb_readoptions_t*,
+    unsigned char);
+extern STRATA_C_API void rocksdb_readoptions_set_io_timeout(
+    rocksdb_readoptions_t*,
+    uint64_t microseconds);
+extern STRATA_C_API void rocksdb_readoptions_set_max_skippable_internal_keys(
+    rocksdb_readoptions_t*,
+    uint64_t);
+extern STRATA_C_API void rocksdb_readoptions_set_pin_data(
+    rocksdb_readoptions_t*,
+    unsigned char);
+extern STRATA_C_API void rocksdb_readoptions_set_readahead_size(
+    rocksdb_readoptions_t*,
+    size_t);
+extern STRATA_C_API void rocksdb_readoptions_set_tailing(
+    rocksdb_readoptions_t*,
+    unsigned char);
+extern STRATA_C_API void rocksdb_readoptions_set_total_order_seek(
+    rocksdb_readoptions_t*,
+    unsigned char);
+extern STRATA_C_API void rocksdb_suggest_compact_range(
+    rocksdb_t* db,
+    const char* start_key,
+    size_t start_key_len,
+    const char* limit_key,
+    size_t limit_key_len,
+    char** errptr);
+extern STRATA_C_API void rocksdb_suggest_compact_range_cf(
+    rocksdb_t* db,
+    rocksdb_column_family_handle_t* column_family,
+    const char* start_key,
+    size_t start_key_len,
+    const char* limit_key,
+    size_t limit_key_len,
+    char** errptr);
+extern STRATA_C_API void rocksdb_transaction_options_set_skip_prepare(
+    rocksdb_transaction_options_t* opt,
+    unsigned char v);
+extern STRATA_C_API void rocksdb_transactiondb_delete_cf(
+    rocksdb_transactiondb_t* txn_db,
+    const rocksdb_writeoptions_t* options,
+    rocksdb_column_family_handle_t* column_family,
+    const char* key,
+    size_t keylen,
+    char** errptr);
+extern STRATA_C_API int rocksdb_universal_compaction_options_get_compression_size_percent(
+    rocksdb_universal_compaction_options_t*);
+extern STRATA_C_API int rocksdb_universal_compaction_options_get_stop_style(
+    rocksdb_universal_compaction_options_t*);
+extern STRATA_C_API void rocksdb_universal_compaction_options_set_compression_size_percent(
+    rocksdb_universal_compaction_options_t*,
+    int);
+extern STRATA_C_API void rocksdb_universal_compaction_options_set_stop_style(
+    rocksdb_universal_compaction_options_t*,
+    int);
+extern STRATA_C_API rocksdb_iterator_t* rocksdb_writebatch_wi_create_iterator_with_base(
+    rocksdb_writebatch_wi_t* wbwi,
+    rocksdb_iterator_t* base_iterator);
+extern STRATA_C_API unsigned char rocksdb_writeoptions_get_ignore_missing_column_families(
+    rocksdb_writeoptions_t*);
+extern STRATA_C_API unsigned char rocksdb_writeoptions_get_low_pri(
+    rocksdb_writeoptions_t*);
+extern STRATA_C_API unsigned char rocksdb_writeoptions_get_memtable_insert_hint_per_batch(
+    rocksdb_writeoptions_t*);
+extern STRATA_C_API unsigned char rocksdb_writeoptions_get_no_slowdown(
+    rocksdb_writeoptions_t*);
+extern STRATA_C_API void rocksdb_writeoptions_set_ignore_missing_column_families(
+    rocksdb_writeoptions_t*,
+    unsigned char);
+extern STRATA_C_API void rocksdb_writeoptions_set_low_pri(
+    rocksdb_writeoptions_t*,
+    unsigned char);
+extern STRATA_C_API void rocksdb_writeoptions_set_memtable_insert_hint_per_batch(
+    rocksdb_writeoptions_t*,
+    unsigned char);
+extern STRATA_C_API void rocksdb_writeoptions_set_no_slowdown(
+    rocksdb_writeoptions_t*,
+    unsigned char);
+extern STRATA_C_API void rocksdb_compactionfilterfactory_destroy(
+    rocksdb_compactionfilterfactory_t*);
+extern STRATA_C_API unsigned char rocksdb_compactionfiltercontext_is_full_compaction(
+    rocksdb_compactionfiltercontext_t* context);
+extern STRATA_C_API unsigned char rocksdb_compactionfiltercontext_is_manual_compaction(
+    rocksdb_compactionfiltercontext_t* context);
+extern STRATA_C_API uint64_t rocksdb_approximate_memory_usage_get_mem_table_readers_total(
+    rocksdb_memory_usage_t* memory_usage);
+extern STRATA_C_API uint64_t rocksdb_approximate_memory_usage_get_cache_total(
+    rocksdb_memory_usage_t* memory_usage);
+extern STRATA_C_API char* rocksdb_perfcontext_report(
+    rocksdb_perfcontext_t* context,
+    unsigned char exclude_zero_counters);
+
 #ifdef __cplusplus
 } /* end extern "C" */
 #endif

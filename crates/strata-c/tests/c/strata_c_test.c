@@ -2005,6 +2005,26 @@ static void test_transactions(void) {
   v = rocksdb_transactiondb_get_cf(tdb, ro, cf, "x", 1, &len, &err);
   CHECK(v && len == 1);
   rocksdb_free(v);
+  rocksdb_transactiondb_put_cf(tdb, wo, cf, "gone", 4, "1", 1, &err);
+  CHECK_OK(err);
+  rocksdb_transactiondb_delete_cf(tdb, wo, cf, "gone", 4, &err);
+  CHECK_OK(err);
+  CHECK(rocksdb_transactiondb_get_cf(tdb, ro, cf, "gone", 4, &len, &err) == NULL);
+  CHECK_OK(err);
+  {
+    /* skip_prepare off: a commit needs a prepare first. */
+    rocksdb_transaction_options_t* np = rocksdb_transaction_options_create();
+    rocksdb_transaction_options_set_skip_prepare(np, 0);
+    rocksdb_transaction_t* u = rocksdb_transaction_begin(tdb, wo, np, NULL);
+    rocksdb_transaction_put(u, "unprepared", 10, "x", 1, &err);
+    CHECK_OK(err);
+    rocksdb_transaction_commit(u, &err);
+    CHECK_ERR(err, "Invalid argument");
+    rocksdb_transaction_rollback(u, &err);
+    CHECK_OK(err);
+    rocksdb_transaction_destroy(u);
+    rocksdb_transaction_options_destroy(np);
+  }
   /* A rolled-back (unprepared) transaction stays usable, as in RocksDB;
      the write below is rolled back by the next begin. */
   rocksdb_transaction_put(t2, "again", 5, "x", 1, &err);
@@ -2222,6 +2242,343 @@ static void test_transactions(void) {
   rocksdb_options_destroy(o);
 }
 
+/* ---- knobs, compaction hints, memory reports, perf context ---- */
+
+static int factory_filters, factory_manual, factory_destroyed;
+static void factory_destroy(void* s) { (void)s; factory_destroyed++; }
+static const char* factory_name(void* s) { (void)s; return "strata.test.Factory"; }
+static rocksdb_compactionfilter_t* factory_create(
+    void* s, rocksdb_compactionfiltercontext_t* context) {
+  (void)s;
+  factory_filters++;
+  factory_manual = rocksdb_compactionfiltercontext_is_manual_compaction(context);
+  (void)rocksdb_compactionfiltercontext_is_full_compaction(context);
+  return rocksdb_compactionfilter_create(NULL, filter_destroy, filter_filter,
+                                         filter_name);
+}
+
+static void test_knobs(void) {
+  phase = "knobs";
+  char* err = NULL;
+  char p[1024];
+  rocksdb_options_t* o = rocksdb_options_create();
+  rocksdb_readoptions_t* ro = rocksdb_readoptions_create();
+  rocksdb_writeoptions_t* wo = rocksdb_writeoptions_create();
+  /* Every setter's value comes back from its getter, and from a copy. */
+  rocksdb_options_set_access_hint_on_compaction_start(o, 2);
+  CHECK(rocksdb_options_get_access_hint_on_compaction_start(o) == 2);
+  rocksdb_options_set_advise_random_on_open(o, 0);
+  CHECK(rocksdb_options_get_advise_random_on_open(o) == 0);
+  rocksdb_options_set_arena_block_size(o, 77);
+  CHECK(rocksdb_options_get_arena_block_size(o) == 77);
+  rocksdb_options_set_atomic_flush(o, 1);
+  CHECK(rocksdb_options_get_atomic_flush(o) == 1);
+  rocksdb_options_set_blob_compaction_readahead_size(o, 77);
+  CHECK(rocksdb_options_get_blob_compaction_readahead_size(o) == 77);
+  rocksdb_options_set_blob_compression_type(o, 4);
+  CHECK(rocksdb_options_get_blob_compression_type(o) == 4);
+  rocksdb_options_set_blob_file_size(o, 77);
+  CHECK(rocksdb_options_get_blob_file_size(o) == 77);
+  rocksdb_options_set_blob_file_starting_level(o, 77);
+  CHECK(rocksdb_options_get_blob_file_starting_level(o) == 77);
+  rocksdb_options_set_blob_gc_age_cutoff(o, 0.5);
+  CHECK(rocksdb_options_get_blob_gc_age_cutoff(o) == 0.5);
+  rocksdb_options_set_blob_gc_force_threshold(o, 0.5);
+  CHECK(rocksdb_options_get_blob_gc_force_threshold(o) == 0.5);
+  rocksdb_options_set_bytes_per_sync(o, 77);
+  CHECK(rocksdb_options_get_bytes_per_sync(o) == 77);
+  rocksdb_options_compaction_readahead_size(o, 77);
+  CHECK(rocksdb_options_get_compaction_readahead_size(o) == 77);
+  rocksdb_options_set_delete_obsolete_files_period_micros(o, 77);
+  CHECK(rocksdb_options_get_delete_obsolete_files_period_micros(o) == 77);
+  rocksdb_options_set_enable_blob_files(o, 1);
+  CHECK(rocksdb_options_get_enable_blob_files(o) == 1);
+  rocksdb_options_set_enable_blob_gc(o, 1);
+  CHECK(rocksdb_options_get_enable_blob_gc(o) == 1);
+  rocksdb_options_set_enable_write_thread_adaptive_yield(o, 0);
+  CHECK(rocksdb_options_get_enable_write_thread_adaptive_yield(o) == 0);
+  rocksdb_options_set_experimental_mempurge_threshold(o, 0.5);
+  CHECK(rocksdb_options_get_experimental_mempurge_threshold(o) == 0.5);
+  rocksdb_options_set_info_log_level(o, 3);
+  CHECK(rocksdb_options_get_info_log_level(o) == 3);
+  rocksdb_options_set_inplace_update_num_locks(o, 77);
+  CHECK(rocksdb_options_get_inplace_update_num_locks(o) == 77);
+  rocksdb_options_set_inplace_update_support(o, 1);
+  CHECK(rocksdb_options_get_inplace_update_support(o) == 1);
+  rocksdb_options_set_is_fd_close_on_exec(o, 0);
+  CHECK(rocksdb_options_get_is_fd_close_on_exec(o) == 0);
+  rocksdb_options_set_manifest_preallocation_size(o, 77);
+  CHECK(rocksdb_options_get_manifest_preallocation_size(o) == 77);
+  rocksdb_options_set_max_background_compactions(o, 77);
+  CHECK(rocksdb_options_get_max_background_compactions(o) == 77);
+  rocksdb_options_set_max_background_flushes(o, 77);
+  CHECK(rocksdb_options_get_max_background_flushes(o) == 77);
+  rocksdb_options_set_max_file_opening_threads(o, 77);
+  CHECK(rocksdb_options_get_max_file_opening_threads(o) == 77);
+  rocksdb_options_set_max_sequential_skip_in_iterations(o, 77);
+  CHECK(rocksdb_options_get_max_sequential_skip_in_iterations(o) == 77);
+  rocksdb_options_set_max_successive_merges(o, 77);
+  CHECK(rocksdb_options_get_max_successive_merges(o) == 77);
+  rocksdb_options_set_max_total_wal_size(o, 77);
+  CHECK(rocksdb_options_get_max_total_wal_size(o) == 77);
+  rocksdb_options_set_max_write_buffer_number_to_maintain(o, 77);
+  CHECK(rocksdb_options_get_max_write_buffer_number_to_maintain(o) == 77);
+  rocksdb_options_set_max_write_buffer_size_to_maintain(o, 77);
+  CHECK(rocksdb_options_get_max_write_buffer_size_to_maintain(o) == 77);
+  rocksdb_options_set_min_blob_size(o, 77);
+  CHECK(rocksdb_options_get_min_blob_size(o) == 77);
+  rocksdb_options_set_min_write_buffer_number_to_merge(o, 77);
+  CHECK(rocksdb_options_get_min_write_buffer_number_to_merge(o) == 77);
+  rocksdb_options_set_prepopulate_blob_cache(o, 77);
+  CHECK(rocksdb_options_get_prepopulate_blob_cache(o) == 77);
+  rocksdb_options_set_recycle_log_file_num(o, 77);
+  CHECK(rocksdb_options_get_recycle_log_file_num(o) == 77);
+  rocksdb_options_set_report_bg_io_stats(o, 1);
+  CHECK(rocksdb_options_get_report_bg_io_stats(o) == 1);
+  rocksdb_options_set_skip_checking_sst_file_sizes_on_db_open(o, 1);
+  CHECK(rocksdb_options_get_skip_checking_sst_file_sizes_on_db_open(o) == 1);
+  rocksdb_options_set_skip_stats_update_on_db_open(o, 1);
+  CHECK(rocksdb_options_get_skip_stats_update_on_db_open(o) == 1);
+  rocksdb_options_set_stats_dump_period_sec(o, 77);
+  CHECK(rocksdb_options_get_stats_dump_period_sec(o) == 77);
+  rocksdb_options_set_stats_persist_period_sec(o, 77);
+  CHECK(rocksdb_options_get_stats_persist_period_sec(o) == 77);
+  rocksdb_options_set_table_cache_numshardbits(o, 77);
+  CHECK(rocksdb_options_get_table_cache_numshardbits(o) == 77);
+  rocksdb_options_set_use_adaptive_mutex(o, 1);
+  CHECK(rocksdb_options_get_use_adaptive_mutex(o) == 1);
+  rocksdb_options_set_use_fsync(o, 1);
+  CHECK(rocksdb_options_get_use_fsync(o) == 1);
+  rocksdb_options_set_wal_bytes_per_sync(o, 77);
+  CHECK(rocksdb_options_get_wal_bytes_per_sync(o) == 77);
+  rocksdb_options_set_wal_compression(o, 7);
+  CHECK(rocksdb_options_get_wal_compression(o) == 7);
+  rocksdb_options_set_writable_file_max_buffer_size(o, 77);
+  CHECK(rocksdb_options_get_writable_file_max_buffer_size(o) == 77);
+  rocksdb_readoptions_set_background_purge_on_iterator_cleanup(ro, 1);
+  CHECK(rocksdb_readoptions_get_background_purge_on_iterator_cleanup(ro) == 1);
+  rocksdb_readoptions_set_deadline(ro, 77);
+  CHECK(rocksdb_readoptions_get_deadline(ro) == 77);
+  rocksdb_readoptions_set_ignore_range_deletions(ro, 1);
+  CHECK(rocksdb_readoptions_get_ignore_range_deletions(ro) == 1);
+  rocksdb_readoptions_set_io_timeout(ro, 77);
+  CHECK(rocksdb_readoptions_get_io_timeout(ro) == 77);
+  rocksdb_readoptions_set_max_skippable_internal_keys(ro, 77);
+  CHECK(rocksdb_readoptions_get_max_skippable_internal_keys(ro) == 77);
+  rocksdb_readoptions_set_pin_data(ro, 1);
+  CHECK(rocksdb_readoptions_get_pin_data(ro) == 1);
+  rocksdb_readoptions_set_readahead_size(ro, 77);
+  CHECK(rocksdb_readoptions_get_readahead_size(ro) == 77);
+  rocksdb_readoptions_set_tailing(ro, 1);
+  CHECK(rocksdb_readoptions_get_tailing(ro) == 1);
+  rocksdb_readoptions_set_total_order_seek(ro, 1);
+  CHECK(rocksdb_readoptions_get_total_order_seek(ro) == 1);
+  rocksdb_writeoptions_set_ignore_missing_column_families(wo, 1);
+  CHECK(rocksdb_writeoptions_get_ignore_missing_column_families(wo) == 1);
+  rocksdb_writeoptions_set_low_pri(wo, 1);
+  CHECK(rocksdb_writeoptions_get_low_pri(wo) == 1);
+  rocksdb_writeoptions_set_memtable_insert_hint_per_batch(wo, 1);
+  CHECK(rocksdb_writeoptions_get_memtable_insert_hint_per_batch(wo) == 1);
+  rocksdb_writeoptions_set_no_slowdown(wo, 1);
+  CHECK(rocksdb_writeoptions_get_no_slowdown(wo) == 1);
+
+  /* Fresh read and write options for the database below (a deadline of
+   * 77 µs would fail RocksDB's reads). */
+  rocksdb_readoptions_destroy(ro);
+  rocksdb_writeoptions_destroy(wo);
+  ro = rocksdb_readoptions_create();
+  wo = rocksdb_writeoptions_create();
+  rocksdb_options_t* copy = rocksdb_options_create_copy(o);
+  CHECK(rocksdb_options_get_max_total_wal_size(copy) == 77);
+  CHECK(rocksdb_options_get_wal_compression(copy) == 7);
+  rocksdb_options_destroy(copy);
+  rocksdb_options_destroy(o);
+
+  /* Features Strata does not have refuse the open, naming them. */
+#ifndef AGAINST_ROCKSDB
+  {
+    const char* what[] = {"enable_blob_files", "atomic_flush",
+                          "inplace_update_support", "wal_compression",
+                          "db_paths"};
+    for (int i = 0; i < 5; i++) {
+      rocksdb_options_t* r = rocksdb_options_create();
+      rocksdb_options_set_create_if_missing(r, 1);
+      rocksdb_dbpath_t* dp = rocksdb_dbpath_create(dir, 1 << 20);
+      const rocksdb_dbpath_t* dps[1] = {dp};
+      if (i == 0) rocksdb_options_set_enable_blob_files(r, 1);
+      if (i == 1) rocksdb_options_set_atomic_flush(r, 1);
+      if (i == 2) rocksdb_options_set_inplace_update_support(r, 1);
+      if (i == 3) rocksdb_options_set_wal_compression(r, 7);
+      if (i == 4) rocksdb_options_set_db_paths(r, dps, 1);
+      rocksdb_dbpath_destroy(dp);
+      path(p, "refused");
+      rocksdb_t* db = rocksdb_open(r, p, &err);
+      CHECK(db == NULL);
+      CHECK(err != NULL && strstr(err, what[i]) != NULL);
+      CHECK_ERR(err, "Not implemented");
+      rocksdb_options_destroy(r);
+    }
+  }
+#endif
+
+  /* A database with a filter factory, a rate limiter and a deletion
+   * collector; the universal and backup knobs; the env's bottom pool. */
+  o = rocksdb_options_create();
+  rocksdb_options_set_create_if_missing(o, 1);
+  rocksdb_options_set_info_log(o, NULL);
+  rocksdb_ratelimiter_t* rl = rocksdb_ratelimiter_create(1 << 30, 100000, 10);
+  rocksdb_options_set_ratelimiter(o, rl);
+  rocksdb_ratelimiter_destroy(rl);
+  rocksdb_options_add_compact_on_deletion_collector_factory(o, 1000, 900);
+  rocksdb_options_set_compaction_filter_factory(
+      o, rocksdb_compactionfilterfactory_create(NULL, factory_destroy,
+                                                factory_create, factory_name));
+  rocksdb_block_based_table_options_t* t = rocksdb_block_based_options_create();
+  rocksdb_block_based_options_set_filter_policy(
+      t, rocksdb_filterpolicy_create_bloom_full(10));
+  rocksdb_options_set_block_based_table_factory(o, t);
+  rocksdb_block_based_options_destroy(t);
+  rocksdb_universal_compaction_options_t* u =
+      rocksdb_universal_compaction_options_create();
+  rocksdb_universal_compaction_options_set_compression_size_percent(u, 45);
+  CHECK(rocksdb_universal_compaction_options_get_compression_size_percent(u) == 45);
+  rocksdb_universal_compaction_options_set_stop_style(u, 1);
+  CHECK(rocksdb_universal_compaction_options_get_stop_style(u) == 1);
+  rocksdb_universal_compaction_options_destroy(u);
+  rocksdb_env_t* env = rocksdb_create_default_env();
+  rocksdb_env_set_bottom_priority_background_threads(env, 4);
+  CHECK(rocksdb_env_get_bottom_priority_background_threads(env) == 4);
+  rocksdb_env_destroy(env);
+  path(p, "backup_naming");
+  rocksdb_backup_engine_options_t* bo = rocksdb_backup_engine_options_create(p);
+  rocksdb_backup_engine_options_set_share_files_with_checksum_naming(bo, 1);
+  CHECK(rocksdb_backup_engine_options_get_share_files_with_checksum_naming(bo) == 1);
+  rocksdb_backup_engine_options_set_share_files_with_checksum_naming(bo, 2);
+  CHECK(rocksdb_backup_engine_options_get_share_files_with_checksum_naming(bo) == 2);
+  rocksdb_backup_engine_options_destroy(bo);
+
+  path(p, "knobs");
+  rocksdb_t* db = rocksdb_open(o, p, &err);
+  CHECK_OK(err);
+  rocksdb_cache_t* cache = rocksdb_cache_create_lru(1 << 20);
+  rocksdb_memory_consumers_t* mc = rocksdb_memory_consumers_create();
+  rocksdb_memory_consumers_add_db(mc, db);
+  rocksdb_memory_consumers_add_cache(mc, cache);
+  rocksdb_memory_usage_t* mu1 = rocksdb_approximate_memory_usage_create(mc, &err);
+  CHECK_OK(err);
+  rocksdb_flushoptions_t* fo = rocksdb_flushoptions_create();
+  rocksdb_flushoptions_set_wait(fo, 1);
+  char k[32];
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < 100; i++) {
+      snprintf(k, sizeof k, "key%03d", i * 2 + round);
+      rocksdb_put(db, wo, k, strlen(k), "v", 1, &err);
+      CHECK_OK(err);
+    }
+    if (round == 0) {
+      rocksdb_memory_usage_t* mu2 =
+          rocksdb_approximate_memory_usage_create(mc, &err);
+      CHECK_OK(err);
+      /* Memtables grow by arena blocks: more or as much. */
+      CHECK(rocksdb_approximate_memory_usage_get_mem_table_total(mu2) >=
+            rocksdb_approximate_memory_usage_get_mem_table_total(mu1));
+      CHECK(rocksdb_approximate_memory_usage_get_mem_table_unflushed(mu2) >=
+            rocksdb_approximate_memory_usage_get_mem_table_unflushed(mu1));
+      CHECK(rocksdb_approximate_memory_usage_get_mem_table_total(mu2) > 0);
+      (void)rocksdb_approximate_memory_usage_get_mem_table_readers_total(mu2);
+      (void)rocksdb_approximate_memory_usage_get_cache_total(mu2);
+      rocksdb_approximate_memory_usage_destroy(mu2);
+    }
+    rocksdb_flush(db, fo, &err);
+    CHECK_OK(err);
+  }
+  rocksdb_approximate_memory_usage_destroy(mu1);
+  rocksdb_memory_consumers_destroy(mc);
+  rocksdb_cache_destroy(cache);
+
+  /* Absent keys: every table probe is counted, hit or miss. */
+  rocksdb_perfcontext_t* perf = rocksdb_perfcontext_create();
+  rocksdb_perfcontext_reset(perf);
+  for (int i = 1; i <= 50; i++) {
+    /* Inside both tables' key ranges: each get probes both filters. */
+    snprintf(k, sizeof k, "key%03dx", i);
+    CHECK_GET(db, ro, k, NULL);
+  }
+  CHECK(rocksdb_perfcontext_metric(perf, rocksdb_bloom_sst_hit_count) +
+            rocksdb_perfcontext_metric(perf, rocksdb_bloom_sst_miss_count) ==
+        100);
+  CHECK(rocksdb_perfcontext_metric(perf, rocksdb_bloom_sst_miss_count) > 80);
+  char* report = rocksdb_perfcontext_report(perf, 1);
+  CHECK(report != NULL && strstr(report, "bloom_sst_miss_count") != NULL);
+  rocksdb_free(report);
+  rocksdb_perfcontext_destroy(perf);
+
+  /* Paused manual compaction does nothing; resumed, it runs the
+   * factory's filter (manual). */
+  char* files;
+  rocksdb_disable_manual_compaction(db);
+  rocksdb_compact_range(db, NULL, 0, NULL, 0);
+  files = rocksdb_property_value(db, "rocksdb.num-files-at-level0");
+  CHECK(files != NULL && strcmp(files, "2") == 0);
+  rocksdb_free(files);
+  CHECK(factory_filters == 0);
+  rocksdb_enable_manual_compaction(db);
+  rocksdb_compact_range(db, NULL, 0, NULL, 0);
+  files = rocksdb_property_value(db, "rocksdb.num-files-at-level0");
+  CHECK(files != NULL && strcmp(files, "0") == 0);
+  rocksdb_free(files);
+  CHECK(factory_filters >= 1);
+  CHECK(factory_manual == 1);
+  rocksdb_suggest_compact_range(db, "key000", 6, "key100", 6, &err);
+  CHECK_OK(err);
+  rocksdb_column_family_handle_t* kcf =
+      rocksdb_create_column_family(db, o, "knobs_cf", &err);
+  CHECK_OK(err);
+  rocksdb_suggest_compact_range_cf(db, kcf, NULL, 0, NULL, 0, &err);
+  CHECK_OK(err);
+  rocksdb_column_family_handle_destroy(kcf);
+
+  /* A batch over the database's iterator. */
+  rocksdb_writebatch_wi_t* wbi = rocksdb_writebatch_wi_create(0, 1);
+  rocksdb_writebatch_wi_put(wbi, "key0005", 7, "b", 1);
+  rocksdb_writebatch_wi_delete(wbi, "key000", 6);
+  rocksdb_iterator_t* it = rocksdb_writebatch_wi_create_iterator_with_base(
+      wbi, rocksdb_create_iterator(db, ro));
+  rocksdb_iter_seek_to_first(it);
+  CHECK_ITER(it, "key0005", "b");
+  rocksdb_iter_next(it);
+  CHECK_ITER(it, "key001", "v");
+  rocksdb_iter_get_error(it, &err);
+  CHECK_OK(err);
+  rocksdb_iter_destroy(it);
+  rocksdb_writebatch_wi_destroy(wbi);
+
+  rocksdb_cancel_all_background_work(db, 1);
+  CHECK_GET(db, ro, "key001", "v");
+  rocksdb_flushoptions_destroy(fo);
+  rocksdb_close(db);
+  rocksdb_options_set_compaction_filter_factory(o, NULL);
+  rocksdb_options_destroy(o);
+  CHECK(factory_destroyed == 1);
+
+  /* Without jemalloc: RocksDB's own answer. */
+  rocksdb_memory_allocator_t* alloc = rocksdb_jemalloc_nodump_allocator_create(&err);
+  if (err != NULL) {
+    STRATA_ONLY(CHECK(alloc == NULL));
+    CHECK_ERR(err, "Not implemented");
+  } else {
+    rocksdb_lru_cache_options_t* co = rocksdb_lru_cache_options_create();
+    rocksdb_lru_cache_options_set_memory_allocator(co, alloc);
+    rocksdb_lru_cache_options_destroy(co);
+  }
+  rocksdb_memory_allocator_destroy(alloc);
+  STRATA_ONLY(rocksdb_lru_cache_options_set_memory_allocator(NULL, NULL));
+  rocksdb_compactionfilterfactory_destroy(NULL);
+
+  rocksdb_readoptions_destroy(ro);
+  rocksdb_writeoptions_destroy(wo);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s <scratch-directory>\n", argv[0]);
@@ -2236,6 +2593,7 @@ int main(int argc, char** argv) {
   test_sst_files();
   test_checkpoint_and_backup();
   test_transactions();
+  test_knobs();
   rocksdb_free(NULL);
   printf("strata_c_test: all passed\n");
   return 0;

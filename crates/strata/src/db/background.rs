@@ -464,7 +464,15 @@ impl DbInner {
                 ucmp: opts.comparator.clone(),
                 snapshots: view.snapshots.clone(),
                 merge_operator: opts.merge_operator.clone(),
-                filter: opts.compaction_filter.clone(),
+                filter: opts.compaction_filter.clone().or_else(|| {
+                    let f = opts.compaction_filter_factory.as_ref()?;
+                    let all_files = c.version.all_files().count() == c.num_input_files();
+                    f.create_compaction_filter(&crate::compaction_filter::CompactionFilterContext {
+                        is_full_compaction: all_files,
+                        is_manual_compaction: c.reason == CompactionReason::ManualCompaction,
+                        column_family_id: c.cf_id,
+                    })
+                }),
                 output_level: c.output_level,
                 // RocksDB's iterator is never bottommost under
                 // allow_ingest_behind: entries ingested behind take 0.

@@ -15,36 +15,10 @@ impl DbInner {
     /// Stops background work, flushes the WAL to the OS and releases the
     /// lock. Idempotent.
     pub(crate) fn close(&self) -> Result<()> {
-        if self.shutting_down.load(Ordering::Acquire) {
+        if self.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        // Data written without the WAL is lost unless flushed now.
-        let mut result = Ok(());
-        if !self.read_only && self.has_unpersisted_data.load(Ordering::Acquire) {
-            let ids: Vec<u32> = self.lock_state().cfs.keys().copied().collect();
-            for id in ids {
-                if let Err(e) = self.flush(id) {
-                    result = Err(e);
-                    break;
-                }
-            }
-        }
-        if self.shutting_down.swap(true, Ordering::AcqRel) {
-            return result;
-        }
-        self.compaction_timer.stop();
-        {
-            // Queued jobs see `shutting_down` and return; running
-            // compactions stop at their next check.
-            let mut st = self.lock_state();
-            self.bg_cv.notify_all();
-            while !st.bg_work.is_idle() {
-                st = self.bg_cv.wait(st).unwrap_or_else(PoisonError::into_inner);
-            }
-            for c in st.bg_work.drain_queue() {
-                st.bg_work.unregister(&c);
-            }
-        }
+        let mut result = self.cancel_all_background_work(true);
         // The jobs' closures, and the references to this database they
         // hold, are gone once this returns.
         self.bg_jobs.wait_idle();
@@ -59,6 +33,44 @@ impl DbInner {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
+        result
+    }
+
+    /// RocksDB's `CancelAllBackgroundWork`: flushes what only memtables
+    /// hold (writes that skipped the WAL), then stops scheduling flushes
+    /// and compactions; running compactions stop at their next check.
+    /// With `wait`, returns once no background job runs. The database
+    /// still answers reads; writes that need a flush fail `Incomplete`.
+    pub(crate) fn cancel_all_background_work(&self, wait: bool) -> Result<()> {
+        let mut result = Ok(());
+        if !self.shutting_down.load(Ordering::Acquire)
+            && !self.read_only
+            && self.has_unpersisted_data.load(Ordering::Acquire)
+        {
+            let ids: Vec<u32> = self.lock_state().cfs.keys().copied().collect();
+            for id in ids {
+                if let Err(e) = self.flush(id) {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        if self.shutting_down.swap(true, Ordering::AcqRel) && !wait {
+            return result;
+        }
+        self.compaction_timer.stop();
+        // Queued jobs see `shutting_down` and return; running
+        // compactions stop at their next check.
+        let mut st = self.lock_state();
+        self.bg_cv.notify_all();
+        if wait {
+            while !st.bg_work.is_idle() {
+                st = self.bg_cv.wait(st).unwrap_or_else(PoisonError::into_inner);
+            }
+            for c in st.bg_work.drain_queue() {
+                st.bg_work.unregister(&c);
+            }
+        }
         result
     }
 }

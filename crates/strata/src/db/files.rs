@@ -126,7 +126,21 @@ impl DbInner {
     /// same version would both rewrite (and delete) the same inputs.
     /// Fails (as RocksDB's `Incomplete: manual compaction paused`) if the
     /// database shuts down meanwhile.
+    /// `Incomplete` while `disable_manual_compaction` holds (RocksDB's
+    /// `Status::Incomplete(kManualCompactionPaused)`).
+    fn check_manual_not_paused(&self) -> Result<()> {
+        if self
+            .manual_compaction_paused
+            .load(std::sync::atomic::Ordering::Acquire)
+            > 0
+        {
+            return Err(Error::Incomplete("Manual compaction paused".into()));
+        }
+        Ok(())
+    }
+
     fn begin_manual(&self) -> Result<std::sync::MutexGuard<'_, super::DbState>> {
+        self.check_manual_not_paused()?;
         let mut st = self.lock_state();
         st.bg_work.manual_wait();
         while !st.bg_work.manual_may_start() {
@@ -199,6 +213,7 @@ impl DbInner {
                 "FIFO compaction does not support change_level.".into(),
             ));
         }
+        self.check_manual_not_paused()?;
         self.flush(cf_id)?;
         let st = self.begin_manual()?;
         let (mut st, result) = self.compact_range_locked(st, cf_id, begin, end, o);
@@ -249,7 +264,7 @@ impl DbInner {
         let n = opts.num_levels;
         let bottom_rewrite = match o.bottommost_level_compaction {
             BottommostLevelCompaction::Skip => false,
-            BottommostLevelCompaction::IfHaveCompactionFilter => opts.compaction_filter.is_some(),
+            BottommostLevelCompaction::IfHaveCompactionFilter => opts.has_compaction_filter(),
             BottommostLevelCompaction::Force => true,
         };
         if style == CompactionStyle::Universal {
@@ -484,6 +499,80 @@ impl DB {
         opts: &CompactRangeOptions,
     ) -> Result<()> {
         self.inner.compact_range(cf.id, begin, end, opts)
+    }
+
+    /// Makes manual compactions (`compact_range*`, `compact_files`) answer
+    /// `Incomplete: Manual compaction paused` until as many
+    /// [`DB::enable_manual_compaction`] calls undo it (RocksDB's
+    /// `DisableManualCompaction`). One already running finishes.
+    pub fn disable_manual_compaction(&self) {
+        self.inner
+            .manual_compaction_paused
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    /// Undoes one [`DB::disable_manual_compaction`] (none: no effect).
+    pub fn enable_manual_compaction(&self) {
+        let _ = self.inner.manual_compaction_paused.fetch_update(
+            std::sync::atomic::Ordering::AcqRel,
+            std::sync::atomic::Ordering::Acquire,
+            |n| n.checked_sub(1),
+        );
+    }
+
+    /// RocksDB's `CancelAllBackgroundWork`: flushes writes that skipped
+    /// the WAL, then stops flushes and compactions for good (running
+    /// compactions stop at their next check); with `wait`, returns once
+    /// none runs. Reads still work; call it before closing.
+    pub fn cancel_all_background_work(&self, wait: bool) -> Result<()> {
+        self.inner.cancel_all_background_work(wait)
+    }
+
+    /// Marks the table files of column family `cf` that overlap
+    /// `[begin, end]` (`None` unbounded) for compaction, except on the last
+    /// non-empty level, and schedules the compactions (RocksDB's
+    /// `SuggestCompactRange`). The mark is recorded in the MANIFEST, so
+    /// it outlives a reopen.
+    pub fn suggest_compact_range_cf(
+        &self,
+        cf: &ColumnFamilyHandle,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<()> {
+        let inner = &self.inner;
+        if inner.read_only {
+            return Err(Error::NotSupported(
+                "suggest_compact_range on a read-only database".into(),
+            ));
+        }
+        let mut st = inner.lock_state();
+        let v = st
+            .versions
+            .current(cf.id)
+            .ok_or_else(|| Error::InvalidArgument(format!("unknown column family id {}", cf.id)))?;
+        let last_non_empty = (0..v.num_levels()).rev().find(|&l| v.num_files(l) > 0);
+        let mut edit = VersionEdit::default();
+        for level in 0..last_non_empty.unwrap_or(0) {
+            for f in v.overlapping_files(level, begin, end) {
+                if f.marked_for_compaction || st.bg_work.is_being_compacted(f.number) {
+                    continue;
+                }
+                let mut marked = (*f).clone();
+                marked.marked_for_compaction = true;
+                edit.delete_file(level as u32, f.number);
+                edit.add_file(level as u32, marked);
+            }
+        }
+        if edit.new_files.is_empty() {
+            return Ok(());
+        }
+        if let Err(e) = st.versions.log_and_apply(cf.id, edit) {
+            st.bg_error.get_or_insert(e.duplicate());
+            return Err(e);
+        }
+        inner.install_super_versions(&mut st);
+        inner.maybe_schedule_work(&mut st);
+        Ok(())
     }
 
     /// Compacts the given table files (by number) into `output_level`,

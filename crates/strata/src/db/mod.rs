@@ -281,6 +281,12 @@ pub(crate) struct DbInner {
     /// Sequence number of the last write visible to readers.
     pub(crate) last_sequence: AtomicU64,
     pub(crate) shutting_down: AtomicBool,
+    /// Set by `close` (after `cancel_all_background_work`, which sets
+    /// `shutting_down` alone).
+    pub(crate) closed: AtomicBool,
+    /// `disable_manual_compaction` calls not yet undone: manual
+    /// compactions answer `Incomplete` while above 0.
+    pub(crate) manual_compaction_paused: std::sync::atomic::AtomicUsize,
     /// Set once a write skipped the WAL: its data lives only in memtables
     /// until flushed, so close flushes (as RocksDB does).
     pub(crate) has_unpersisted_data: AtomicBool,

@@ -345,6 +345,8 @@ impl DB {
             db_session_id: make_db_session_id(),
             db_host_id: crate::util::host_name::resolve_db_host_id(&opts.db_host_id).to_string(),
             shutting_down: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            manual_compaction_paused: std::sync::atomic::AtomicUsize::new(0),
             has_unpersisted_data: AtomicBool::new(false),
             user_bytes_written: AtomicU64::new(0),
             table_cache,

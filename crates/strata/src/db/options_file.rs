@@ -273,6 +273,11 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
             .as_ref()
             .map_or_else(|| "nullptr".to_string(), |f| escape(f.name()));
         kv(&mut s, "compaction_filter", &filter);
+        let factory = o
+            .compaction_filter_factory
+            .as_ref()
+            .map_or_else(|| "nullptr".to_string(), |f| escape(f.name()));
+        kv(&mut s, "compaction_filter_factory", &factory);
         let u = &o.universal;
         kv(
             &mut s,

@@ -644,6 +644,7 @@ impl BlockBasedTable {
                 None => return true,
             },
         };
+        crate::util::perf_context::record_filter_probe(may);
         record(
             &self.statistics,
             if may {

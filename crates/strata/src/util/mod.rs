@@ -14,6 +14,7 @@ pub mod histogram;
 pub mod host_name;
 pub mod id_map;
 pub mod malloc;
+pub mod perf_context;
 pub mod prefetch;
 pub mod rng;
 pub mod slice_transform;

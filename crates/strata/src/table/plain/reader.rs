@@ -330,6 +330,7 @@ impl PlainTable {
             slice_hash(user_key)
         };
         let may = bloom.may_contain_hash(hash);
+        crate::util::perf_context::record_filter_probe(may);
         record(
             &self.statistics,
             if may {

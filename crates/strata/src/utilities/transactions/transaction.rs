@@ -86,6 +86,8 @@ pub struct Transaction<'db> {
     prep_wal: Option<u64>,
     /// WritePrepared: where the prepare put the writes.
     prepared_range: Option<crate::db::two_phase::PreparedRange>,
+    /// See `TransactionOptions::skip_prepare`.
+    pub(crate) skip_prepare: bool,
 }
 
 impl std::fmt::Debug for Transaction<'_> {
@@ -123,6 +125,7 @@ impl<'db> Transaction<'db> {
             name: None,
             prep_wal: None,
             prepared_range: None,
+            skip_prepare: true,
         };
         if set_snapshot {
             t.set_snapshot();
@@ -650,6 +653,9 @@ impl<'db> Transaction<'db> {
             return Ok(());
         }
         self.check_started()?;
+        if !self.skip_prepare {
+            return Err(Error::InvalidArgument("Txn not prepared".into()));
+        }
         // A copy: after a failure the transaction still holds its writes
         // (to roll back, or retry a pessimistic commit).
         let batch = self.batch.write_batch().clone();

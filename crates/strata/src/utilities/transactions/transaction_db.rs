@@ -89,6 +89,9 @@ pub struct TransactionOptions {
     pub deadlock_detect_depth: i64,
     /// Bytes the batch may reach (0: no limit).
     pub max_write_batch_size: usize,
+    /// A commit may come without a prepare (RocksDB's default); false:
+    /// such a commit fails with `Invalid argument: Txn not prepared`.
+    pub skip_prepare: bool,
 }
 
 impl Default for TransactionOptions {
@@ -100,6 +103,7 @@ impl Default for TransactionOptions {
             expiration: -1,
             deadlock_detect_depth: 50,
             max_write_batch_size: 0,
+            skip_prepare: true,
         }
     }
 }
@@ -279,14 +283,16 @@ impl TransactionDB {
         txn_options: TransactionOptions,
     ) -> Transaction<'_> {
         let locks = self.lock_settings(&txn_options);
-        Transaction::new(
+        let mut txn = Transaction::new(
             Backend::Pessimistic(self),
             &self.db,
             self.next_id.fetch_add(1, Ordering::Relaxed),
             write_options,
             txn_options.set_snapshot,
             locks,
-        )
+        );
+        txn.skip_prepare = txn_options.skip_prepare;
+        txn
     }
 
     /// The last detected deadlocks (RocksDB's `GetDeadlockInfoBuffer`).
@@ -371,6 +377,12 @@ impl TransactionDB {
     pub fn delete(&self, wo: &WriteOptions, key: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(key);
+        self.write(wo, b)
+    }
+
+    pub fn delete_cf(&self, wo: &WriteOptions, cf: &ColumnFamilyHandle, key: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_cf(cf.id, key);
         self.write(wo, b)
     }
 

@@ -120,6 +120,28 @@ impl std::fmt::Debug for WriteBatchWithIndex {
 }
 
 impl WriteBatchWithIndex {
+    /// RocksDB's `NewIteratorWithBase`: `base`, an iterator of column
+    /// family `cf`, overlaid with this batch's writes to `cf` as they are
+    /// now (the batch is copied: later writes to it are not seen). Merges
+    /// in the batch apply `merge` (none: such an entry is an error).
+    pub fn iter_with_base(
+        &self,
+        base: crate::db::DbIterator,
+        cf: u32,
+        merge: Option<crate::merge_operator::MergeOperatorRef>,
+    ) -> super::BaseDeltaIterator<'static> {
+        super::BaseDeltaIterator::new(
+            base,
+            std::borrow::Cow::Owned(self.clone()),
+            cf,
+            merge,
+            None,
+            None,
+        )
+    }
+}
+
+impl WriteBatchWithIndex {
     /// An empty batch whose column families order keys with `cmp` unless
     /// [`Self::set_comparator`] says otherwise. With `overwrite_key`, a put
     /// or delete hides the key's earlier entries from the index (and from
