@@ -202,7 +202,7 @@ pub(crate) unsafe fn descriptors(
         // SAFETY: `i < n` entries (caller's contract).
         let name = unsafe { cstr(*names.add(i), "column family name") }?;
         let o = options_of(unsafe { *opts.add(i) })?;
-        out.push(ColumnFamilyDescriptor::new(name, o.cf.clone()));
+        out.push(ColumnFamilyDescriptor::new(name, o.cf));
     }
     Ok(out)
 }
@@ -234,7 +234,7 @@ pub(crate) unsafe fn cf_open_args(
     let descs = unsafe { descriptors(n, names, opts) }?;
     let names = descs.iter().map(|d| d.name.clone()).collect();
     Ok(CfOpen {
-        opts: o.clone(),
+        opts: o,
         name,
         descs,
         names,
@@ -275,7 +275,7 @@ pub unsafe extern "C" fn rocksdb_open(
         let o = options_of(options)?;
         // SAFETY: a C string (C API contract).
         let name = unsafe { cstr(name, "db name") }?;
-        Ok(into_raw(rocksdb_t::new(st(DB::open(o.clone(), name))?)))
+        Ok(into_raw(rocksdb_t::new(st(DB::open(o, name))?)))
     })
 }
 
@@ -303,7 +303,7 @@ pub unsafe extern "C" fn rocksdb_open_for_read_only(
         let o = options_of(options)?;
         // SAFETY: a C string (C API contract).
         let name = unsafe { cstr(name, "db name") }?;
-        let db = st(DB::open_read_only(o.clone(), name))?;
+        let db = st(DB::open_read_only(o, name))?;
         check_no_wal(&db, error_if_wal_file_exists)?;
         Ok(into_raw(rocksdb_t::new(db)))
     })
@@ -384,7 +384,7 @@ pub unsafe extern "C" fn rocksdb_open_as_secondary(
         // SAFETY: C strings (C API contract).
         let name = unsafe { cstr(name, "db name") }?;
         let secondary = unsafe { cstr(secondary_path, "secondary path") }?;
-        let sec = st(SecondaryDB::open(o.clone(), name, secondary))?;
+        let sec = st(SecondaryDB::open(o, name, secondary))?;
         Ok(into_raw(rocksdb_t {
             db: DbRef::Secondary(Box::new(sec)),
         }))
@@ -535,7 +535,7 @@ pub unsafe extern "C" fn rocksdb_create_column_family(
         let o = options_of(column_family_options)?;
         // SAFETY: a C string (C API contract).
         let name = unsafe { cstr(column_family_name, "column family name") }?;
-        let cf = st(db.create_column_family(&name, o.cf.clone()))?;
+        let cf = st(db.create_column_family(&name, o.cf))?;
         Ok(into_raw(rocksdb_column_family_handle_t { cf }))
     })
 }

@@ -229,7 +229,7 @@ pub unsafe extern "C" fn rocksdb_transactiondb_open(
         // SAFETY: live options and a C string.
         let t = unsafe { handle(txn_db_options, "transaction db options") }?;
         let name = unsafe { cstr(name, "db name") }?;
-        let tdb = st(TransactionDB::open(o.clone(), t.opts.clone(), name))?;
+        let tdb = st(TransactionDB::open(o, t.opts.clone(), name))?;
         Ok(into_raw(rocksdb_transactiondb_t { tdb }))
     })
 }
@@ -287,7 +287,7 @@ pub unsafe extern "C" fn rocksdb_transactiondb_create_column_family(
         let o = options_of(column_family_options)?;
         // SAFETY: a C string.
         let name = unsafe { cstr(column_family_name, "column family name") }?;
-        let cf = st(tdb_of(t)?.db().create_column_family(&name, o.cf.clone()))?;
+        let cf = st(tdb_of(t)?.db().create_column_family(&name, o.cf))?;
         Ok(into_raw(rocksdb_column_family_handle_t { cf }))
     })
 }
@@ -540,7 +540,7 @@ pub unsafe extern "C" fn rocksdb_optimistictransactiondb_open(
         let o = options_of(options)?;
         // SAFETY: a C string.
         let name = unsafe { cstr(name, "db name") }?;
-        let odb = st(OptimisticTransactionDB::open(o.clone(), name))?;
+        let odb = st(OptimisticTransactionDB::open(o, name))?;
         Ok(into_raw(rocksdb_optimistictransactiondb_t { odb }))
     })
 }

@@ -1567,3 +1567,195 @@ fn a_flush_racing_compactions_leaves_no_obsolete_files() {
         );
     }
 }
+
+#[test]
+fn suggested_ranges_are_marked_above_the_last_level_and_then_compacted() {
+    let fs = MemFileSystem::new();
+    let mut o = opts(&fs);
+    o.cf.disable_auto_compactions = true;
+    let wo = WriteOptions::default();
+    let db = DB::open(o.clone(), "/db").unwrap();
+    for i in 0..200u64 {
+        db.put(&wo, &key(i), &value(i, 0)).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    for i in 0..200u64 {
+        db.put(&wo, &key(i), &value(i, 1)).unwrap();
+    }
+    db.flush().unwrap();
+    let marked = |db: &DB| -> Vec<(usize, bool)> {
+        let mut m: Vec<_> = db
+            .live_files_metadata()
+            .iter()
+            .map(|f| (f.level, f.marked_for_compaction))
+            .collect();
+        m.sort();
+        m.dedup();
+        m
+    };
+    let bottom = db
+        .live_files_metadata()
+        .iter()
+        .map(|f| f.level)
+        .max()
+        .unwrap();
+    assert!(bottom > 0);
+    // A range no file overlaps marks nothing.
+    db.suggest_compact_range_cf(&db.default_cf(), Some(b"zz"), None)
+        .unwrap();
+    assert_eq!(marked(&db), vec![(0, false), (bottom, false)]);
+    // The L0 files overlapping the range are marked, the others and the
+    // last level's are not; the mark is in the MANIFEST.
+    db.suggest_compact_range_cf(&db.default_cf(), Some(&key(10)), Some(&key(20)))
+        .unwrap();
+    for f in db.live_files_metadata() {
+        let overlaps = f.smallest_key.as_slice() <= key(20).as_slice()
+            && f.largest_key.as_slice() >= key(10).as_slice();
+        assert_eq!(
+            f.marked_for_compaction,
+            f.level == 0 && overlaps,
+            "{} on L{}",
+            f.name,
+            f.level
+        );
+    }
+    assert!(marked(&db).contains(&(0, true)));
+    let before = marked(&db);
+    db.close().unwrap();
+    let db = DB::open(o.clone(), "/db").unwrap();
+    assert_eq!(marked(&db), before);
+    db.close().unwrap();
+    o.cf.disable_auto_compactions = false;
+    let db = DB::open(o, "/db").unwrap();
+    // Reopened with compactions on: the marked file is compacted away.
+    db.wait_for_compactions().unwrap();
+    assert!(
+        marked(&db).iter().all(|&(level, m)| level > 0 && !m),
+        "{:?}",
+        marked(&db)
+    );
+    for i in (0..200u64).step_by(17) {
+        assert_eq!(
+            db.get(&ReadOptions::default(), &key(i)).unwrap(),
+            Some(value(i, 1))
+        );
+    }
+}
+
+#[test]
+fn paused_manual_compactions_answer_incomplete_until_resumed() {
+    let fs = MemFileSystem::new();
+    let mut o = opts(&fs);
+    o.cf.disable_auto_compactions = true;
+    let db = DB::open(o, "/db").unwrap();
+    let wo = WriteOptions::default();
+    for round in 0..2 {
+        for i in 0..100u64 {
+            db.put(&wo, &key(i), &value(i, round)).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let l0 = |db: &DB| db.property("rocksdb.num-files-at-level0").unwrap();
+    db.disable_manual_compaction();
+    db.disable_manual_compaction();
+    let err = db.compact_range(None, None).unwrap_err();
+    assert!(
+        err.to_string().contains("Manual compaction paused"),
+        "{err}"
+    );
+    db.enable_manual_compaction();
+    // Calls nest: one disable is still in force.
+    assert!(db.compact_range(None, None).is_err());
+    assert_eq!(l0(&db), "2");
+    db.enable_manual_compaction();
+    db.compact_range(None, None).unwrap();
+    assert_eq!(l0(&db), "0");
+}
+
+#[test]
+fn cancelled_background_work_leaves_reads_and_flushes_unlogged_writes() {
+    let fs = MemFileSystem::new();
+    let db = DB::open(opts(&fs), "/db").unwrap();
+    let unlogged = WriteOptions {
+        disable_wal: true,
+        ..WriteOptions::default()
+    };
+    db.put(&unlogged, b"k", b"only in the memtable").unwrap();
+    db.cancel_all_background_work(true).unwrap();
+    // The write that skipped the WAL was flushed to a table.
+    assert_eq!(
+        db.property("rocksdb.num-files-at-level0").as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        db.get(&ReadOptions::default(), b"k").unwrap().as_deref(),
+        Some(&b"only in the memtable"[..])
+    );
+    db.close().unwrap();
+    let db = DB::open(opts(&fs), "/db").unwrap();
+    assert_eq!(
+        db.get(&ReadOptions::default(), b"k").unwrap().as_deref(),
+        Some(&b"only in the memtable"[..])
+    );
+}
+
+/// Counts the filters it makes and what each was told.
+struct CountingFactory {
+    made: std::sync::Mutex<Vec<strata::compaction_filter::CompactionFilterContext>>,
+}
+
+impl strata::compaction_filter::CompactionFilterFactory for CountingFactory {
+    fn name(&self) -> &str {
+        "CountingFactory"
+    }
+    fn create_compaction_filter(
+        &self,
+        context: &strata::compaction_filter::CompactionFilterContext,
+    ) -> Option<strata::compaction_filter::CompactionFilterRef> {
+        self.made.lock().unwrap().push(*context);
+        Some(Arc::new(DropOdd))
+    }
+}
+
+#[test]
+fn a_filter_factory_makes_one_filter_per_compaction() {
+    let fs = MemFileSystem::new();
+    let factory = Arc::new(CountingFactory {
+        made: std::sync::Mutex::new(Vec::new()),
+    });
+    let mut o = opts(&fs);
+    o.cf.disable_auto_compactions = true;
+    o.cf.compaction_filter_factory = Some(factory.clone());
+    let db = DB::open(o, "/db").unwrap();
+    let wo = WriteOptions::default();
+    for i in 0..100u64 {
+        db.put(&wo, &key(i), &value(i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    // Flushes filter nothing (as in RocksDB).
+    assert!(factory.made.lock().unwrap().is_empty());
+    assert!(db.get(&ReadOptions::default(), &key(1)).unwrap().is_some());
+    db.compact_range(None, None).unwrap();
+    let made = factory.made.lock().unwrap().clone();
+    assert_eq!(made.len(), 1, "{made:?}");
+    assert!(made[0].is_manual_compaction && made[0].is_full_compaction);
+    for i in 0..100u64 {
+        assert_eq!(
+            db.get(&ReadOptions::default(), &key(i)).unwrap().is_some(),
+            i % 2 == 0,
+            "key {i}"
+        );
+    }
+    // The OPTIONS file names the factory.
+    let options_file = fs
+        .file_names()
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("OPTIONS-"))
+        .max()
+        .unwrap();
+    let text = String::from_utf8(fs.read_file(&options_file).unwrap()).unwrap();
+    assert!(
+        text.contains("compaction_filter_factory=CountingFactory"),
+        "{text}"
+    );
+}

@@ -7,9 +7,7 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-
-use strata::options::{Options, ReadOptions, WriteOptions};
+use strata::options::Options;
 use strata::{DB, Error};
 
 fn opts() -> Options {
@@ -40,26 +38,8 @@ fn direct_io_databases_read_and_write_their_tables() {
         }
         Err(e) => panic!("{e}"),
     };
-    let mut model = BTreeMap::new();
-    let w = WriteOptions::default();
-    for round in 0..6u64 {
-        for i in 0..3000u64 {
-            let k = format!("key{:06}", (i * 7919 + round * 13) % 9000).into_bytes();
-            let v = format!("v{round}-{i}-{}", "x".repeat((i % 200) as usize)).into_bytes();
-            db.put(&w, &k, &v).unwrap();
-            model.insert(k, v);
-        }
-        db.flush().unwrap();
-    }
-    db.compact_range(None, None).unwrap();
-    assert_eq!(scan(&db), model);
-    for (k, v) in model.iter().step_by(97) {
-        assert_eq!(
-            db.get(&ReadOptions::default(), k).unwrap().as_ref(),
-            Some(v)
-        );
-    }
-    db.verify_checksums().unwrap();
+    let model = common::fill_in_flushed_rounds(&db, 6, 3000, 9000, |i| (i % 200) as usize);
+    common::assert_holds(&db, &model, 97);
     db.close().unwrap();
     let db = DB::open(opts(), &path).unwrap();
     assert_eq!(scan(&db), model);

@@ -7,9 +7,7 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-
-use strata::options::{Options, ReadOptions, WriteOptions};
+use strata::options::{Options, WriteOptions};
 use strata::{DB, Error};
 
 fn opts() -> Options {
@@ -48,33 +46,16 @@ fn mmap_written_tables_hold_the_data_and_are_cut_to_size() {
         return;
     }
     let db = DB::open(opts(), &path).unwrap();
-    let mut model = BTreeMap::new();
-    let w = WriteOptions::default();
     // Values of many sizes, some larger than a mapped region (64 KiB to
     // 1 MiB), so appends straddle region boundaries.
-    for round in 0..5u64 {
-        for i in 0..4000u64 {
-            let k = format!("key{:06}", (i * 7919 + round * 13) % 12000).into_bytes();
-            let len = if i % 997 == 0 {
-                150_000
-            } else {
-                (i % 300) as usize
-            };
-            let v = format!("v{round}-{i}-{}", "x".repeat(len)).into_bytes();
-            db.put(&w, &k, &v).unwrap();
-            model.insert(k, v);
+    let model = common::fill_in_flushed_rounds(&db, 5, 4000, 12000, |i| {
+        if i % 997 == 0 {
+            150_000
+        } else {
+            (i % 300) as usize
         }
-        db.flush().unwrap();
-    }
-    db.compact_range(None, None).unwrap();
-    assert_eq!(scan(&db), model);
-    for (k, v) in model.iter().step_by(89) {
-        assert_eq!(
-            db.get(&ReadOptions::default(), k).unwrap().as_ref(),
-            Some(v)
-        );
-    }
-    db.verify_checksums().unwrap();
+    });
+    common::assert_holds(&db, &model, 89);
     assert!(tables_are_cut_to_size(&db, &path) > 0);
     db.close().unwrap();
 

@@ -126,6 +126,42 @@ impl DbInner {
     /// same version would both rewrite (and delete) the same inputs.
     /// Fails (as RocksDB's `Incomplete: manual compaction paused`) if the
     /// database shuts down meanwhile.
+    /// The state lock and the current version of `cf`, for a user call
+    /// (`what`) that edits its table files.
+    fn current_for_file_edit(
+        &self,
+        what: &str,
+        cf: &ColumnFamilyHandle,
+    ) -> Result<(Guard<'_>, Arc<crate::version::Version>)> {
+        if self.read_only {
+            return Err(Error::NotSupported(format!(
+                "{what} on a read-only database"
+            )));
+        }
+        let st = self.lock_state();
+        let Some(v) = st.versions.current(cf.id) else {
+            return Err(Error::InvalidArgument(format!(
+                "unknown column family {}",
+                cf.name
+            )));
+        };
+        Ok((st, v))
+    }
+
+    /// Logs a user call's file edit and installs the new version. A
+    /// MANIFEST that could not be written stops writes (a background
+    /// error); an edit the version set rejects does not.
+    fn apply_file_edit(&self, st: &mut Guard<'_>, cf_id: u32, edit: VersionEdit) -> Result<()> {
+        if let Err(e) = st.versions.log_and_apply(cf_id, edit) {
+            if st.versions.background_error().is_some() {
+                st.bg_error.get_or_insert(e.duplicate());
+            }
+            return Err(e);
+        }
+        self.install_super_versions(st);
+        Ok(())
+    }
+
     /// `Incomplete` while `disable_manual_compaction` holds (RocksDB's
     /// `Status::Incomplete(kManualCompactionPaused)`).
     fn check_manual_not_paused(&self) -> Result<()> {
@@ -540,16 +576,7 @@ impl DB {
         end: Option<&[u8]>,
     ) -> Result<()> {
         let inner = &self.inner;
-        if inner.read_only {
-            return Err(Error::NotSupported(
-                "suggest_compact_range on a read-only database".into(),
-            ));
-        }
-        let mut st = inner.lock_state();
-        let v = st
-            .versions
-            .current(cf.id)
-            .ok_or_else(|| Error::InvalidArgument(format!("unknown column family id {}", cf.id)))?;
+        let (mut st, v) = inner.current_for_file_edit("suggest_compact_range", cf)?;
         let last_non_empty = (0..v.num_levels()).rev().find(|&l| v.num_files(l) > 0);
         let mut edit = VersionEdit::default();
         for level in 0..last_non_empty.unwrap_or(0) {
@@ -566,11 +593,7 @@ impl DB {
         if edit.new_files.is_empty() {
             return Ok(());
         }
-        if let Err(e) = st.versions.log_and_apply(cf.id, edit) {
-            st.bg_error.get_or_insert(e.duplicate());
-            return Err(e);
-        }
-        inner.install_super_versions(&mut st);
+        inner.apply_file_edit(&mut st, cf.id, edit)?;
         inner.maybe_schedule_work(&mut st);
         Ok(())
     }
@@ -668,18 +691,7 @@ impl DB {
         include_end: bool,
     ) -> Result<()> {
         let inner = &self.inner;
-        if inner.read_only {
-            return Err(Error::NotSupported(
-                "delete_files_in_range on a read-only database".into(),
-            ));
-        }
-        let mut st = inner.lock_state();
-        let Some(v) = st.versions.current(cf.id) else {
-            return Err(Error::InvalidArgument(format!(
-                "unknown column family {}",
-                cf.name
-            )));
-        };
+        let (mut st, v) = inner.current_for_file_edit("delete_files_in_range", cf)?;
         let ucmp = v.icmp().user_comparator().clone();
         let mut edit = VersionEdit::default();
         let mut doomed = std::collections::BTreeSet::new();
@@ -705,17 +717,11 @@ impl DB {
         if doomed.is_empty() {
             return Ok(());
         }
-        if let Err(e) = st.versions.log_and_apply(cf.id, edit) {
-            if st.versions.background_error().is_some() {
-                st.bg_error.get_or_insert(e.duplicate());
-            }
-            return Err(e);
-        }
+        inner.apply_file_edit(&mut st, cf.id, edit)?;
         inner.info_log.log(&format!(
             "[{}] delete_files_in_range: removed tables {doomed:?}",
             cf.name
         ));
-        inner.install_super_versions(&mut st);
         inner.recalculate_write_stall(&mut st);
         inner.delete_obsolete_files(&mut st);
         inner.maybe_schedule_work(&mut st);
