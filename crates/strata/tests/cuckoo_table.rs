@@ -71,7 +71,13 @@ fn open_table(path: &std::path::Path) -> Table {
     let fs = strata::fs::default_fs();
     let file = fs.new_random_access_file(path).unwrap();
     let size = std::fs::metadata(path).unwrap().len();
-    Table::open(file, &path.to_string_lossy(), size, &TableOptions::default()).unwrap()
+    Table::open(
+        file,
+        &path.to_string_lossy(),
+        size,
+        &TableOptions::default(),
+    )
+    .unwrap()
 }
 
 /// Puts, deletes, flushes, compactions and a reopen: every read agrees
@@ -225,10 +231,18 @@ fn options_file_round_trips_cuckoo_options() {
     let text = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("OPTIONS-"))
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("OPTIONS-")
+        })
         .map(|p| std::fs::read_to_string(p).unwrap())
         .unwrap();
-    assert!(text.contains("[TableOptions/CuckooTable \"default\"]"), "{text}");
+    assert!(
+        text.contains("[TableOptions/CuckooTable \"default\"]"),
+        "{text}"
+    );
 }
 
 /// Runs RocksDB's db_bench on `dir` with `args`; false (test skipped, as
@@ -491,4 +505,3 @@ fn rocksdb_ldb_reads_strata_cuckoo_tables() {
         }
     }
 }
-

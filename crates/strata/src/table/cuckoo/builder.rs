@@ -163,7 +163,9 @@ impl CuckooTableBuilder {
         }
         let n = self.entries.len();
         if n as u64 >= u64::from(EMPTY - 1) {
-            return Err(format!("{n} entries (a CuckooTable holds fewer than 2^31 - 1)"));
+            return Err(format!(
+                "{n} entries (a CuckooTable holds fewer than 2^31 - 1)"
+            ));
         }
         let ucmp = self.opts.comparator.clone();
         let mut last_level = false;
@@ -177,10 +179,18 @@ impl CuckooTableBuilder {
             };
             if i == 0 {
                 last_level = p.sequence == 0;
-                key_size = if last_level { p.user_key.len() } else { k.len() };
+                key_size = if last_level {
+                    p.user_key.len()
+                } else {
+                    k.len()
+                };
                 user_key_size = p.user_key.len();
             }
-            let size = if last_level { p.user_key.len() } else { k.len() };
+            let size = if last_level {
+                p.user_key.len()
+            } else {
+                k.len()
+            };
             if size != key_size {
                 return Err(format!(
                     "keys have different sizes ({key_size} and {size} bytes)"
@@ -215,7 +225,11 @@ impl CuckooTableBuilder {
                     );
                 }
                 ValueType::Deletion => dels.push(i),
-                t => return Err(format!("a {t:?} entry (a CuckooTable holds puts and deletions)")),
+                t => {
+                    return Err(format!(
+                        "a {t:?} entry (a CuckooTable holds puts and deletions)"
+                    ));
+                }
             }
         }
         if self.copts.identity_as_first_hash && n > 0 && user_key_size < 8 {
@@ -307,7 +321,9 @@ impl CuckooTableBuilder {
             } else {
                 let (k, v) = &self.entries[plan.order[b as usize]];
                 let p = parse_internal_key(k);
-                let deletion = p.as_ref().is_some_and(|p| p.value_type == ValueType::Deletion);
+                let deletion = p
+                    .as_ref()
+                    .is_some_and(|p| p.value_type == ValueType::Deletion);
                 buf.extend_from_slice(if plan.last_level {
                     extract_user_key(k)
                 } else {
@@ -355,8 +371,14 @@ impl CuckooTableBuilder {
         let mut empty_key = plan.empty_bucket.clone();
         empty_key.truncate(plan.key_size);
         user(EMPTY_KEY_PROPERTY, empty_key);
-        user(NUM_HASH_FUNC_PROPERTY, plan.num_hash_func.to_le_bytes().to_vec());
-        user(HASH_TABLE_SIZE_PROPERTY, plan.table_size.to_le_bytes().to_vec());
+        user(
+            NUM_HASH_FUNC_PROPERTY,
+            plan.num_hash_func.to_le_bytes().to_vec(),
+        );
+        user(
+            HASH_TABLE_SIZE_PROPERTY,
+            plan.table_size.to_le_bytes().to_vec(),
+        );
         user(IS_LAST_LEVEL_PROPERTY, vec![u8::from(plan.last_level)]);
         user(
             CUCKOO_BLOCK_SIZE_PROPERTY,

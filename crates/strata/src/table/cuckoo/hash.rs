@@ -94,8 +94,14 @@ mod tests {
         assert_eq!(murmur_hash64a(b"", 0), mix(0));
         assert_eq!(murmur_hash64a(b"", 7), mix(7));
         // Distinct seeds and lengths differ.
-        assert_ne!(murmur_hash64a(b"abcdefgh", 0), murmur_hash64a(b"abcdefgh", 1));
-        assert_ne!(murmur_hash64a(b"abcdefg", 0), murmur_hash64a(b"abcdefgh", 0));
+        assert_ne!(
+            murmur_hash64a(b"abcdefgh", 0),
+            murmur_hash64a(b"abcdefgh", 1)
+        );
+        assert_ne!(
+            murmur_hash64a(b"abcdefg", 0),
+            murmur_hash64a(b"abcdefgh", 0)
+        );
     }
 
     #[test]

@@ -106,8 +106,16 @@ fn check(t: &Table, e: &Entries, seed: u64) {
     for (i, (k, v)) in e.iter().enumerate() {
         let user = crate::format::dbformat::extract_user_key(k);
         // Lookups at the newest sequence number find the entry.
-        let target = make_internal_key(user, crate::format::dbformat::MAX_SEQUENCE_NUMBER, ValueType::Value);
-        assert_eq!(t.get(&target).unwrap(), Some((k.clone(), v.clone())), "get #{i}");
+        let target = make_internal_key(
+            user,
+            crate::format::dbformat::MAX_SEQUENCE_NUMBER,
+            ValueType::Value,
+        );
+        assert_eq!(
+            t.get(&target).unwrap(),
+            Some((k.clone(), v.clone())),
+            "get #{i}"
+        );
         let mut seen = Vec::new();
         t.lookup(&target, &ucmp, false, |k, v| {
             seen.push((k.to_vec(), v.to_vec()));
@@ -126,7 +134,10 @@ fn check(t: &Table, e: &Entries, seed: u64) {
             let older = make_internal_key(user, p.sequence - 1, ValueType::Value);
             assert_eq!(t.get(&older).unwrap(), None);
             it.seek(&older);
-            assert_eq!(it.valid().then(|| it.key().to_vec()), e.get(i + 1).map(|x| x.0.clone()));
+            assert_eq!(
+                it.valid().then(|| it.key().to_vec()),
+                e.get(i + 1).map(|x| x.0.clone())
+            );
         }
         // A missing key of the same length.
         if rng.below(4) == 0 {
@@ -137,7 +148,11 @@ fn check(t: &Table, e: &Entries, seed: u64) {
         }
     }
     // Keys of another length are absent.
-    assert_eq!(t.get(&make_internal_key(b"x", 5, ValueType::Value)).unwrap(), None);
+    assert_eq!(
+        t.get(&make_internal_key(b"x", 5, ValueType::Value))
+            .unwrap(),
+        None
+    );
     t.verify_checksums().unwrap();
 }
 
@@ -148,7 +163,9 @@ fn round_trip(seed: u64, n: usize, klen: usize, vlen: usize, seq0: bool, c: Cuck
     assert_eq!(info.block_based_fallback, None, "{n} entries");
     let t = open(bytes, &o).unwrap();
     assert_eq!(t.kind(), TableKind::Cuckoo);
-    let Table::Cuckoo(ct) = &t else { unreachable!() };
+    let Table::Cuckoo(ct) = &t else {
+        unreachable!()
+    };
     assert_eq!(ct.is_last_level(), seq0 && n > 0);
     assert_eq!(t.properties().num_entries, n as u64);
     check(&t, &as_read(&e, vlen), seed);
@@ -162,10 +179,51 @@ fn round_trips_with_every_option() {
             round_trip(seed, n, 16, 10, false, d());
             round_trip(seed, n, 12, 0, false, d());
             round_trip(seed, n, 9, 33, true, d());
-            round_trip(seed, n, 16, 8, false, CuckooTableOptions { use_module_hash: false, ..d() });
-            round_trip(seed, n, 8, 8, true, CuckooTableOptions { identity_as_first_hash: true, ..d() });
-            round_trip(seed, n, 20, 4, false, CuckooTableOptions { identity_as_first_hash: true, use_module_hash: false, ..d() });
-            round_trip(seed, n, 16, 4, false, CuckooTableOptions { cuckoo_block_size: 1, ..d() });
+            round_trip(
+                seed,
+                n,
+                16,
+                8,
+                false,
+                CuckooTableOptions {
+                    use_module_hash: false,
+                    ..d()
+                },
+            );
+            round_trip(
+                seed,
+                n,
+                8,
+                8,
+                true,
+                CuckooTableOptions {
+                    identity_as_first_hash: true,
+                    ..d()
+                },
+            );
+            round_trip(
+                seed,
+                n,
+                20,
+                4,
+                false,
+                CuckooTableOptions {
+                    identity_as_first_hash: true,
+                    use_module_hash: false,
+                    ..d()
+                },
+            );
+            round_trip(
+                seed,
+                n,
+                16,
+                4,
+                false,
+                CuckooTableOptions {
+                    cuckoo_block_size: 1,
+                    ..d()
+                },
+            );
         }
     }
 }
@@ -188,7 +246,9 @@ fn collisions_displace_keys_and_add_hash_functions() {
             let (bytes, info) = build(&e, &o);
             assert_eq!(info.block_based_fallback, None);
             let t = open(bytes, &o).unwrap();
-            let Table::Cuckoo(ct) = &t else { unreachable!() };
+            let Table::Cuckoo(ct) = &t else {
+                unreachable!()
+            };
             most = most.max(ct.num_hash_func());
             check(&t, &as_read(&e, 6), seed);
         }
@@ -202,14 +262,53 @@ fn collisions_displace_keys_and_add_hash_functions() {
 fn entries_that_do_not_fit_are_written_block_based() {
     let k = |s: &[u8], seq, t| make_internal_key(s, seq, t);
     let cases: Vec<(Entries, &str)> = vec![
-        (vec![(k(b"a", 5, ValueType::Value), b"1".to_vec()), (k(b"bb", 5, ValueType::Value), b"2".to_vec())], "different sizes"),
-        (vec![(k(b"a", 5, ValueType::Value), b"1".to_vec()), (k(b"b", 5, ValueType::Value), b"22".to_vec())], "different sizes"),
+        (
+            vec![
+                (k(b"a", 5, ValueType::Value), b"1".to_vec()),
+                (k(b"bb", 5, ValueType::Value), b"2".to_vec()),
+            ],
+            "different sizes",
+        ),
+        (
+            vec![
+                (k(b"a", 5, ValueType::Value), b"1".to_vec()),
+                (k(b"b", 5, ValueType::Value), b"22".to_vec()),
+            ],
+            "different sizes",
+        ),
         (vec![(k(b"a", 5, ValueType::Merge), b"1".to_vec())], "Merge"),
-        (vec![(k(b"a", 5, ValueType::SingleDeletion), vec![])], "SingleDeletion"),
-        (vec![(k(b"a", 6, ValueType::Value), b"1".to_vec()), (k(b"a", 5, ValueType::Value), b"2".to_vec())], "several entries"),
-        (vec![(k(b"a", 0, ValueType::Value), b"1".to_vec()), (k(b"b", 4, ValueType::Value), b"2".to_vec())], "sequence number"),
-        (vec![(k(b"a", 0, ValueType::Value), b"1".to_vec()), (k(b"b", 0, ValueType::Deletion), vec![])], "deletion"),
-        (vec![(k(b"\x00", 3, ValueType::Value), b"1".to_vec()), (k(b"\xff", 3, ValueType::Value), b"2".to_vec())], "unused key"),
+        (
+            vec![(k(b"a", 5, ValueType::SingleDeletion), vec![])],
+            "SingleDeletion",
+        ),
+        (
+            vec![
+                (k(b"a", 6, ValueType::Value), b"1".to_vec()),
+                (k(b"a", 5, ValueType::Value), b"2".to_vec()),
+            ],
+            "several entries",
+        ),
+        (
+            vec![
+                (k(b"a", 0, ValueType::Value), b"1".to_vec()),
+                (k(b"b", 4, ValueType::Value), b"2".to_vec()),
+            ],
+            "sequence number",
+        ),
+        (
+            vec![
+                (k(b"a", 0, ValueType::Value), b"1".to_vec()),
+                (k(b"b", 0, ValueType::Deletion), vec![]),
+            ],
+            "deletion",
+        ),
+        (
+            vec![
+                (k(b"\x00", 3, ValueType::Value), b"1".to_vec()),
+                (k(b"\xff", 3, ValueType::Value), b"2".to_vec()),
+            ],
+            "unused key",
+        ),
     ];
     for (e, why) in cases {
         let o = opts(CuckooTableOptions::default());
@@ -228,16 +327,27 @@ fn entries_that_do_not_fit_are_written_block_based() {
         assert_eq!(got, e, "{why}");
     }
     // Short keys under identity_as_first_hash.
-    let o = opts(CuckooTableOptions { identity_as_first_hash: true, ..Default::default() });
+    let o = opts(CuckooTableOptions {
+        identity_as_first_hash: true,
+        ..Default::default()
+    });
     let (_, info) = build(&entries(1, 10, 4, 4, false), &o);
-    assert!(info.block_based_fallback.unwrap().contains("identity_as_first_hash"));
+    assert!(
+        info.block_based_fallback
+            .unwrap()
+            .contains("identity_as_first_hash")
+    );
     // A range tombstone.
     let f = BufferFile::new();
     let mut b = TableBuilder::new(o.clone(), Box::new(f.clone())).unwrap();
     b.add(&k(b"abcdefgh", 9, ValueType::Value), b"v").unwrap();
     b.add_range_tombstone(b"b", b"c", 4).unwrap();
     let info = b.finish(false).unwrap();
-    assert!(info.block_based_fallback.unwrap().contains("range tombstones"));
+    assert!(
+        info.block_based_fallback
+            .unwrap()
+            .contains("range tombstones")
+    );
     let t = open(f.contents(), &o).unwrap();
     assert_eq!(t.range_tombstones().len(), 1);
 }
@@ -245,7 +355,10 @@ fn entries_that_do_not_fit_are_written_block_based() {
 #[test]
 fn an_empty_table_opens() {
     for module in [true, false] {
-        let o = opts(CuckooTableOptions { use_module_hash: module, ..Default::default() });
+        let o = opts(CuckooTableOptions {
+            use_module_hash: module,
+            ..Default::default()
+        });
         let (bytes, info) = build(&Vec::new(), &o);
         assert_eq!(info.block_based_fallback, None);
         let t = open(bytes, &o).unwrap();
@@ -255,7 +368,11 @@ fn an_empty_table_opens() {
         assert!(!it.valid());
         it.seek_to_last();
         assert!(!it.valid());
-        assert_eq!(t.get(&make_internal_key(b"k", 1, ValueType::Value)).unwrap(), None);
+        assert_eq!(
+            t.get(&make_internal_key(b"k", 1, ValueType::Value))
+                .unwrap(),
+            None
+        );
         t.verify_checksums().unwrap();
     }
 }
@@ -266,7 +383,10 @@ fn unused_key_follows_rocksdb() {
     use super::builder::unused_user_key;
     assert_eq!(unused_user_key(b"b", b"c").unwrap(), b"a");
     assert_eq!(unused_user_key(b"a\x00", b"b").unwrap(), b"`\xff");
-    assert_eq!(unused_user_key(b"\x00\x00", b"\x00\x05").unwrap(), b"\x00\x06");
+    assert_eq!(
+        unused_user_key(b"\x00\x00", b"\x00\x05").unwrap(),
+        b"\x00\x06"
+    );
     assert_eq!(unused_user_key(b"\x00", b"\xff"), None);
 }
 
@@ -274,10 +394,22 @@ fn unused_key_follows_rocksdb() {
 fn options_are_validated() {
     assert!(CuckooTableOptions::default().validate().is_ok());
     for bad in [
-        CuckooTableOptions { hash_table_ratio: 0.0, ..Default::default() },
-        CuckooTableOptions { hash_table_ratio: 1.5, ..Default::default() },
-        CuckooTableOptions { hash_table_ratio: f64::NAN, ..Default::default() },
-        CuckooTableOptions { cuckoo_block_size: 0, ..Default::default() },
+        CuckooTableOptions {
+            hash_table_ratio: 0.0,
+            ..Default::default()
+        },
+        CuckooTableOptions {
+            hash_table_ratio: 1.5,
+            ..Default::default()
+        },
+        CuckooTableOptions {
+            hash_table_ratio: f64::NAN,
+            ..Default::default()
+        },
+        CuckooTableOptions {
+            cuckoo_block_size: 0,
+            ..Default::default()
+        },
     ] {
         assert!(bad.validate().is_err(), "{bad:?}");
         let cf = crate::options::ColumnFamilyOptions {
@@ -295,7 +427,14 @@ fn damaged_files_fail_cleanly() {
     let mut rng = Rng::seeded(7);
     for (seq0, c) in [
         (false, CuckooTableOptions::default()),
-        (true, CuckooTableOptions { use_module_hash: false, cuckoo_block_size: 2, ..Default::default() }),
+        (
+            true,
+            CuckooTableOptions {
+                use_module_hash: false,
+                cuckoo_block_size: 2,
+                ..Default::default()
+            },
+        ),
     ] {
         let e = entries(3, 60, 10, 5, seq0);
         let o = opts(c);
@@ -342,12 +481,23 @@ fn verify_finds_a_moved_key() {
     let o = opts(CuckooTableOptions::default());
     let (mut bytes, _) = build(&e, &o);
     let t = open(bytes.clone(), &o).unwrap();
-    let Table::Cuckoo(ct) = &t else { unreachable!() };
+    let Table::Cuckoo(ct) = &t else {
+        unreachable!()
+    };
     // The first occupied bucket's first key byte.
-    let empty = ct.properties().user_property(EMPTY_KEY_PROPERTY).unwrap().to_vec();
+    let empty = ct
+        .properties()
+        .user_property(EMPTY_KEY_PROPERTY)
+        .unwrap()
+        .to_vec();
     let bucket = 16 + 8 + 8;
-    let b = (0..).find(|b| bytes[b * bucket..b * bucket + empty.len()] != empty[..]).unwrap();
+    let b = (0..)
+        .find(|b| bytes[b * bucket..b * bucket + empty.len()] != empty[..])
+        .unwrap();
     bytes[b * bucket] ^= 0x40;
     let t = open(bytes, &o).unwrap();
-    assert!(matches!(t.verify_checksums(), Err(Error::Corruption { .. })));
+    assert!(matches!(
+        t.verify_checksums(),
+        Err(Error::Corruption { .. })
+    ));
 }
