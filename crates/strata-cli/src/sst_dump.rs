@@ -124,6 +124,7 @@ fn dump_one(fs: &dyn FileSystem, path: &Path, s: &Settings) -> Result<(), String
         match table.kind() {
             strata::tools::table::footer::TableKind::BlockBased => "block-based",
             strata::tools::table::footer::TableKind::Plain => "plain table",
+            strata::tools::table::footer::TableKind::Cuckoo => "cuckoo table",
         }
     );
     match s.command.as_str() {
@@ -193,6 +194,7 @@ pub fn dump_for_ldb(path: &Path) -> Result<(), String> {
         match table.kind() {
             strata::tools::table::footer::TableKind::BlockBased => "block-based",
             strata::tools::table::footer::TableKind::Plain => "plain table",
+            strata::tools::table::footer::TableKind::Cuckoo => "cuckoo table",
         }
     );
     let settings = Settings {

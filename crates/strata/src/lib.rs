@@ -63,7 +63,7 @@ pub use table::options::{
     BlockCacheApi, DataBlockIndexType, FilterPolicy, IndexShorteningMode, IndexType, TableOptions,
 };
 pub use table::plain::EncodingType;
-pub use table::{PlainTableOptions, SstFileWriter};
+pub use table::{CuckooTableOptions, PlainTableOptions, SstFileWriter};
 pub use util::checksum::ChecksumType;
 pub use util::comparator::{
     BytewiseComparator, Comparator, ComparatorRef, ReverseBytewiseComparator, bytewise,

@@ -126,6 +126,11 @@ pub enum TableFactory {
     /// PlainTable files (for data kept in RAM; see `table::plain`).
     /// Range deletions are `NotSupported` in such a column family.
     Plain(crate::table::PlainTableOptions),
+    /// CuckooTable files (fixed-size keys and values, point lookups; see
+    /// `table::cuckoo`). A flush or compaction whose entries do not fit
+    /// the format writes a block-based table instead (shaped by the
+    /// block-based fields) and says why in the LOG; no write is lost.
+    Cuckoo(crate::table::CuckooTableOptions),
 }
 
 pub use crate::memtable::MemTableFactory;
@@ -564,6 +569,11 @@ impl ColumnFamilyOptions {
                 );
             }
         }
+        if let TableFactory::Cuckoo(c) = &self.table_factory {
+            if let Err(m) = c.validate() {
+                return bad(m);
+            }
+        }
         if !matches!(self.table_factory, TableFactory::BlockBased) {
             let set = |v: u64| v > 0 && v != DEFAULT_COMPACTION_SECONDS;
             if set(self.ttl) {
@@ -882,8 +892,12 @@ impl ColumnFamilyOptions {
             merge_operator_name: self.merge_operator.as_ref().map(|m| m.name().to_string()),
             block_cache: self.block_cache.clone(),
             plain: match &self.table_factory {
-                TableFactory::BlockBased => None,
+                TableFactory::BlockBased | TableFactory::Cuckoo(_) => None,
                 TableFactory::Plain(p) => Some(p.clone()),
+            },
+            cuckoo: match &self.table_factory {
+                TableFactory::Cuckoo(c) => Some(c.clone()),
+                _ => None,
             },
             bloom_locality: self.bloom_locality,
             ..TableOptions::default()

@@ -410,7 +410,7 @@ fn block_based_tables_read_through_memory_maps() {
 
 /// Valid RocksDB files in formats Strata does not read are `NotSupported`
 /// naming the format, never `Corruption`: a BlobDB database (refused at
-/// open) and CuckooTable files (refused when a read opens them).
+/// open). CuckooTable files are read (`tests/cuckoo_table.rs`).
 #[test]
 fn unsupported_rocksdb_formats_are_named() {
     let dir = tempfile::tempdir().unwrap();
@@ -429,28 +429,4 @@ fn unsupported_rocksdb_formats_are_named() {
     let e = DB::open(Options::default(), dir.path()).unwrap_err();
     assert!(matches!(e, strata::Error::NotSupported(_)), "{e}");
     assert!(e.to_string().contains("BlobDB"), "{e}");
-
-    let dir = tempfile::tempdir().unwrap();
-    assert!(db_bench(
-        dir.path(),
-        &[
-            "--benchmarks=fillrandom,compact",
-            "--num=2000",
-            "--use_cuckoo_table=1",
-            "--mmap_read=1"
-        ]
-    ));
-    let e = match DB::open(Options::default(), dir.path()) {
-        Err(e) => e,
-        // Making the iterator opens the tables.
-        Ok(db) => match db.iter(&ReadOptions::default()) {
-            Err(e) => e,
-            Ok(mut it) => {
-                it.seek_to_first();
-                it.status().unwrap_err()
-            }
-        },
-    };
-    assert!(matches!(e, strata::Error::NotSupported(_)), "{e}");
-    assert!(e.to_string().contains("CuckooTable"), "{e}");
 }

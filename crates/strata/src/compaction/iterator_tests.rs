@@ -692,6 +692,7 @@ fn random_case(seed: u64) -> std::result::Result<(), String> {
         },
         checksum_factory: None,
         write_mode: crate::fs::TableWriteMode::Buffered,
+        log: None,
         fs: Arc::clone(&fs),
         dir,
         table_options: table_options.clone(),
@@ -900,6 +901,7 @@ fn output_to_level_0_is_never_split() {
         },
         checksum_factory: None,
         write_mode: crate::fs::TableWriteMode::Buffered,
+        log: None,
         fs: Arc::clone(&fs),
         dir,
         table_options: TableOptions {

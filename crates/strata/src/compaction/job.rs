@@ -58,6 +58,9 @@ pub struct JobContext<'a> {
     pub checksum_factory: Option<crate::util::file_checksum::FileChecksumGenFactoryRef>,
     /// How outputs are written (buffered, direct I/O or memory maps).
     pub write_mode: crate::fs::TableWriteMode,
+    /// Writes a line to the database's LOG (an output table written
+    /// block-based instead of its column family's CuckooTable format).
+    pub log: Option<&'a (dyn Fn(&str) + Sync)>,
 }
 
 impl std::fmt::Debug for JobContext<'_> {
@@ -409,6 +412,12 @@ fn finish_file(
         f.builder.add_range_tombstone(b, e, *s)?;
     }
     let info = f.builder.finish(true)?;
+    if let (Some(reason), Some(log)) = (&info.block_based_fallback, ctx.log) {
+        log(&format!(
+            "[{}] compaction output table #{} is block-based, not CuckooTable: {reason}",
+            ctx.table_options.column_family_name, f.number
+        ));
+    }
     let mut meta = FileMetaData::from_table(f.number, &info);
     debug_assert!(
         meta.bounds_in_order(c.version.icmp()),

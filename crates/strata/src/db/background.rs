@@ -456,6 +456,7 @@ impl DbInner {
             st.files.add_pending_output(n);
             n
         };
+        let log = |line: &str| self.info_log.log(line);
         let ctx = JobContext {
             fs: Arc::clone(&self.fs),
             dir: &self.dbname,
@@ -488,6 +489,7 @@ impl DbInner {
             identity: self.table_identity(),
             checksum_factory: self.options.file_checksum_gen_factory.clone(),
             write_mode: self.options.table_write_mode(),
+            log: Some(&log),
         };
         job::run(c, &ctx)
     }

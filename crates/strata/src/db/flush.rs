@@ -276,6 +276,11 @@ impl DbInner {
             builder.add_range_tombstone(p.user_key, end, p.sequence)?;
         }
         let info = builder.finish(true)?;
+        if let Some(reason) = &info.block_based_fallback {
+            self.info_log.log(&format!(
+                "[{cf_name}] flush table #{number} is block-based, not CuckooTable: {reason}"
+            ));
+        }
         crate::crash_point!("flush::after_table_sync");
         self.fs.sync_dir(&self.dbname)?;
         crate::crash_point!("flush::after_dir_sync");

@@ -306,6 +306,21 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
         );
         s.push('\n');
         let t = o.table_options(*id, name);
+        if let Some(c) = &t.cuckoo {
+            // RocksDB's option names (cuckoo_table_type_info).
+            let _ = writeln!(s, "[TableOptions/CuckooTable \"{}\"]", escape(name));
+            kv(&mut s, "use_module_hash", &c.use_module_hash);
+            kv(&mut s, "identity_as_first_hash", &c.identity_as_first_hash);
+            kv(&mut s, "cuckoo_block_size", &c.cuckoo_block_size);
+            kv(&mut s, "max_search_depth", &c.max_search_depth);
+            kv(
+                &mut s,
+                "hash_table_ratio",
+                &format!("{:.6}", c.hash_table_ratio),
+            );
+            s.push('\n');
+            continue;
+        }
         if let Some(p) = &t.plain {
             let _ = writeln!(s, "[TableOptions/PlainTable \"{}\"]", escape(name));
             kv(&mut s, "store_index_in_file", &p.store_index_in_file);

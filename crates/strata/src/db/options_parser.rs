@@ -93,15 +93,26 @@ struct KnownOptions {
     tables: BTreeMap<String, std::collections::BTreeSet<String>>,
 }
 
-/// [`KnownOptions`], from what Strata writes for a block-based and a
-/// PlainTable column family.
+/// [`KnownOptions`], from what Strata writes for a block-based, a
+/// PlainTable and a CuckooTable column family.
 fn known_options() -> KnownOptions {
     let o = Options::default();
     let plain = ColumnFamilyOptions {
         table_factory: TableFactory::Plain(Default::default()),
         ..o.cf.clone()
     };
-    let text = super::options_file::render(&o, &[(0, "default", &o.cf), (1, "plain", &plain)]);
+    let cuckoo = ColumnFamilyOptions {
+        table_factory: TableFactory::Cuckoo(Default::default()),
+        ..o.cf.clone()
+    };
+    let text = super::options_file::render(
+        &o,
+        &[
+            (0, "default", &o.cf),
+            (1, "plain", &plain),
+            (2, "cuckoo", &cuckoo),
+        ],
+    );
     let mut known = KnownOptions {
         db: Default::default(),
         cf: Default::default(),
@@ -529,10 +540,15 @@ impl OptionsFile {
                 c.table_factory = TableFactory::Plain(plain_table_options(file, table)?);
                 return Ok(());
             }
+            Some("CuckooTable") => {
+                c.table_factory = TableFactory::Cuckoo(cuckoo_table_options(file, table)?);
+                return Ok(());
+            }
             Some("BlockBasedTable") | None => c.table_factory = TableFactory::BlockBased,
             Some(other) => {
                 return Err(Error::NotSupported(format!(
-                    "{file}: table factory {other} (Strata writes BlockBasedTable and PlainTable)"
+                    "{file}: table factory {other} (Strata writes BlockBasedTable, PlainTable and \
+                     CuckooTable)"
                 )));
             }
         }
@@ -661,6 +677,27 @@ fn plain_table_options(
         }
     }
     Ok(p)
+}
+
+/// The fields of a `[TableOptions/CuckooTable]` section (RocksDB's
+/// option names; out-of-range values fail when the options are
+/// validated).
+fn cuckoo_table_options(
+    file: &str,
+    t: &BTreeMap<String, String>,
+) -> Result<crate::table::CuckooTableOptions> {
+    let mut c = crate::table::CuckooTableOptions::default();
+    for (k, v) in t {
+        match k.as_str() {
+            "hash_table_ratio" => c.hash_table_ratio = num(file, k, v)?,
+            "max_search_depth" => c.max_search_depth = num(file, k, v)?,
+            "cuckoo_block_size" => c.cuckoo_block_size = num(file, k, v)?,
+            "identity_as_first_hash" => c.identity_as_first_hash = boolean(file, k, v)?,
+            "use_module_hash" => c.use_module_hash = boolean(file, k, v)?,
+            _ => {}
+        }
+    }
+    Ok(c)
 }
 
 /// RocksDB's `SanitizeOptions` for the compaction settings: FIFO keeps

@@ -162,7 +162,8 @@ impl WriteStage {
                     write_buffer_size: c.options.write_buffer_size,
                     plain_table: match &c.options.table_factory {
                         crate::options::TableFactory::Plain(p) => Some(p.user_key_len),
-                        crate::options::TableFactory::BlockBased => None,
+                        crate::options::TableFactory::BlockBased
+                        | crate::options::TableFactory::Cuckoo(_) => None,
                     },
                 };
                 (c.id, check)

@@ -1,8 +1,8 @@
 //! The table formats behind one interface (RocksDB's `TableFactory`,
 //! `TableReader` and `TableBuilder`): a file is opened by its footer's
-//! magic, block-based or PlainTable, whatever the column family writes
-//! (RocksDB's `AdaptiveTableFactory` behaviour); a builder writes the
-//! format `TableOptions::plain` picks.
+//! magic, block-based, PlainTable or CuckooTable, whatever the column
+//! family writes (RocksDB's `AdaptiveTableFactory` behaviour); a builder
+//! writes the format `TableOptions::cuckoo` or `TableOptions::plain` picks.
 //!
 //! Format-specific access (block handles, index blocks) goes through
 //! [`Table::as_block_based`].
@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::cuckoo::{CuckooTable, CuckooTableBuilder, CuckooTableIter};
 use super::footer::{BlockHandle, Footer, TableKind, read_footer};
 use super::options::TableOptions;
 use super::plain::{PlainTable, PlainTableBuilder, PlainTableIter};
@@ -26,6 +27,7 @@ use crate::fs::{RandomAccessFile, WritableFile};
 pub enum Table {
     BlockBased(Arc<BlockBasedTable>),
     Plain(Arc<PlainTable>),
+    Cuckoo(Arc<CuckooTable>),
 }
 
 impl Table {
@@ -68,6 +70,9 @@ impl Table {
             TableKind::Plain => Table::Plain(Arc::new(PlainTable::open(
                 file, name, file_size, opts, footer,
             )?)),
+            TableKind::Cuckoo => Table::Cuckoo(Arc::new(CuckooTable::open(
+                file, name, file_size, opts, footer,
+            )?)),
         })
     }
 
@@ -76,7 +81,7 @@ impl Table {
     pub fn as_block_based(&self) -> Option<&Arc<BlockBasedTable>> {
         match self {
             Table::BlockBased(t) => Some(t),
-            Table::Plain(_) => None,
+            Table::Plain(_) | Table::Cuckoo(_) => None,
         }
     }
 
@@ -84,6 +89,7 @@ impl Table {
         match self {
             Table::BlockBased(_) => TableKind::BlockBased,
             Table::Plain(_) => TableKind::Plain,
+            Table::Cuckoo(_) => TableKind::Cuckoo,
         }
     }
 
@@ -91,6 +97,7 @@ impl Table {
         match self {
             Table::BlockBased(t) => t.name(),
             Table::Plain(t) => t.name(),
+            Table::Cuckoo(t) => t.name(),
         }
     }
 
@@ -98,6 +105,7 @@ impl Table {
         match self {
             Table::BlockBased(t) => t.file_size(),
             Table::Plain(t) => t.file_size(),
+            Table::Cuckoo(t) => t.file_size(),
         }
     }
 
@@ -105,6 +113,7 @@ impl Table {
         match self {
             Table::BlockBased(t) => t.footer(),
             Table::Plain(t) => t.footer(),
+            Table::Cuckoo(t) => t.footer(),
         }
     }
 
@@ -112,6 +121,7 @@ impl Table {
         match self {
             Table::BlockBased(t) => t.properties(),
             Table::Plain(t) => t.properties(),
+            Table::Cuckoo(t) => t.properties(),
         }
     }
 
@@ -120,6 +130,7 @@ impl Table {
         match self {
             Table::BlockBased(t) => t.meta_blocks(),
             Table::Plain(t) => t.meta_blocks(),
+            Table::Cuckoo(t) => t.meta_blocks(),
         }
     }
 
@@ -128,6 +139,7 @@ impl Table {
         match self {
             Table::BlockBased(t) => t.memory_usage(),
             Table::Plain(t) => t.memory_usage(),
+            Table::Cuckoo(t) => t.memory_usage(),
         }
     }
 
@@ -136,7 +148,7 @@ impl Table {
     pub fn range_tombstones(&self) -> &[(Vec<u8>, Vec<u8>)] {
         match self {
             Table::BlockBased(t) => t.range_tombstones(),
-            Table::Plain(_) => &[],
+            Table::Plain(_) | Table::Cuckoo(_) => &[],
         }
     }
 
@@ -158,7 +170,7 @@ impl Table {
     pub fn global_seqno(&self) -> Option<u64> {
         match self {
             Table::BlockBased(t) => t.global_seqno(),
-            Table::Plain(_) => None,
+            Table::Plain(_) | Table::Cuckoo(_) => None,
         }
     }
 
@@ -167,6 +179,7 @@ impl Table {
         match self {
             Table::BlockBased(t) => t.approximate_offset_of(ikey),
             Table::Plain(t) => t.approximate_offset_of(ikey),
+            Table::Cuckoo(t) => t.approximate_offset_of(ikey),
         }
     }
 
@@ -181,6 +194,8 @@ impl Table {
         match self {
             Table::BlockBased(t) => t.key_may_match_with(user_key, no_io),
             Table::Plain(t) => t.key_may_match(user_key),
+            // No filter: the hash probe is as cheap.
+            Table::Cuckoo(_) => true,
         }
     }
 
@@ -197,6 +212,7 @@ impl Table {
         match self {
             Table::BlockBased(t) => t.prefix_of_key_may_match(user_key),
             Table::Plain(t) => t.prefix_of_key_may_match(user_key),
+            Table::Cuckoo(_) => true,
         }
     }
 
@@ -216,6 +232,7 @@ impl Table {
                 Ok((it.valid() && extract_user_key(it.key()) == user_key)
                     .then(|| (it.key().to_vec(), it.value().to_vec())))
             }
+            Table::Cuckoo(t) => Ok(t.get(target)),
         }
     }
 
@@ -260,6 +277,13 @@ impl Table {
             Table::BlockBased(t) if no_io => walk(&mut t.no_io_iter(), target, ucmp, &mut f),
             Table::BlockBased(t) => walk(&mut t.iter(), target, ucmp, &mut f),
             Table::Plain(t) => walk(&mut t.lookup_iter(), target, ucmp, &mut f),
+            // One entry per user key, found by the hash probe.
+            Table::Cuckoo(t) => {
+                if let Some((k, v)) = t.get(target) {
+                    f(&k, &v);
+                }
+                Ok(())
+            }
         }
     }
 
@@ -268,6 +292,7 @@ impl Table {
         match self {
             Table::BlockBased(t) => TableIter::BlockBased(t.iter()),
             Table::Plain(t) => TableIter::Plain(t.iter()),
+            Table::Cuckoo(t) => TableIter::Cuckoo(t.iter()),
         }
     }
 
@@ -278,6 +303,7 @@ impl Table {
         match self {
             Table::BlockBased(t) => TableIter::BlockBased(t.iter()),
             Table::Plain(t) => TableIter::Plain(t.prefix_iter()),
+            Table::Cuckoo(t) => TableIter::Cuckoo(t.iter()),
         }
     }
 
@@ -287,15 +313,18 @@ impl Table {
         match self {
             Table::BlockBased(t) => TableIter::BlockBased(t.compaction_iter()),
             Table::Plain(t) => TableIter::Plain(t.iter()),
+            Table::Cuckoo(t) => TableIter::Cuckoo(t.iter()),
         }
     }
 
     /// Reads every block (every entry, for PlainTable, which has no
-    /// checksums) and verifies it.
+    /// checksums; every bucket and hash probe, for CuckooTable) and
+    /// verifies it.
     pub fn verify_checksums(&self) -> Result<()> {
         match self {
             Table::BlockBased(t) => t.verify_checksums(),
             Table::Plain(t) => t.verify(),
+            Table::Cuckoo(t) => t.verify(),
         }
     }
 }
@@ -308,6 +337,7 @@ impl Table {
 pub enum TableIter {
     BlockBased(BlockBasedTableIter),
     Plain(PlainTableIter),
+    Cuckoo(CuckooTableIter),
 }
 
 macro_rules! each {
@@ -315,6 +345,7 @@ macro_rules! each {
         match $self {
             TableIter::BlockBased($it) => $e,
             TableIter::Plain($it) => $e,
+            TableIter::Cuckoo($it) => $e,
         }
     };
 }
@@ -367,17 +398,21 @@ pub struct TableIdentity<'a> {
     pub host_id: &'a str,
 }
 
-/// Builds one table file in the format `TableOptions::plain` picks.
+/// Builds one table file in the format `TableOptions::cuckoo` or
+/// `TableOptions::plain` picks.
 #[derive(Debug)]
 pub enum TableBuilder {
     BlockBased(Box<BlockBasedTableBuilder>),
     Plain(Box<PlainTableBuilder>),
+    Cuckoo(Box<CuckooTableBuilder>),
 }
 
 impl TableBuilder {
     /// Starts a table written to `file`, which must be empty.
     pub fn new(opts: TableOptions, file: Box<dyn WritableFile>) -> Result<TableBuilder> {
-        Ok(if opts.plain.is_some() {
+        Ok(if opts.cuckoo.is_some() {
+            TableBuilder::Cuckoo(Box::new(CuckooTableBuilder::new(opts, file)?))
+        } else if opts.plain.is_some() {
             TableBuilder::Plain(Box::new(PlainTableBuilder::new(&opts, file)?))
         } else {
             TableBuilder::BlockBased(Box::new(BlockBasedTableBuilder::new(opts, file)?))
@@ -390,6 +425,7 @@ impl TableBuilder {
         match self {
             TableBuilder::BlockBased(b) => b.set_identity(id, file_number),
             TableBuilder::Plain(b) => b.set_identity(id, file_number),
+            TableBuilder::Cuckoo(b) => b.set_identity(id, file_number),
         }
     }
 
@@ -398,6 +434,7 @@ impl TableBuilder {
         match self {
             TableBuilder::BlockBased(b) => b.add_user_property(name, value),
             TableBuilder::Plain(b) => b.add_user_property(name, value),
+            TableBuilder::Cuckoo(b) => b.add_user_property(name, value),
         }
     }
 
@@ -407,6 +444,7 @@ impl TableBuilder {
         match self {
             TableBuilder::BlockBased(b) => b.add(ikey, value),
             TableBuilder::Plain(b) => b.add(ikey, value),
+            TableBuilder::Cuckoo(b) => b.add(ikey, value),
         }
     }
 
@@ -418,6 +456,8 @@ impl TableBuilder {
             TableBuilder::Plain(_) => Err(Error::NotSupported(
                 "Range deletion unsupported in PlainTable".into(),
             )),
+            // Buffered: the table is then written block-based.
+            TableBuilder::Cuckoo(b) => b.add_range_tombstone(begin, end, seq),
         }
     }
 
@@ -425,6 +465,7 @@ impl TableBuilder {
         match self {
             TableBuilder::BlockBased(b) => b.num_entries(),
             TableBuilder::Plain(b) => b.num_entries(),
+            TableBuilder::Cuckoo(b) => b.num_entries(),
         }
     }
 
@@ -432,6 +473,7 @@ impl TableBuilder {
         match self {
             TableBuilder::BlockBased(b) => b.estimated_file_size(),
             TableBuilder::Plain(b) => b.estimated_file_size(),
+            TableBuilder::Cuckoo(b) => b.estimated_file_size(),
         }
     }
 
@@ -440,6 +482,7 @@ impl TableBuilder {
         match self {
             TableBuilder::BlockBased(b) => b.finish(sync),
             TableBuilder::Plain(b) => b.finish(sync),
+            TableBuilder::Cuckoo(b) => b.finish(sync),
         }
     }
 
@@ -448,6 +491,7 @@ impl TableBuilder {
         match self {
             TableBuilder::BlockBased(b) => b.last_user_key(),
             TableBuilder::Plain(b) => b.last_user_key(),
+            TableBuilder::Cuckoo(b) => b.last_user_key(),
         }
     }
 }

@@ -43,7 +43,8 @@ pub const PLAIN_TABLE_MAGIC: u64 = 0x8242_2296_63bf_9564;
 /// PlainTable's magic in a legacy (format_version 0) footer: what RocksDB
 /// writes for every PlainTable file.
 pub const LEGACY_PLAIN_TABLE_MAGIC: u64 = 0x4f34_18eb_7a8f_13b8;
-/// CuckooTable's magic (not read by Strata).
+/// CuckooTable's magic (`echo rocksdb.table.cuckoo | sha1sum`); RocksDB
+/// writes it in a format_version 1 footer.
 pub const CUCKOO_TABLE_MAGIC: u64 = 0x9267_89d0_c5f1_7873;
 /// Newest table format_version RocksDB 7.8.3 reads.
 pub const MAX_FORMAT_VERSION_7_8: u32 = 5;
@@ -117,6 +118,9 @@ pub enum TableKind {
     BlockBased,
     /// RocksDB's PlainTable: no blocks, no trailers on meta blocks.
     Plain,
+    /// RocksDB's CuckooTable: a hash table of fixed-size buckets, no
+    /// trailers on meta blocks.
+    Cuckoo,
 }
 
 /// The fixed-size tail of a table file.
@@ -175,6 +179,7 @@ impl Footer {
             match self.kind {
                 TableKind::BlockBased => BLOCK_BASED_TABLE_MAGIC,
                 TableKind::Plain => PLAIN_TABLE_MAGIC,
+                TableKind::Cuckoo => CUCKOO_TABLE_MAGIC,
             },
         );
         debug_assert_eq!(v.len(), NEW_FOOTER_LEN);
@@ -200,6 +205,8 @@ impl Footer {
             match self.kind {
                 TableKind::BlockBased => LEGACY_BLOCK_BASED_TABLE_MAGIC,
                 TableKind::Plain => LEGACY_PLAIN_TABLE_MAGIC,
+                // CuckooTable has no legacy magic (RocksDB never writes one).
+                TableKind::Cuckoo => CUCKOO_TABLE_MAGIC,
             },
         );
         v
@@ -223,12 +230,7 @@ impl Footer {
             LEGACY_PLAIN_TABLE_MAGIC => (true, TableKind::Plain),
             BLOCK_BASED_TABLE_MAGIC => (false, TableKind::BlockBased),
             PLAIN_TABLE_MAGIC => (false, TableKind::Plain),
-            CUCKOO_TABLE_MAGIC => {
-                return Err(Error::NotSupported(format!(
-                    "{file}: CuckooTable format (magic 0x{CUCKOO_TABLE_MAGIC:016x}); Strata reads \
-                     block-based tables and PlainTable"
-                )));
-            }
+            CUCKOO_TABLE_MAGIC => (false, TableKind::Cuckoo),
             _ => {
                 return Err(bad(
                     file_size - 8,

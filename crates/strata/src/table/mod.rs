@@ -1,5 +1,6 @@
 //! Layer 3: table files (RocksDB SST files) in RocksDB's block-based
-//! format and its PlainTable format (`plain/`), behind one interface
+//! format, its PlainTable format (`plain/`) and its CuckooTable format
+//! (`cuckoo/`), behind one interface
 //! (`factory.rs`).
 //!
 //! A block-based table is a sequence of blocks followed by a footer: data
@@ -11,6 +12,7 @@ pub mod block;
 pub mod block_builder;
 pub mod compression;
 pub mod compression_dict;
+pub mod cuckoo;
 pub mod factory;
 pub mod filter;
 pub mod footer;
@@ -28,6 +30,7 @@ pub mod unique_id;
 
 pub use compression::CompressionType;
 pub use compression_dict::CompressionOptions;
+pub use cuckoo::CuckooTableOptions;
 pub use factory::{Table, TableBuilder, TableIter};
 pub use options::TableOptions;
 pub use plain::PlainTableOptions;

@@ -310,6 +310,11 @@ pub struct TableOptions {
     /// are read by their magic whatever this says; these options also
     /// shape how PlainTable files are read.
     pub plain: Option<super::plain::PlainTableOptions>,
+    /// Write CuckooTable files with these options (RocksDB's
+    /// `NewCuckooTableFactory(..)`); entries that do not fit the format are
+    /// written block-based instead (see `table::cuckoo`). Takes precedence
+    /// over `plain`.
+    pub cuckoo: Option<super::cuckoo::CuckooTableOptions>,
     /// Open table files through memory maps (`Options::allow_mmap_reads`).
     pub allow_mmap_reads: bool,
     /// Open table files for direct reads (`Options::use_direct_reads`).
@@ -368,6 +373,7 @@ impl Default for TableOptions {
             block_cache: None,
             statistics: None,
             plain: None,
+            cuckoo: None,
             allow_mmap_reads: false,
             use_direct_reads: false,
             bloom_locality: 0,

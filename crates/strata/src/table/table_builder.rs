@@ -54,6 +54,10 @@ pub struct TableInfo {
     pub smallest_seqno: u64,
     pub largest_seqno: u64,
     pub properties: TableProperties,
+    /// Why a table the column family meant to write in another format
+    /// (CuckooTable) was written block-based; `None` when it has the
+    /// configured format.
+    pub block_based_fallback: Option<String>,
 }
 
 /// Builds one table file.

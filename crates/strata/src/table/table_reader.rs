@@ -1092,7 +1092,8 @@ pub fn read_table_properties(
     file_size: u64,
 ) -> Result<TableProperties> {
     let footer = read_footer(file, name, file_size)?;
-    if footer.kind == super::footer::TableKind::Plain {
+    if footer.kind != super::footer::TableKind::BlockBased {
+        // PlainTable and CuckooTable: meta blocks without trailers.
         return super::plain::reader::read_properties(file, name, &footer);
     }
     let opts = BlockReadOptions::for_footer(&footer, true, file_size);

@@ -78,7 +78,7 @@ impl std::fmt::Debug for PlainTable {
 
 /// A table's entries: copied into memory, or in place in a memory map
 /// (`allow_mmap_reads`).
-enum TableBytes {
+pub(crate) enum TableBytes {
     Owned(Vec<u8>),
     Mapped(crate::fs::MappedBytes, usize),
 }
@@ -515,14 +515,14 @@ impl PlainTable {
 }
 
 /// The bytes of a meta block (handles were checked by `read_meta`).
-fn block_bytes(bytes: &[u8], h: BlockHandle) -> &[u8] {
+pub(crate) fn block_bytes(bytes: &[u8], h: BlockHandle) -> &[u8] {
     &bytes[h.offset as usize..(h.offset + h.size) as usize]
 }
 
 /// Reads the meta-index and the properties (blocks without trailers);
 /// `fetch` returns the bytes of a block whose handle was checked to lie
 /// before the footer.
-fn read_meta(
+pub(crate) fn read_meta(
     name: &Arc<str>,
     footer: &Footer,
     fetch: impl Fn(BlockHandle) -> Result<Arc<[u8]>>,
@@ -557,7 +557,7 @@ fn read_meta(
         return Err(Error::corruption(
             &**name,
             footer.metaindex_handle.offset,
-            "PlainTable has no properties block",
+            "table has no properties block",
         ));
     };
     let props = TableProperties::decode_block(block(h)?, name, h.offset)?;

@@ -299,12 +299,3 @@ fn damaged_files_fail_cleanly() {
         }
     }
 }
-
-#[test]
-fn cuckoo_tables_are_not_supported_not_corrupt() {
-    let mut bytes = vec![0u8; 100];
-    bytes[92..].copy_from_slice(&crate::table::footer::CUCKOO_TABLE_MAGIC.to_le_bytes());
-    let e = open(bytes, &TableOptions::default()).unwrap_err();
-    assert!(matches!(e, crate::Error::NotSupported(_)), "{e}");
-    assert!(e.to_string().contains("CuckooTable"), "{e}");
-}
