@@ -213,7 +213,7 @@ pub unsafe extern "C" fn rocksdb_writebatch_wi_create_iterator_with_base(
             (_, None) => Err("Invalid argument: base_iterator is not a database iterator".into()),
         };
         match r {
-            Ok(it) => into_raw(crate::iterator::rocksdb_iterator_t { it: Box::new(it) }),
+            Ok(it) => into_raw(crate::iterator::rocksdb_iterator_t::new(Box::new(it))),
             Err(msg) => crate::iterator::wrap_failed(msg),
         }
     })

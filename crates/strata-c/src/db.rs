@@ -960,8 +960,7 @@ pub unsafe extern "C" fn rocksdb_create_iterators(
         for (i, it) in made.into_iter().enumerate() {
             // SAFETY: room for `size` iterator pointers.
             unsafe {
-                *iterators.add(i) =
-                    into_raw(crate::iterator::rocksdb_iterator_t { it: Box::new(it) })
+                *iterators.add(i) = into_raw(crate::iterator::rocksdb_iterator_t::new(Box::new(it)))
             };
         }
         Ok(())

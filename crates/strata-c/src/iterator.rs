@@ -81,6 +81,66 @@ pub struct rocksdb_iterator_t {
     pub it: Box<dyn CIterator>,
 }
 
+impl rocksdb_iterator_t {
+    /// A C iterator over `it`, not valid until its first seek (RocksDB's
+    /// iterators start unpositioned; Strata's database iterators start at
+    /// the first key).
+    pub(crate) fn new(it: Box<dyn CIterator>) -> Self {
+        rocksdb_iterator_t {
+            it: Box::new(Unpositioned {
+                it,
+                positioned: false,
+            }),
+        }
+    }
+}
+
+/// See [`rocksdb_iterator_t::new`].
+struct Unpositioned {
+    it: Box<dyn CIterator>,
+    positioned: bool,
+}
+
+impl CIterator for Unpositioned {
+    fn valid(&self) -> bool {
+        self.positioned && self.it.valid()
+    }
+    fn seek_to_first(&mut self) {
+        self.positioned = true;
+        self.it.seek_to_first()
+    }
+    fn seek_to_last(&mut self) {
+        self.positioned = true;
+        self.it.seek_to_last()
+    }
+    fn seek(&mut self, key: &[u8]) {
+        self.positioned = true;
+        self.it.seek(key)
+    }
+    fn seek_for_prev(&mut self, key: &[u8]) {
+        self.positioned = true;
+        self.it.seek_for_prev(key)
+    }
+    fn next(&mut self) {
+        self.it.next()
+    }
+    fn prev(&mut self) {
+        self.it.prev()
+    }
+    fn key(&self) -> &[u8] {
+        self.it.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.it.value()
+    }
+    fn status(&self) -> strata::Result<()> {
+        self.it.status()
+    }
+    fn into_db_iterator(self: Box<Self>) -> Option<DbIterator> {
+        self.it.into_db_iterator()
+    }
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rocksdb_create_iterator(
     db: *mut rocksdb_t,
@@ -141,13 +201,11 @@ pub(crate) fn wrap_db_iter(
         Ok(Err(e)) => Box::new(FailedIterator(e.to_string())),
         Err(msg) => Box::new(FailedIterator(msg)),
     };
-    into_raw(rocksdb_iterator_t { it })
+    into_raw(rocksdb_iterator_t::new(it))
 }
 
 pub(crate) fn wrap_failed(msg: String) -> *mut rocksdb_iterator_t {
-    into_raw(rocksdb_iterator_t {
-        it: Box::new(FailedIterator(msg)),
-    })
+    into_raw(rocksdb_iterator_t::new(Box::new(FailedIterator(msg))))
 }
 
 fn with_iter<T: Default>(it: *const rocksdb_iterator_t, f: impl FnOnce(&dyn CIterator) -> T) -> T {

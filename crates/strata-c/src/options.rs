@@ -853,6 +853,71 @@ pub unsafe extern "C" fn rocksdb_options_set_plain_table_factory(
     })
 }
 
+/// RocksDB's `CuckooTableOptions` (its defaults until set).
+pub struct rocksdb_cuckoo_table_options_t {
+    opts: strata::CuckooTableOptions,
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn rocksdb_cuckoo_options_create() -> *mut rocksdb_cuckoo_table_options_t {
+    into_raw(rocksdb_cuckoo_table_options_t {
+        opts: strata::CuckooTableOptions::default(),
+    })
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_cuckoo_options_destroy(o: *mut rocksdb_cuckoo_table_options_t) {
+    // SAFETY: NULL or from rocksdb_cuckoo_options_create.
+    guard_quiet((), || unsafe { drop_raw(o) })
+}
+
+setter!(
+    rocksdb_cuckoo_table_options_t,
+    rocksdb_cuckoo_options_set_hash_ratio,
+    f64,
+    |o, v| o.opts.hash_table_ratio = v
+);
+setter!(
+    rocksdb_cuckoo_table_options_t,
+    rocksdb_cuckoo_options_set_max_search_depth,
+    u32,
+    |o, v| o.opts.max_search_depth = v
+);
+setter!(
+    rocksdb_cuckoo_table_options_t,
+    rocksdb_cuckoo_options_set_cuckoo_block_size,
+    u32,
+    |o, v| o.opts.cuckoo_block_size = v
+);
+setter!(
+    rocksdb_cuckoo_table_options_t,
+    rocksdb_cuckoo_options_set_identity_as_first_hash,
+    c_uchar,
+    |o, v| o.opts.identity_as_first_hash = v != 0
+);
+setter!(
+    rocksdb_cuckoo_table_options_t,
+    rocksdb_cuckoo_options_set_use_module_hash,
+    c_uchar,
+    |o, v| o.opts.use_module_hash = v != 0
+);
+
+/// CuckooTable files for the column family (see `strata::CuckooTableOptions`:
+/// data the format cannot hold is written block-based, never dropped).
+/// The options are copied; NULL changes nothing, as in RocksDB.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocksdb_options_set_cuckoo_table_factory(
+    opt: *mut rocksdb_options_t,
+    table_options: *mut rocksdb_cuckoo_table_options_t,
+) {
+    guard_quiet((), || {
+        // SAFETY: NULL or live objects of this library.
+        if let (Some(o), Some(t)) = unsafe { (opt.as_mut(), table_options.as_ref()) } {
+            o.opts.cf.table_factory = strata::TableFactory::Cuckoo(t.opts.clone());
+        }
+    })
+}
+
 /// RocksDB's `VectorRepFactory` memtable (needs
 /// `allow_concurrent_memtable_write` off, as in RocksDB).
 #[unsafe(no_mangle)]

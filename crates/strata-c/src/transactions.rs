@@ -878,7 +878,7 @@ fn txn_iter(
         st(t.iter_detached_cf(&ro, cf))
     })();
     match r {
-        Ok(it) => into_raw(rocksdb_iterator_t { it: Box::new(it) }),
+        Ok(it) => into_raw(rocksdb_iterator_t::new(Box::new(it))),
         Err(msg) => wrap_failed(msg),
     }
 }

@@ -299,11 +299,10 @@ impl Options {
     fn set_bloom_locality(&mut self, v: u32) {
         self.opts.cf.bloom_locality = v;
     }
-    /// Cuckoo tables are not supported: raises NotImplementedError.
-    fn set_cuckoo_table_factory(&mut self, _options: &CuckooTableOptions) -> PyResult<()> {
-        Err(pyo3::exceptions::PyNotImplementedError::new_err(
-            "CuckooTable is not supported by strata (block-based tables only)",
-        ))
+    /// CuckooTable files (RocksDB's format; data the format cannot hold is
+    /// written block-based, never dropped).
+    fn set_cuckoo_table_factory(&mut self, options: &CuckooTableOptions) {
+        self.opts.cf.table_factory = strata::TableFactory::Cuckoo(options.0.clone());
     }
     /// The options a database was last opened with (its newest OPTIONS
     /// file): the database's and each column family's.
@@ -499,16 +498,31 @@ impl MemtableFactory {
     }
 }
 
-/// rocksdict's CuckooTable options (not supported; applying them raises).
+/// rocksdict's CuckooTable options (RocksDB's defaults until set).
 #[pyclass(module = "strata")]
 #[derive(Clone, Default)]
-pub struct CuckooTableOptions {}
+pub struct CuckooTableOptions(strata::CuckooTableOptions);
 
 #[pymethods]
 impl CuckooTableOptions {
     #[new]
     fn new() -> Self {
         CuckooTableOptions::default()
+    }
+    fn set_hash_ratio(&mut self, ratio: f64) {
+        self.0.hash_table_ratio = ratio;
+    }
+    fn set_max_search_depth(&mut self, depth: u32) {
+        self.0.max_search_depth = depth;
+    }
+    fn set_cuckoo_block_size(&mut self, size: u32) {
+        self.0.cuckoo_block_size = size;
+    }
+    fn set_identity_as_first_hash(&mut self, flag: bool) {
+        self.0.identity_as_first_hash = flag;
+    }
+    fn set_use_module_hash(&mut self, flag: bool) {
+        self.0.use_module_hash = flag;
     }
 }
 

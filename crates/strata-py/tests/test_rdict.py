@@ -17,6 +17,7 @@ from strata import (
     BlockBasedOptions,
     Cache,
     Checkpoint,
+    CuckooTableOptions,
     DbClosedError,
     DBCompactionStyle,
     DBCompressionType,
@@ -459,8 +460,32 @@ def test_load_latest_handles_and_unsupported_tables(path):
     o.set_allow_mmap_reads(True)
     o.set_allow_mmap_writes(True)
     o.set_plain_table_factory(PlainTableFactoryOptions())
-    with pytest.raises(NotImplementedError, match="CuckooTable"):
-        o.set_cuckoo_table_factory(CuckooTableOptions())
+
+
+def test_cuckoo_tables_hold_uniform_and_mixed_entries(tmp_path):
+    co = CuckooTableOptions()
+    co.set_hash_ratio(0.5)
+    co.set_max_search_depth(200)
+    co.set_cuckoo_block_size(10)
+    co.set_identity_as_first_hash(False)
+    co.set_use_module_hash(True)
+    for name, keys in [
+        ("uniform", [b"key%05d" % i for i in range(300)]),
+        # Keys of other sizes cannot be a cuckoo table: written
+        # block-based, never dropped.
+        ("mixed", [b"k%d" % i for i in range(300)]),
+    ]:
+        o = Options(raw_mode=True)
+        o.set_allow_mmap_reads(True)
+        o.set_cuckoo_table_factory(co)
+        path = str(tmp_path / name)
+        with Rdict(path, options=o) as db:
+            for i, k in enumerate(keys):
+                db[k] = b"val%05d" % i
+            db.flush()
+            for i, k in enumerate(keys):
+                assert db[k] == b"val%05d" % i
+            assert list(db.keys()) == sorted(keys)
 
 
 def _plain_options(module, bloom_locality=0):

@@ -839,3 +839,50 @@ fn ingest_behind_puts_files_under_all_data_in_the_reserved_last_level() {
     file.apply_db(&mut read).unwrap();
     assert!(read.allow_ingest_behind);
 }
+
+/// Bytewise order under another name (as RocksDB's c_test.c's "foo").
+struct BytewiseNamedFoo;
+
+impl strata::Comparator for BytewiseNamedFoo {
+    fn name(&self) -> &str {
+        "foo"
+    }
+    fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        a.cmp(b)
+    }
+}
+
+#[test]
+fn a_file_of_another_comparator_is_ingested_only_if_ordered_as_the_column_family() {
+    let dir = tempfile::tempdir().unwrap();
+    // Written under the bytewise comparator's name.
+    let sst = write_sst(
+        &dir.path().join("bytewise.sst"),
+        &[("a", "1"), ("b", "2"), ("c", "3")],
+    );
+    let foo = |name: &str| {
+        let mut o = opts();
+        o.cf.comparator = std::sync::Arc::new(BytewiseNamedFoo);
+        DB::open(o, dir.path().join(name)).unwrap()
+    };
+    // Same order, other name: ingested and read, before and after a reopen
+    // (as RocksDB, which does not compare the names).
+    let db = foo("foo_db");
+    db.ingest_external_file(&[&sst], &IngestExternalFileOptions::default())
+        .unwrap();
+    assert_eq!(get(&db, "b").as_deref(), Some("2"));
+    drop(db);
+    let db = foo("foo_db");
+    assert_eq!(scan(&db).len(), 3);
+    drop(db);
+    // Reverse order: the file's keys are out of order here, refused.
+    let mut o = opts();
+    o.cf.comparator = std::sync::Arc::new(strata::ReverseBytewiseComparator);
+    let db = DB::open(o, dir.path().join("reverse_db")).unwrap();
+    let err = db
+        .ingest_external_file(&[&sst], &IngestExternalFileOptions::default())
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    assert!(err.to_string().contains("not ordered"), "{err}");
+    assert!(scan(&db).is_empty());
+}

@@ -2537,6 +2537,31 @@ extern STRATA_C_API char* rocksdb_perfcontext_report(
     rocksdb_perfcontext_t* context,
     unsigned char exclude_zero_counters);
 
+
+/* ---- CuckooTable (RocksDB 7.8.3 format) ---- */
+typedef struct rocksdb_cuckoo_table_options_t rocksdb_cuckoo_table_options_t;
+extern STRATA_C_API rocksdb_cuckoo_table_options_t* rocksdb_cuckoo_options_create(void);
+extern STRATA_C_API void rocksdb_cuckoo_options_destroy(
+    rocksdb_cuckoo_table_options_t* options);
+extern STRATA_C_API void rocksdb_cuckoo_options_set_cuckoo_block_size(
+    rocksdb_cuckoo_table_options_t* options,
+    uint32_t v);
+extern STRATA_C_API void rocksdb_cuckoo_options_set_hash_ratio(
+    rocksdb_cuckoo_table_options_t* options,
+    double v);
+extern STRATA_C_API void rocksdb_cuckoo_options_set_identity_as_first_hash(
+    rocksdb_cuckoo_table_options_t* options,
+    unsigned char v);
+extern STRATA_C_API void rocksdb_cuckoo_options_set_max_search_depth(
+    rocksdb_cuckoo_table_options_t* options,
+    uint32_t v);
+extern STRATA_C_API void rocksdb_cuckoo_options_set_use_module_hash(
+    rocksdb_cuckoo_table_options_t* options,
+    unsigned char v);
+extern STRATA_C_API void rocksdb_options_set_cuckoo_table_factory(
+    rocksdb_options_t* opt,
+    rocksdb_cuckoo_table_options_t* table_options);
+
 #ifdef __cplusplus
 } /* end extern "C" */
 #endif

@@ -110,6 +110,34 @@ pub(super) fn point_key_bounds(table: &Table) -> Result<Option<KeySpan>> {
     Ok(Some((first, it.key().to_vec())))
 }
 
+/// `table`'s entries are in increasing internal-key order under `ucmp`
+/// (a full scan); `InvalidArgument` naming both comparators if not.
+fn check_ordered(
+    table: &Table,
+    ucmp: &ComparatorRef,
+    name: &str,
+    written_with: &[u8],
+) -> Result<()> {
+    let icmp = crate::format::InternalKeyComparator::new(ucmp.clone());
+    let mut it = table.iter();
+    it.seek_to_first();
+    let mut prev: Option<Vec<u8>> = None;
+    while it.valid() {
+        if let Some(p) = &prev
+            && icmp.compare(p, it.key()) != Ordering::Less
+        {
+            return Err(Error::InvalidArgument(format!(
+                "{name}: written with comparator {} and not ordered by this column family's {}",
+                String::from_utf8_lossy(written_with),
+                ucmp.name()
+            )));
+        }
+        prev = Some(it.key().to_vec());
+        it.next();
+    }
+    it.status()
+}
+
 /// The internal-key span of `table`'s range tombstones (empty ones, which
 /// cover nothing, left out: their bounds would invert the file's), as
 /// RocksDB widens a file's bounds with them; `Err` on a damaged key.
@@ -278,6 +306,15 @@ impl IngestionJob {
             table.verify_checksums()?;
         }
         let props = table.properties();
+        // Tables open whatever comparator wrote them (as in RocksDB; a
+        // database's own comparator is checked against its MANIFEST). A
+        // foreign file written under another comparator's name may still
+        // be ordered as this column family's: it is, or it is refused.
+        if !props.comparator_name.is_empty()
+            && props.comparator_name != topts.comparator.name().as_bytes()
+        {
+            check_ordered(&table, &topts.comparator, &name, &props.comparator_name)?;
+        }
         let corrupt = |msg: &str| Err(Error::corruption(&name, 0, msg));
         let Some(version) = props.external_sst_version() else {
             return corrupt("External file version not found");

@@ -219,15 +219,6 @@ impl BlockBasedTable {
             }
             None => TableProperties::default(),
         };
-        if !props.comparator_name.is_empty()
-            && props.comparator_name != opts.comparator.name().as_bytes()
-        {
-            return Err(Error::InvalidArgument(format!(
-                "{name}: table was written with comparator {} but is opened with {}",
-                String::from_utf8_lossy(&props.comparator_name),
-                opts.comparator.name()
-            )));
-        }
         let index_type = props.index_type();
         if !matches!(
             index_type,

@@ -253,15 +253,6 @@ impl CuckooTable {
         };
         let name: Arc<str> = Arc::from(name);
         let (meta, props) = read_meta(&name, &footer, |h| Ok(Arc::from(block_bytes(bytes, h))))?;
-        if !props.comparator_name.is_empty()
-            && props.comparator_name != opts.comparator.name().as_bytes()
-        {
-            return Err(Error::InvalidArgument(format!(
-                "{name}: table was written with comparator {} but is opened with {}",
-                String::from_utf8_lossy(&props.comparator_name),
-                opts.comparator.name()
-            )));
-        }
         let geo = geometry(&props, &name)?;
         let data_len = geo.num_buckets * geo.bucket_len;
         let first_meta = meta

@@ -161,15 +161,6 @@ impl PlainTable {
                 format!("bad fixed key length {}", props.fixed_key_len),
             )
         })?;
-        if !props.comparator_name.is_empty()
-            && props.comparator_name != opts.comparator.name().as_bytes()
-        {
-            return Err(Error::InvalidArgument(format!(
-                "{name}: table was written with comparator {} but is opened with {}",
-                String::from_utf8_lossy(&props.comparator_name),
-                opts.comparator.name()
-            )));
-        }
         let popts = opts.plain.clone().unwrap_or_default();
         let file_prefix = match props.prefix_extractor_name.as_slice() {
             b"" | b"nullptr" => None,
