@@ -1598,13 +1598,14 @@ pub extern "C" fn rocksdb_filterpolicy_create_bloom_full(
 }
 
 /// A Standard128 Ribbon filter as accurate as a Bloom filter of
-/// `bloom_equivalent_bits_per_key` (RocksDB's `NewRibbonFilterPolicy`:
-/// flushes keep Bloom filters).
+/// `bloom_equivalent_bits_per_key`, for every file, flushes included (RocksDB's
+/// C API passes `bloom_before_level` -1; C++'s `NewRibbonFilterPolicy`
+/// defaults to 0, Bloom filters for flushes).
 #[unsafe(no_mangle)]
 pub extern "C" fn rocksdb_filterpolicy_create_ribbon(
     bloom_equivalent_bits_per_key: f64,
 ) -> *mut rocksdb_filterpolicy_t {
-    rocksdb_filterpolicy_create_ribbon_hybrid(bloom_equivalent_bits_per_key, 0)
+    rocksdb_filterpolicy_create_ribbon_hybrid(bloom_equivalent_bits_per_key, -1)
 }
 
 /// Ribbon filters for files written at `bloom_before_level` and below

@@ -32,6 +32,9 @@ pub struct OptionsFile {
     pub name: String,
     db: BTreeMap<String, String>,
     cfs: BTreeMap<String, BTreeMap<String, String>>,
+    /// The `[CFOptions]` sections' column families in file order (default
+    /// first, then as created: RocksDB's order).
+    cf_order: Vec<String>,
     tables: BTreeMap<String, BTreeMap<String, String>>,
     /// The table factory of each column family's `[TableOptions/<type>]`
     /// section (`BlockBasedTable`, `PlainTable`, ...).
@@ -165,7 +168,13 @@ pub fn parse(name: &str, text: &str) -> Result<OptionsFile> {
             };
             sec = match (kind, arg) {
                 ("DBOptions", _) => Sec::Db,
-                ("CFOptions", Some(cf)) => Sec::Cf(cf),
+                ("CFOptions", Some(cf)) => {
+                    if !f.cfs.contains_key(&cf) {
+                        f.cf_order.push(cf.clone());
+                        f.cfs.insert(cf.clone(), BTreeMap::new());
+                    }
+                    Sec::Cf(cf)
+                }
                 (t, Some(cf)) if t.starts_with("TableOptions/") => {
                     f.table_types
                         .insert(cf.clone(), t["TableOptions/".len()..].to_string());
@@ -286,9 +295,10 @@ impl OptionsFile {
         out.into_iter().collect()
     }
 
-    /// The column families the file has `[CFOptions "name"]` sections for.
+    /// The column families the file has `[CFOptions "name"]` sections for,
+    /// in the file's order.
     pub fn column_families(&self) -> impl Iterator<Item = &str> {
-        self.cfs.keys().map(|s| s.as_str())
+        self.cf_order.iter().map(|s| s.as_str())
     }
 
     /// Applies the `[DBOptions]` settings that matter to compaction and to
@@ -721,6 +731,20 @@ pub fn sanitize(c: &mut ColumnFamilyOptions) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn column_families_come_in_the_files_order() {
+        // RocksDB's LoadLatestOptions lists them as the file does: default
+        // first, then in creation order (not sorted).
+        let text = "[CFOptions \"default\"]\n[CFOptions \"zeta\"]\n  num_levels=3\n\
+                    [CFOptions \"alpha\"]\n[CFOptions \"zeta\"]\n";
+        let f = parse("OPTIONS-000007", text).unwrap();
+        assert_eq!(
+            f.column_families().collect::<Vec<_>>(),
+            vec!["default", "zeta", "alpha"]
+        );
+        assert_eq!(f.cf_option("zeta", "num_levels"), Some("3"));
+    }
 
     const ROCKSDB_STYLE: &str = "\
 # comment
