@@ -161,10 +161,8 @@ fn plain_table_column_family_serves_every_read() {
                 .contains("DeleteRange not supported for table type PlainTable"),
             "{e}"
         );
-        if popts.user_key_len == 16 {
-            let e = db.put(&wo, b"short", b"v").unwrap_err();
-            assert!(matches!(e, strata::Error::InvalidArgument(_)), "{e}");
-        }
+        // Keys of other lengths than user_key_len are taken, as RocksDB
+        // takes them: keys_of_other_lengths_make_variable_length_tables_...
         let mem = db.property("rocksdb.estimate-table-readers-mem").unwrap();
         assert!(mem.parse::<u64>().unwrap() > 0, "{mem}");
         drop(db);
@@ -429,4 +427,74 @@ fn unsupported_rocksdb_formats_are_named() {
     let e = DB::open(Options::default(), dir.path()).unwrap_err();
     assert!(matches!(e, strata::Error::NotSupported(_)), "{e}");
     assert!(e.to_string().contains("BlobDB"), "{e}");
+}
+
+/// `fixed_key_len` of every table in `dir`, sorted.
+fn fixed_key_lens(dir: &std::path::Path) -> Vec<u64> {
+    use strata::fs::FileSystem;
+    let fs = strata::fs::posix::PosixFileSystem;
+    let mut out: Vec<u64> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+        .map(|p| {
+            let f = fs.new_random_access_file(&p).unwrap();
+            let n = f.size().unwrap();
+            strata::tools::table::table_reader::read_table_properties(&*f, &p.to_string_lossy(), n)
+                .unwrap()
+                .fixed_key_len
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn keys_of_other_lengths_make_variable_length_tables_and_nothing_is_lost() {
+    // RocksDB takes keys of any length into a column family whose
+    // PlainTable has a fixed user_key_len (RocksDB's own c_test.c does),
+    // then writes a fixed-length table that misreads them. Strata takes
+    // them too and writes that memtable's table with variable lengths.
+    let dir = tempfile::tempdir().unwrap();
+    let popts = PlainTableOptions {
+        user_key_len: 16,
+        ..Default::default()
+    };
+    let mut o = plain_options(popts, Some(8));
+    o.cf.disable_auto_compactions = true;
+    let w = WriteOptions::default();
+    let mut model = BTreeMap::new();
+    {
+        let db = DB::open(o.clone(), dir.path()).unwrap();
+        for i in 0..200 {
+            model.insert(key(i), b"fits".to_vec());
+        }
+        for (k, v) in &model {
+            db.put(&w, k, v).unwrap();
+        }
+        db.flush().unwrap();
+        // Only 16-byte keys: a fixed-length table, as before.
+        assert_eq!(fixed_key_lens(dir.path()), vec![16]);
+        // Inside the range of the first table's keys, so that the
+        // compaction below merges the two tables.
+        for (k, v) in [(&b"00000010"[..], &b"8"[..]), (b"0000002000000000+", b"17")] {
+            db.put(&w, k, v).unwrap();
+            model.insert(k.to_vec(), v.to_vec());
+        }
+        // Closed unflushed: the keys come back from the WAL.
+    }
+    let db = DB::open(o.clone(), dir.path()).unwrap();
+    db.flush().unwrap();
+    assert_eq!(fixed_key_lens(dir.path()), vec![0, 16]);
+    let log = std::fs::read_to_string(dir.path().join("LOG")).unwrap();
+    assert!(log.contains("variable-length PlainTable"), "{log}");
+    let ro = ReadOptions::default();
+    assert_eq!(scan(&db, &ro), model.clone().into_iter().collect::<Vec<_>>());
+    for (k, v) in &model {
+        assert_eq!(db.get(&ro, k).unwrap().as_ref(), Some(v));
+    }
+    // A compaction of both keeps variable lengths.
+    db.compact_range(None, None).unwrap();
+    assert_eq!(fixed_key_lens(dir.path()), vec![0]);
+    assert_eq!(scan(&db, &ro), model.into_iter().collect::<Vec<_>>());
 }

@@ -396,7 +396,7 @@ impl DbInner {
         &self,
         c: &Compaction,
         opts: &crate::options::ColumnFamilyOptions,
-        table_options: crate::table::TableOptions,
+        mut table_options: crate::table::TableOptions,
         view: &super::commit_table::JobView,
     ) -> std::result::Result<job::JobOutput, job::JobError> {
         let fail = |error| job::JobError {
@@ -419,6 +419,13 @@ impl DbInner {
                 .map_err(fail)?;
             if let Some(l) = t.fragmented_range_tombstones() {
                 parts.push(Arc::clone(l));
+            }
+            // Keys of other lengths (an input written variable-length, or
+            // not a PlainTable): so is the output.
+            if let Some(p) = &mut table_options.plain
+                && u64::from(p.user_key_len) != t.properties().fixed_key_len
+            {
+                p.user_key_len = 0;
             }
         }
         let tombstones = FragmentedRangeTombstoneList::merge_shared(opts.comparator.clone(), parts);

@@ -237,6 +237,17 @@ impl DbInner {
         );
         let mut table_options = opts.table_options(cf_id, cf_name);
         table_options.compression = opts.compression_for_flush();
+        if let Some(p) = &mut table_options.plain
+            && p.user_key_len != 0
+            && mems.iter().any(|m| m.has_key_of_other_length())
+        {
+            self.info_log.log(&format!(
+                "[{cf_name}] flush: keys of other lengths than user_key_len {}: \
+                 table #{number} is a variable-length PlainTable",
+                p.user_key_len
+            ));
+            p.user_key_len = 0;
+        }
         // A flushed table is a new level-0 run of about the memtables'
         // bytes; it is never taken as bottommost (RocksDB's flushes keep
         // their filters under `optimize_filters_for_hits`).

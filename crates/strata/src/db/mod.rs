@@ -149,7 +149,13 @@ pub(crate) fn new_memtable(
             options.prefix_extractor.clone(),
             options.memtable_whole_key_filtering,
         )
-        .charged_to(wbm.cloned()),
+        .charged_to(wbm.cloned())
+        .expect_key_len(match &options.table_factory {
+            crate::options::TableFactory::Plain(p) if p.user_key_len != 0 => {
+                Some(p.user_key_len as usize)
+            }
+            _ => None,
+        }),
     )
 }
 

@@ -135,9 +135,8 @@ struct CfCheck {
     has_merge_operator: bool,
     mem: Arc<MemTable>,
     write_buffer_size: usize,
-    /// The column family writes PlainTable files: no range deletions, and
-    /// keys of this length if it is not 0.
-    plain_table: Option<u32>,
+    /// The column family writes PlainTable files: no range deletions.
+    plain_table: bool,
 }
 
 impl WriteStage {
@@ -160,11 +159,10 @@ impl WriteStage {
                     has_merge_operator: c.options.merge_operator.is_some(),
                     mem: Arc::clone(&c.mem),
                     write_buffer_size: c.options.write_buffer_size,
-                    plain_table: match &c.options.table_factory {
-                        crate::options::TableFactory::Plain(p) => Some(p.user_key_len),
-                        crate::options::TableFactory::BlockBased
-                        | crate::options::TableFactory::Cuckoo(_) => None,
-                    },
+                    plain_table: matches!(
+                        c.options.table_factory,
+                        crate::options::TableFactory::Plain(_)
+                    ),
                 };
                 (c.id, check)
             })
@@ -177,9 +175,9 @@ impl WriteView {
     /// Fails, before anything is written, if a record of `batch` names a
     /// column family that does not exist, is a range deletion with begin >
     /// end (or into a PlainTable column family, as RocksDB), is a merge in
-    /// a column family without a merge operator, has a key of another
-    /// length than a PlainTable's fixed `user_key_len`, or is too large
-    /// for a memtable entry.
+    /// a column family without a merge operator, or is too large for a
+    /// memtable entry. Keys of any length go into a PlainTable column
+    /// family, as in RocksDB (see `MemTable::expect_key_len`).
     fn check_batch(&self, batch: &WriteBatch) -> Result<()> {
         for r in batch.iter() {
             let Some((cf, t, key, value)) = memtable_entry(r?)? else {
@@ -197,21 +195,11 @@ impl WriteView {
                     "end key comes before start key in DeleteRange".into(),
                 ));
             }
-            if let Some(fixed) = c.plain_table {
-                if t == ValueType::RangeDeletion {
-                    return Err(Error::NotSupported(format!(
-                        "DeleteRange not supported for table type PlainTable in CF {}",
-                        c.name
-                    )));
-                }
-                if fixed != 0 && key.len() != fixed as usize {
-                    return Err(Error::InvalidArgument(format!(
-                        "key of {} bytes in column family {}, whose PlainTable user_key_len is \
-                         {fixed}",
-                        key.len(),
-                        c.name
-                    )));
-                }
+            if c.plain_table && t == ValueType::RangeDeletion {
+                return Err(Error::NotSupported(format!(
+                    "DeleteRange not supported for table type PlainTable in CF {}",
+                    c.name
+                )));
             }
             if t == ValueType::Merge && !c.has_merge_operator {
                 return Err(Error::NotSupported(format!(

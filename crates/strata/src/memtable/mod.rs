@@ -175,6 +175,9 @@ pub struct MemTable {
     wbm: Option<std::sync::Arc<WriteBufferManager>>,
     charged: std::sync::atomic::AtomicUsize,
     immutable: std::sync::atomic::AtomicBool,
+    /// See [`MemTable::expect_key_len`].
+    expected_key_len: Option<usize>,
+    key_of_other_length: std::sync::atomic::AtomicBool,
     /// RocksDB's memtable bloom: point entries' whole keys and/or
     /// prefixes, asked before a point lookup walks the rep.
     bloom: Option<MemTableBloomConfig>,
@@ -286,6 +289,8 @@ impl MemTable {
             wbm: None,
             charged: std::sync::atomic::AtomicUsize::new(0),
             immutable: std::sync::atomic::AtomicBool::new(false),
+            expected_key_len: None,
+            key_of_other_length: std::sync::atomic::AtomicBool::new(false),
             bloom: None,
         }
     }
@@ -368,6 +373,23 @@ impl MemTable {
 
     /// Marks the memtable immutable (being flushed) in its memory budget.
     /// REQUIRES: no insert is in flight or will follow.
+    /// This memtable, noting whether a point entry's key is not
+    /// `key_len` bytes long (a PlainTable column family's fixed
+    /// `user_key_len`: the flush then writes a variable-length PlainTable;
+    /// RocksDB takes such keys too, and writes a fixed-length table that
+    /// misreads them). `None`: nothing noted.
+    pub fn expect_key_len(mut self, key_len: Option<usize>) -> MemTable {
+        self.expected_key_len = key_len;
+        self
+    }
+
+    /// A point entry's key was not of the length given to
+    /// [`MemTable::expect_key_len`]. Read once the memtable is immutable
+    /// (its writers are done).
+    pub fn has_key_of_other_length(&self) -> bool {
+        self.key_of_other_length.load(Ordering::Relaxed)
+    }
+
     pub fn mark_immutable(&self) {
         use std::sync::atomic::Ordering::{AcqRel, Relaxed};
         self.charge_growth();
@@ -451,6 +473,9 @@ impl MemTable {
             }
         }
 
+        if self.expected_key_len.is_some_and(|n| n != key.len()) && t != ValueType::RangeDeletion {
+            self.key_of_other_length.store(true, Ordering::Relaxed);
+        }
         self.num_entries.fetch_add(1, Ordering::Relaxed);
         match t {
             ValueType::Deletion | ValueType::SingleDeletion | ValueType::DeletionWithTimestamp => {
