@@ -94,7 +94,8 @@ pub struct rocksdb_column_family_handle_t {
 /// caller frees with `rocksdb_free`, as in RocksDB).
 #[repr(C)]
 pub struct rocksdb_snapshot_t {
-    pub seq: u64,
+    /// `None`: no snapshot (see `rocksdb_create_snapshot`).
+    pub seq: Option<u64>,
     owner: *mut Snapshot,
 }
 
@@ -106,7 +107,7 @@ impl rocksdb_snapshot_t {
             // SAFETY: a fresh block sized for one record.
             unsafe {
                 p.write(rocksdb_snapshot_t {
-                    seq,
+                    seq: Some(seq),
                     owner: std::ptr::null_mut(),
                 })
             };
@@ -1015,8 +1016,15 @@ pub unsafe extern "C" fn rocksdb_batched_multi_get_cf(
 // ---- snapshots ----
 
 #[unsafe(no_mangle)]
+/// Without snapshot support (a column family with in-place updates), as
+/// RocksDB: a snapshot object that names no snapshot, so reads with it see
+/// the latest data.
 pub unsafe extern "C" fn rocksdb_create_snapshot(db: *mut rocksdb_t) -> *const rocksdb_snapshot_t {
     guard_quiet(std::ptr::null(), || match db_of(db) {
+        Ok(db) if !db.snapshots_supported() => into_raw(rocksdb_snapshot_t {
+            seq: None,
+            owner: std::ptr::null_mut(),
+        }),
         Ok(db) => new_snapshot(db.snapshot()),
         Err(_) => std::ptr::null(),
     })
@@ -1024,7 +1032,7 @@ pub unsafe extern "C" fn rocksdb_create_snapshot(db: *mut rocksdb_t) -> *const r
 
 pub(crate) fn new_snapshot(s: Snapshot) -> *const rocksdb_snapshot_t {
     into_raw(rocksdb_snapshot_t {
-        seq: s.sequence(),
+        seq: Some(s.sequence()),
         owner: into_raw(s),
     })
 }

@@ -10,8 +10,7 @@
 //!   sum replaces `max_background_jobs`);
 //! - features a database would rely on and Strata does not have refuse the
 //!   open with `NotSupported` naming them, never pretend: blob files
-//!   (`enable_blob_files`), `atomic_flush`, WAL compression, in-place
-//!   memtable updates (`inplace_update_support`).
+//!   (`enable_blob_files`), `atomic_flush`, WAL compression.
 //!
 //! The rest are hints with no counterpart in Strata (documented per field):
 //! setting them changes nothing in what the database does.
@@ -64,10 +63,6 @@ pub struct DbKnobs {
     pub experimental_mempurge_threshold: f64,
     /// The LOG's threshold (INFO = 1); Strata's LOG has one level.
     pub info_log_level: c_int,
-    /// Refused at open when set: Strata's memtable entries are never
-    /// rewritten once readers may see them.
-    pub inplace_update_support: bool,
-    pub inplace_update_num_locks: usize,
     /// Strata opens every file with O_CLOEXEC.
     pub is_fd_close_on_exec: bool,
     /// Strata's MANIFEST writer does not preallocate.
@@ -142,8 +137,6 @@ impl Default for DbKnobs {
             enable_write_thread_adaptive_yield: true,
             experimental_mempurge_threshold: 0.0,
             info_log_level: 1,
-            inplace_update_support: false,
-            inplace_update_num_locks: 10_000,
             is_fd_close_on_exec: true,
             manifest_preallocation_size: 4 << 20,
             max_background_compactions: -1,
@@ -196,12 +189,6 @@ impl DbKnobs {
         if self.atomic_flush {
             return Some(
                 "Not implemented: atomic_flush: Strata flushes column families one at a time"
-                    .into(),
-            );
-        }
-        if self.inplace_update_support {
-            return Some(
-                "Not implemented: inplace_update_support: Strata never rewrites memtable entries in place"
                     .into(),
             );
         }
@@ -384,17 +371,6 @@ plain_knob!(
     rocksdb_options_get_info_log_level,
     info_log_level,
     c_int
-);
-bool_knob!(
-    rocksdb_options_set_inplace_update_support,
-    rocksdb_options_get_inplace_update_support,
-    inplace_update_support
-);
-plain_knob!(
-    rocksdb_options_set_inplace_update_num_locks,
-    rocksdb_options_get_inplace_update_num_locks,
-    inplace_update_num_locks,
-    usize
 );
 bool_knob!(
     rocksdb_options_set_is_fd_close_on_exec,

@@ -1812,7 +1812,7 @@ pub unsafe extern "C" fn rocksdb_readoptions_set_snapshot(
     guard_quiet((), || {
         // SAFETY: NULL or live objects of this library.
         if let Some(o) = unsafe { o.as_mut() } {
-            o.opts.snapshot = unsafe { snap.as_ref() }.map(|s| s.seq);
+            o.opts.snapshot = unsafe { snap.as_ref() }.and_then(|s| s.seq);
         }
     })
 }
@@ -2022,4 +2022,29 @@ getter!(
     rocksdb_universal_compaction_options_get_stop_style,
     c_int,
     |u| u.stop_style
+);
+
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_inplace_update_support,
+    c_uchar,
+    |o, v| o.opts.cf.inplace_update_support = v != 0
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_inplace_update_support,
+    c_uchar,
+    |o| c_uchar::from(o.opts.cf.inplace_update_support)
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_inplace_update_num_locks,
+    usize,
+    |o, v| o.opts.cf.inplace_update_num_locks = v
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_inplace_update_num_locks,
+    usize,
+    |o| o.opts.cf.inplace_update_num_locks
 );

@@ -158,6 +158,16 @@ pub struct ColumnFamilyOptions {
     /// Put whole keys into the memtable bloom too (RocksDB's
     /// `memtable_whole_key_filtering`; Strata's default is true).
     pub memtable_whole_key_filtering: bool,
+    /// RocksDB's `inplace_update_support`: a `Put` over a key whose newest
+    /// memtable entry is a `Put` with a value at least as long overwrites
+    /// it in place (memtables grow less under updates of the same keys;
+    /// snapshots older than such a write see its value, as in RocksDB).
+    /// Needs `allow_concurrent_memtable_write` off and the skiplist
+    /// memtable.
+    pub inplace_update_support: bool,
+    /// RocksDB's lock stripes for in-place updates; Strata takes one lock
+    /// per memtable (kept for the OPTIONS file).
+    pub inplace_update_num_locks: usize,
     /// The memtable's index structure (RocksDB's `memtable_factory`).
     pub memtable_factory: MemTableFactory,
     /// Huge pages for memtable arenas (RocksDB's `memtable_huge_page_size`;
@@ -370,6 +380,8 @@ impl Default for ColumnFamilyOptions {
             bloom_locality: 0,
             memtable_prefix_bloom_size_ratio: 0.02,
             memtable_whole_key_filtering: true,
+            inplace_update_support: false,
+            inplace_update_num_locks: 10_000,
             memtable_factory: MemTableFactory::SkipList,
             memtable_huge_page_size: crate::memtable::arena::HUGE_BLOCK_SIZE,
             num_levels: 7,

@@ -489,7 +489,10 @@ fn keys_of_other_lengths_make_variable_length_tables_and_nothing_is_lost() {
     let log = std::fs::read_to_string(dir.path().join("LOG")).unwrap();
     assert!(log.contains("variable-length PlainTable"), "{log}");
     let ro = ReadOptions::default();
-    assert_eq!(scan(&db, &ro), model.clone().into_iter().collect::<Vec<_>>());
+    assert_eq!(
+        scan(&db, &ro),
+        model.clone().into_iter().collect::<Vec<_>>()
+    );
     for (k, v) in &model {
         assert_eq!(db.get(&ro, k).unwrap().as_ref(), Some(v));
     }

@@ -2400,18 +2400,16 @@ static void test_knobs(void) {
 #ifndef AGAINST_ROCKSDB
   {
     const char* what[] = {"enable_blob_files", "atomic_flush",
-                          "inplace_update_support", "wal_compression",
-                          "db_paths"};
-    for (int i = 0; i < 5; i++) {
+                          "wal_compression", "db_paths"};
+    for (int i = 0; i < 4; i++) {
       rocksdb_options_t* r = rocksdb_options_create();
       rocksdb_options_set_create_if_missing(r, 1);
       rocksdb_dbpath_t* dp = rocksdb_dbpath_create(dir, 1 << 20);
       const rocksdb_dbpath_t* dps[1] = {dp};
       if (i == 0) rocksdb_options_set_enable_blob_files(r, 1);
       if (i == 1) rocksdb_options_set_atomic_flush(r, 1);
-      if (i == 2) rocksdb_options_set_inplace_update_support(r, 1);
-      if (i == 3) rocksdb_options_set_wal_compression(r, 7);
-      if (i == 4) rocksdb_options_set_db_paths(r, dps, 1);
+      if (i == 2) rocksdb_options_set_wal_compression(r, 7);
+      if (i == 3) rocksdb_options_set_db_paths(r, dps, 1);
       rocksdb_dbpath_destroy(dp);
       path(p, "refused");
       rocksdb_t* db = rocksdb_open(r, p, &err);
@@ -2422,6 +2420,36 @@ static void test_knobs(void) {
     }
   }
 #endif
+
+  /* In-place updates: refused with concurrent memtable writes (RocksDB's
+   * message). Without them, snapshots are not supported, as in RocksDB:
+   * a snapshot object reads the latest data. */
+  {
+    rocksdb_options_t* ip = rocksdb_options_create();
+    rocksdb_options_set_create_if_missing(ip, 1);
+    rocksdb_options_set_inplace_update_support(ip, 1);
+    path(p, "inplace");
+    rocksdb_t* db = rocksdb_open(ip, p, &err);
+    CHECK(db == NULL);
+    CHECK_ERR(err, "Invalid argument: In-place memtable updates");
+    rocksdb_options_set_allow_concurrent_memtable_write(ip, 0);
+    db = rocksdb_open(ip, p, &err);
+    CHECK_OK(err);
+    rocksdb_put(db, wo, "k", 1, "value1", 6, &err);
+    CHECK_OK(err);
+    const rocksdb_snapshot_t* snap = rocksdb_create_snapshot(db);
+    rocksdb_put(db, wo, "k", 1, "value2", 6, &err);
+    CHECK_OK(err);
+    rocksdb_readoptions_set_snapshot(ro, snap);
+    CHECK_GET(db, ro, "k", "value2");
+    rocksdb_delete(db, wo, "k", 1, &err);
+    CHECK_OK(err);
+    CHECK_GET(db, ro, "k", NULL);
+    rocksdb_readoptions_set_snapshot(ro, NULL);
+    rocksdb_release_snapshot(db, snap);
+    rocksdb_close(db);
+    rocksdb_options_destroy(ip);
+  }
 
   /* A database with a filter factory, a rate limiter and a deletion
    * collector; the universal and backup knobs; the env's bottom pool. */

@@ -202,8 +202,6 @@ impl DB {
         self.inner.new_iterator(opts, cf.id)
     }
 
-    /// A snapshot of the current state; pass `snapshot.sequence()` in
-    /// `ReadOptions::snapshot` to read at it.
     /// Every stored version of the keys of `cf` in `[begin, end]` (both
     /// inclusive, `None` unbounded) that no range tombstone covers, in
     /// internal-key order, at most `max` (0: all): RocksDB's
@@ -218,8 +216,24 @@ impl DB {
         self.inner.all_key_versions(cf.id, begin, end, max)
     }
 
+    /// A snapshot of the current state; pass `snapshot.sequence()` in
+    /// `ReadOptions::snapshot` to read at it. With in-place updates (see
+    /// [`DB::snapshots_supported`]) a later in-place update of a key is
+    /// seen at it.
     pub fn snapshot(&self) -> Snapshot {
         self.inner.snapshot()
+    }
+
+    /// False when a column family has `inplace_update_support`: RocksDB's
+    /// `GetSnapshot` then returns no snapshot (reads see the latest data),
+    /// as the C API does here.
+    pub fn snapshots_supported(&self) -> bool {
+        !self
+            .inner
+            .lock_state()
+            .cfs
+            .values()
+            .any(|c| !c.dropped && c.options.inplace_update_support)
     }
 
     /// The memtable budget this database charges its memtables to (its

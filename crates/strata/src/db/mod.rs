@@ -150,6 +150,7 @@ pub(crate) fn new_memtable(
             options.memtable_whole_key_filtering,
         )
         .charged_to(wbm.cloned())
+        .with_inplace_updates(options.inplace_update_support)
         .expect_key_len(match &options.table_factory {
             crate::options::TableFactory::Plain(p) if p.user_key_len != 0 => {
                 Some(p.user_key_len as usize)

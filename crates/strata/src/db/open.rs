@@ -778,7 +778,8 @@ impl DbInner {
 }
 
 /// RocksDB refuses a memtable that cannot take concurrent inserts when
-/// `allow_concurrent_memtable_write` is set; so does Strata.
+/// `allow_concurrent_memtable_write` is set, and in-place updates with
+/// concurrent inserts; so does Strata.
 pub(super) fn check_memtable_concurrency(
     db: &crate::options::Options,
     cf: &crate::options::ColumnFamilyOptions,
@@ -788,6 +789,23 @@ pub(super) fn check_memtable_concurrency(
             "Memtable doesn't concurrent writes (allow_concurrent_memtable_write): {}",
             cf.memtable_factory.name()
         )));
+    }
+    if cf.inplace_update_support {
+        // RocksDB's ValidateOptions text.
+        if db.allow_concurrent_memtable_write {
+            return Err(Error::InvalidArgument(
+                "In-place memtable updates (inplace_update_support) is not compatible with \
+                 concurrent writes (allow_concurrent_memtable_write)"
+                    .into(),
+            ));
+        }
+        if cf.memtable_factory != crate::options::MemTableFactory::SkipList {
+            return Err(Error::NotSupported(format!(
+                "inplace_update_support with the {} memtable (Strata rewrites entries of the \
+                 skiplist memtable only)",
+                cf.memtable_factory.name()
+            )));
+        }
     }
     Ok(())
 }

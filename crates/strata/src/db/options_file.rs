@@ -157,6 +157,12 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
             "memtable_whole_key_filtering",
             &o.memtable_whole_key_filtering,
         );
+        kv(&mut s, "inplace_update_support", &o.inplace_update_support);
+        kv(
+            &mut s,
+            "inplace_update_num_locks",
+            &o.inplace_update_num_locks,
+        );
         kv(
             &mut s,
             "memtable_huge_page_size",

@@ -540,6 +540,12 @@ impl OptionsFile {
         if let Some(v) = cf.get("memtable_whole_key_filtering") {
             c.memtable_whole_key_filtering = boolean(file, "memtable_whole_key_filtering", v)?;
         }
+        if let Some(v) = cf.get("inplace_update_support") {
+            c.inplace_update_support = boolean(file, "inplace_update_support", v)?;
+        }
+        if let Some(v) = cf.get("inplace_update_num_locks") {
+            c.inplace_update_num_locks = num(file, "inplace_update_num_locks", v)?;
+        }
         if let Some(v) = cf.get("memtable_huge_page_size") {
             c.memtable_huge_page_size = num(file, "memtable_huge_page_size", v)?;
         }

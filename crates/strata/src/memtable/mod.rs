@@ -50,7 +50,7 @@ use crate::format::iterator::InternalIterator;
 use crate::format::range_tombstones::FragmentedRangeTombstoneList;
 use arena::Arena;
 pub use rep::{MemTableRep, MemTableRepIter, SkipListRep};
-use rep::{decode_entry, encode_entry, encoded_entry_len};
+use rep::{decode_entry, encode_entry, encoded_entry_len, rewrite_value_in_place};
 
 /// The memtable's index structure (RocksDB's `memtable_factory`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -175,6 +175,9 @@ pub struct MemTable {
     wbm: Option<std::sync::Arc<WriteBufferManager>>,
     charged: std::sync::atomic::AtomicUsize,
     immutable: std::sync::atomic::AtomicBool,
+    /// See [`MemTable::with_inplace_updates`]: taken shared by every
+    /// reader of point entries, exclusively by an in-place update.
+    inplace: Option<std::sync::RwLock<()>>,
     /// See [`MemTable::expect_key_len`].
     expected_key_len: Option<usize>,
     key_of_other_length: std::sync::atomic::AtomicBool,
@@ -289,6 +292,7 @@ impl MemTable {
             wbm: None,
             charged: std::sync::atomic::AtomicUsize::new(0),
             immutable: std::sync::atomic::AtomicBool::new(false),
+            inplace: None,
             expected_key_len: None,
             key_of_other_length: std::sync::atomic::AtomicBool::new(false),
             bloom: None,
@@ -373,6 +377,55 @@ impl MemTable {
 
     /// Marks the memtable immutable (being flushed) in its memory budget.
     /// REQUIRES: no insert is in flight or will follow.
+    /// This memtable with RocksDB's `inplace_update_support`: a `Put` of a
+    /// key whose newest entry here is a `Put` with a value at least as long
+    /// overwrites that value in place, keeping the entry's sequence number
+    /// (so snapshots older than the write see the new value, as in
+    /// RocksDB); otherwise it is added. Readers of point entries then take
+    /// a shared lock and iterators copy each entry they stand on; the
+    /// update takes it exclusively. REQUIRES: writes are not concurrent
+    /// (`allow_concurrent_memtable_write` off) and the rep can rewrite
+    /// entries (the skiplist).
+    pub fn with_inplace_updates(mut self, on: bool) -> MemTable {
+        self.inplace = on.then(|| std::sync::RwLock::new(()));
+        self
+    }
+
+    /// A shared hold of the in-place update lock, when updates are on.
+    fn read_hold(&self) -> Option<std::sync::RwLockReadGuard<'_, ()>> {
+        self.inplace
+            .as_ref()
+            .map(|l| l.read().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// Overwrites the value of `key`'s newest entry if it is a `Put` whose
+    /// value is at least as long (see `with_inplace_updates`).
+    fn update_in_place(&self, lock: &std::sync::RwLock<()>, key: &[u8], value: &[u8]) -> bool {
+        let _excl = lock
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let trailer =
+            pack_sequence_and_type(MAX_SEQUENCE_NUMBER, VALUE_TYPE_FOR_SEEK).to_le_bytes();
+        let ucmp = self.icmp.user_comparator();
+        let mut rewrite = |entry: &mut [u8]| {
+            let newest_is_put = match parse_internal_key(decode_entry(entry).0) {
+                Some(p) => {
+                    ucmp.compare(p.user_key, key).is_eq() && p.value_type == ValueType::Value
+                }
+                None => false,
+            };
+            newest_is_put && rewrite_value_in_place(entry, value)
+        };
+        with_lookup_entry(&[key, &trailer], |target| {
+            // SAFETY: the exclusive lock keeps out every reader of the
+            // point entries (they hold it shared while they look at entry
+            // bytes), and writes are not concurrent (REQUIRES of
+            // `with_inplace_updates`); only the value part changes, not
+            // how the entry orders.
+            unsafe { self.table.rewrite_first_from(target, &mut rewrite) }
+        })
+    }
+
     /// This memtable, noting whether a point entry's key is not
     /// `key_len` bytes long (a PlainTable column family's fixed
     /// `user_key_len`: the flush then writes a variable-length PlainTable;
@@ -428,6 +481,12 @@ impl MemTable {
     /// reject larger keys/values: this panics on them).
     pub fn add(&self, seq: SequenceNumber, t: ValueType, key: &[u8], value: &[u8]) {
         debug_assert!(seq <= MAX_SEQUENCE_NUMBER);
+        if let Some(lock) = &self.inplace
+            && t == ValueType::Value
+            && self.update_in_place(lock, key, value)
+        {
+            return;
+        }
         debug_assert!(t.is_extended_value_type(), "{t:?} in a memtable");
         let trailer = pack_sequence_and_type(seq, t).to_le_bytes();
         let len = encoded_entry_len(key.len() + TRAILER_LEN, value.len());
@@ -526,6 +585,7 @@ impl MemTable {
                 _ => ControlFlow::Break(()),
             }
         };
+        let _shared = self.read_hold();
         with_lookup_entry(&[user_key, &trailer], |target| {
             self.table.visit_from(target, &mut visit);
         });
@@ -562,7 +622,8 @@ impl MemTable {
     pub fn iter(self: &Arc<Self>) -> MemTableIter {
         MemTableIter {
             iter: Arc::clone(&self.table).iter(),
-            _mem: Arc::clone(self),
+            copy: self.inplace.as_ref().map(|_| Vec::new()),
+            mem: Arc::clone(self),
             scratch: Vec::new(),
         }
     }
@@ -572,7 +633,9 @@ impl MemTable {
     pub fn range_del_iter(self: &Arc<Self>) -> MemTableIter {
         MemTableIter {
             iter: Arc::clone(&self.range_del_table).iter(),
-            _mem: Arc::clone(self),
+            // Range tombstones are never rewritten.
+            copy: None,
+            mem: Arc::clone(self),
             scratch: Vec::new(),
         }
     }
@@ -721,7 +784,10 @@ fn with_lookup_entry<R>(parts: &[&[u8]], f: impl FnOnce(&[u8]) -> R) -> R {
 /// [`InternalIterator`] and keeps the memtable alive.
 pub struct MemTableIter {
     iter: Box<dyn MemTableRepIter>,
-    _mem: Arc<MemTable>,
+    /// With in-place updates: a copy of the current entry, taken under the
+    /// shared lock (the entry's bytes may be rewritten once it is let go).
+    copy: Option<Vec<u8>>,
+    mem: Arc<MemTable>,
     /// Reused buffer for encoding seek targets.
     scratch: Vec<u8>,
 }
@@ -747,43 +813,69 @@ impl MemTableIter {
     }
 }
 
+impl MemTableIter {
+    /// Runs a positioning step; with in-place updates, under the shared
+    /// lock, copying the entry it lands on.
+    #[inline]
+    fn step(&mut self, f: impl FnOnce(&mut dyn MemTableRepIter, &[u8])) {
+        let Some(copy) = &mut self.copy else {
+            f(&mut *self.iter, &self.scratch);
+            return;
+        };
+        let _shared = self.mem.read_hold();
+        f(&mut *self.iter, &self.scratch);
+        copy.clear();
+        if self.iter.valid() {
+            copy.extend_from_slice(self.iter.entry());
+        }
+    }
+
+    #[inline]
+    fn entry(&self) -> &[u8] {
+        match &self.copy {
+            Some(c) => c,
+            None => self.iter.entry(),
+        }
+    }
+}
+
 impl InternalIterator for MemTableIter {
     fn valid(&self) -> bool {
         self.iter.valid()
     }
 
     fn seek_to_first(&mut self) {
-        self.iter.seek_to_first();
+        self.step(|it, _| it.seek_to_first());
     }
 
     fn seek_to_last(&mut self) {
-        self.iter.seek_to_last();
+        self.step(|it, _| it.seek_to_last());
     }
 
     fn seek(&mut self, target: &[u8]) {
         self.encode_target(target);
-        self.iter.seek(&self.scratch);
+        self.step(|it, t| it.seek(t));
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) {
         self.encode_target(target);
-        self.iter.seek_for_prev(&self.scratch);
+        self.step(|it, t| it.seek_for_prev(t));
     }
 
     fn next(&mut self) {
-        self.iter.next();
+        self.step(|it, _| it.next());
     }
 
     fn prev(&mut self) {
-        self.iter.prev();
+        self.step(|it, _| it.prev());
     }
 
     fn key(&self) -> &[u8] {
-        decode_entry(self.iter.entry()).0
+        decode_entry(self.entry()).0
     }
 
     fn value(&self) -> &[u8] {
-        decode_entry(self.iter.entry()).1
+        decode_entry(self.entry()).1
     }
 
     fn status(&self) -> Result<()> {

@@ -41,6 +41,22 @@ pub trait MemTableRep: Send + Sync + Debug {
 
     /// A cursor over the encoded entries that keeps the rep alive.
     fn iter(self: Arc<Self>) -> Box<dyn MemTableRepIter>;
+
+    /// Lets `rewrite` change in place the first entry >= `target` (its
+    /// value part only); returns what `rewrite` returns, false if there is
+    /// no such entry or this representation cannot rewrite entries (the
+    /// default).
+    ///
+    /// # Safety
+    /// No other thread reads or writes this rep's entries while this runs
+    /// (see `MemTable`'s in-place updates).
+    unsafe fn rewrite_first_from(
+        &self,
+        _target: &[u8],
+        _rewrite: &mut dyn FnMut(&mut [u8]) -> bool,
+    ) -> bool {
+        false
+    }
 }
 
 /// A cursor over a rep's encoded entries. Seek targets are encoded entries
@@ -126,6 +142,28 @@ pub fn decode_entry(entry: &[u8]) -> (&[u8], &[u8]) {
     }
 }
 
+/// Rewrites the value of the encoded `entry` to `value` in place, if it
+/// fits in the old value's bytes: the value length varint is rewritten
+/// (it may get shorter, leaving unused bytes at the end of the entry,
+/// which `decode_entry` ignores). Returns false, changing nothing, if the
+/// new value is longer or the entry is malformed.
+pub fn rewrite_value_in_place(entry: &mut [u8], value: &[u8]) -> bool {
+    let Some((klen, n)) = get_varint32(entry) else {
+        return false;
+    };
+    let at = n + klen as usize;
+    let Some((old_len, m)) = entry.get(at..).and_then(get_varint32) else {
+        return false;
+    };
+    if value.len() > old_len as usize || at + m + old_len as usize > entry.len() {
+        return false;
+    }
+    let w = write_varint(&mut entry[at..], value.len() as u64);
+    debug_assert!(w <= m, "a shorter value never needs a longer varint");
+    entry[at + w..at + w + value.len()].copy_from_slice(value);
+    true
+}
+
 /// Orders encoded entries by their internal keys.
 #[derive(Clone, Debug)]
 pub struct EntryComparator {
@@ -174,6 +212,15 @@ impl MemTableRep for SkipListRep {
             }
             it.next();
         }
+    }
+
+    unsafe fn rewrite_first_from(
+        &self,
+        target: &[u8],
+        rewrite: &mut dyn FnMut(&mut [u8]) -> bool,
+    ) -> bool {
+        // SAFETY: the caller's contract is `with_key_mut`'s.
+        unsafe { self.list.with_key_mut(target, rewrite) }.unwrap_or(false)
     }
 
     fn iter(self: Arc<Self>) -> Box<dyn MemTableRepIter> {

@@ -160,8 +160,8 @@ unsafe fn init_tower(node: *mut Node, height: usize) {
 unsafe fn key_of<'a>(node: *mut Node) -> &'a [u8] {
     // SAFETY: per the contract the header is initialized and the key bytes
     // `[NODE_HEADER + height * LINK, + key_len)` lie inside the node's
-    // allocation, which outlives `'a`; they are never written after
-    // publication.
+    // allocation, which outlives `'a`; they are only written after
+    // publication by `with_key_mut`, whose callers exclude every reader.
     unsafe {
         (*node).contents.read(|| {
             let height = (*node).height();
@@ -508,6 +508,36 @@ impl<C: KeyComparator> SkipList<C> {
         // link at `level`; the acquire load pairs with the release CAS that
         // published the successor, so its contents are visible.
         unsafe { link(x, level).load(Ordering::Acquire) }
+    }
+
+    /// Lets `f` rewrite in place the key of the first node with key >=
+    /// `key`; `None` if there is none. The node stays where it is: `f`
+    /// must not change how the key orders.
+    ///
+    /// # Safety
+    /// While this runs, no other thread reads or writes that node's key
+    /// (holds or forms a slice of it): the caller excludes every reader of
+    /// the list's keys and every other writer, e.g. with a lock they all
+    /// take.
+    pub unsafe fn with_key_mut<R>(&self, key: &[u8], f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
+        let n = self.find_greater_or_equal(key);
+        if n.is_null() {
+            return None;
+        }
+        // SAFETY: `n` is a published node (not the head); its key bytes
+        // lie inside its arena allocation, reached through the pointer
+        // the arena handed out (write provenance), and per the contract
+        // nobody else touches them while `f` runs.
+        Some(unsafe {
+            (*n).contents.write(|| {
+                let height = (*n).height();
+                let len = (*n).key_len();
+                f(std::slice::from_raw_parts_mut(
+                    n.cast::<u8>().add(NODE_HEADER + height * LINK),
+                    len,
+                ))
+            })
+        })
     }
 
     /// First node with key >= `key`, or null.
