@@ -13,6 +13,9 @@
 #                                            # benchmark runs in a release build
 #   ./scripts/build-rocksdb.sh 10.4.2 tools # ldb and sst_dump instead of
 #                                            # db_bench; prints their directory
+#   ./scripts/build-rocksdb.sh 7.8.3 source # only fetch the source (for
+#                                            # its db/c_test.c); prints its
+#                                            # directory
 #
 # Debian's own db_bench (rocksdb-tools) is built without NDEBUG and prints
 # "WARNING: Assertions are enabled"; it is fine for interop tests, not for
@@ -31,10 +34,11 @@ case "$what" in
     targets=(ldb sst_dump)
     [ "$version" != 10.4.2-txn ] || { echo "build-rocksdb: tools come from 10.4.2, not 10.4.2-txn" >&2; exit 2; }
     ;;
-  *) echo "build-rocksdb: unknown target set $what (db_bench or tools)" >&2; exit 2 ;;
+  source) targets=(none) ;;
+  *) echo "build-rocksdb: unknown target set $what (db_bench, tools or source)" >&2; exit 2 ;;
 esac
 bin="$dest/${targets[0]}"
-if [ -x "$bin" ] && [ -x "$dest/${targets[-1]}" ]; then
+if [ "$what" != source ] && [ -x "$bin" ] && [ -x "$dest/${targets[-1]}" ]; then
   if [ "$what" = tools ]; then echo "$dest"; else echo "$bin"; fi
   exit 0
 fi
@@ -42,7 +46,11 @@ fi
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 log() { echo "build-rocksdb: $*" >&2; }
 
-deps=(cmake ninja-build g++ libgflags-dev libsnappy-dev liblz4-dev libzstd-dev zlib1g-dev libbz2-dev dpkg-dev)
+if [ "$what" = source ]; then
+  deps=(dpkg-dev)
+else
+  deps=(cmake ninja-build g++ libgflags-dev libsnappy-dev liblz4-dev libzstd-dev zlib1g-dev libbz2-dev dpkg-dev)
+fi
 missing=()
 for p in "${deps[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -136,6 +144,10 @@ EOF
     exit 2
     ;;
 esac
+if [ "$what" = source ]; then
+  echo "$src"
+  exit 0
+fi
 
 build="$root/target/rocksdb/build-$version"
 mkdir -p "$build"

@@ -39,6 +39,15 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
+# RocksDB 7.8.3's own C API test program (db/c_test.c, from Debian's
+# source package): crates/strata-c/tests/c_api.rs builds it against
+# Strata's header and library and runs it (skipped, and said so, when the
+# source cannot be fetched).
+if src="$(./scripts/build-rocksdb.sh 7.8.3 source 2>/dev/null)" && [ -f "$src/db/c_test.c" ]; then
+  export STRATA_ROCKSDB_C_TEST="$src/db/c_test.c"
+else
+  echo "== RocksDB's db/c_test.c could not be fetched: its run is skipped"
+fi
 echo "== cargo test (library, CLI, interop with RocksDB $(dpkg-query -W -f='${Version}' rocksdb-tools 2>/dev/null || echo '?'))"
 # Each reliability suite leaves its figures as a row under target/tmp/reliability.
 rm -rf target/tmp/reliability
