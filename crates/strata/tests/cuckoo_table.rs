@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::rocksdb::{hex, run_db_bench as db_bench};
+
 use std::collections::BTreeMap;
 
 use strata::tools::table::footer::{BLOCK_BASED_TABLE_MAGIC, CUCKOO_TABLE_MAGIC};
@@ -243,29 +245,6 @@ fn options_file_round_trips_cuckoo_options() {
         text.contains("[TableOptions/CuckooTable \"default\"]"),
         "{text}"
     );
-}
-
-/// Runs RocksDB's db_bench on `dir` with `args`; false (test skipped, as
-/// `common::rocksdb` says) when db_bench is missing.
-fn db_bench(dir: &std::path::Path, args: &[&str]) -> bool {
-    let Some(mut bench) = common::rocksdb::db_bench() else {
-        return false;
-    };
-    let out = bench
-        .arg(format!("--db={}", dir.display()))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "db_bench {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    true
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|c| format!("{c:02X}")).collect()
 }
 
 fn unhex(s: &str) -> Vec<u8> {

@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::rocksdb::{hex, run_db_bench as db_bench};
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -188,29 +190,6 @@ fn ldb_scan(dir: &std::path::Path) -> Option<Vec<String>> {
             .map(str::to_string)
             .collect(),
     )
-}
-
-/// Runs RocksDB's db_bench on `dir` with `args`; false (test skipped, as
-/// `common::rocksdb` says) when db_bench is missing.
-fn db_bench(dir: &std::path::Path, args: &[&str]) -> bool {
-    let Some(mut bench) = common::rocksdb::db_bench() else {
-        return false;
-    };
-    let out = bench
-        .arg(format!("--db={}", dir.display()))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "db_bench {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    true
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|c| format!("{c:02X}")).collect()
 }
 
 #[test]

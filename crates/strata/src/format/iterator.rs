@@ -29,3 +29,41 @@ pub trait InternalIterator {
     /// The first error met, if any.
     fn status(&self) -> Result<()>;
 }
+
+/// Test helpers over any [`InternalIterator`].
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::InternalIterator;
+    use crate::error::Result;
+
+    /// Every `(key, value)` from the first entry on, or the iterator's
+    /// error.
+    pub(crate) fn collect_forward(
+        it: &mut dyn InternalIterator,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        it.seek_to_first();
+        let mut out = Vec::new();
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        it.status()?;
+        Ok(out)
+    }
+
+    /// Every `(key, value)` walking back from the last entry, returned in
+    /// forward order, or the iterator's error.
+    pub(crate) fn collect_backward(
+        it: &mut dyn InternalIterator,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        it.seek_to_last();
+        let mut out = Vec::new();
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev();
+        }
+        it.status()?;
+        out.reverse();
+        Ok(out)
+    }
+}

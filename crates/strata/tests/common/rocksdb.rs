@@ -34,6 +34,32 @@ pub fn db_bench() -> Option<Command> {
     tool("db_bench")
 }
 
+/// Runs RocksDB's db_bench on `dir` with `args`; false (the caller skips
+/// its test) when db_bench is missing.
+#[allow(dead_code)]
+pub fn run_db_bench(dir: &std::path::Path, args: &[&str]) -> bool {
+    let Some(mut bench) = db_bench() else {
+        return false;
+    };
+    let out = bench
+        .arg(format!("--db={}", dir.display()))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "db_bench {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    true
+}
+
+/// `b` as upper-case hex (ldb's `--hex` form, without `0x`).
+#[allow(dead_code)]
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|c| format!("{c:02X}")).collect()
+}
+
 fn tool(name: &str) -> Option<Command> {
     let found = Command::new("which")
         .arg(name)

@@ -84,23 +84,10 @@ fn as_read(e: &Entries, vlen: usize) -> Entries {
 
 /// Checks every way of reading `t` against `e`.
 fn check(t: &Table, e: &Entries, seed: u64) {
+    use crate::format::iterator::testing::{collect_backward, collect_forward};
+    assert_eq!(&collect_forward(&mut t.iter()).unwrap(), e, "forward scan");
+    assert_eq!(&collect_backward(&mut t.iter()).unwrap(), e, "reverse scan");
     let mut it = t.iter();
-    it.seek_to_first();
-    let mut got = Vec::new();
-    while it.valid() {
-        got.push((it.key().to_vec(), it.value().to_vec()));
-        it.next();
-    }
-    it.status().unwrap();
-    assert_eq!(&got, e, "forward scan");
-    it.seek_to_last();
-    let mut back = Vec::new();
-    while it.valid() {
-        back.push((it.key().to_vec(), it.value().to_vec()));
-        it.prev();
-    }
-    back.reverse();
-    assert_eq!(&back, e, "reverse scan");
     let ucmp = crate::util::comparator::bytewise();
     let mut rng = Rng::seeded(seed ^ 0x9e37);
     for (i, (k, v)) in e.iter().enumerate() {

@@ -78,24 +78,10 @@ fn options(pe: Option<usize>, popts: PlainTableOptions, locality: u32) -> TableO
 fn check(t: &Table, e: &Entries, seed: u64) {
     let icmp =
         crate::format::dbformat::InternalKeyComparator::new(crate::util::comparator::bytewise());
+    use crate::format::iterator::testing::{collect_backward, collect_forward};
+    assert_eq!(&collect_forward(&mut t.iter()).unwrap(), e, "forward scan");
+    assert_eq!(&collect_backward(&mut t.iter()).unwrap(), e, "reverse scan");
     let mut it = t.iter();
-    it.seek_to_first();
-    let mut got = Vec::new();
-    while it.valid() {
-        got.push((it.key().to_vec(), it.value().to_vec()));
-        it.next();
-    }
-    it.status().unwrap();
-    assert_eq!(&got, e, "forward scan");
-    it.seek_to_last();
-    let mut back = Vec::new();
-    while it.valid() {
-        back.push((it.key().to_vec(), it.value().to_vec()));
-        it.prev();
-    }
-    it.status().unwrap();
-    back.reverse();
-    assert_eq!(&back, e, "reverse scan");
     let mut rng = Rng(seed ^ 0x9e37);
     for _ in 0..200 {
         // A present key, or one between/around them.
