@@ -135,8 +135,10 @@ fn a_lost_manifest_is_rebuilt_with_every_write() {
     // and the ranges no longer overlap (the next test covers that case).
     let snapshot = db.snapshot();
     let (m0, m1) = workload(&db, 3);
-    drop(snapshot);
+    // Released only once the database is closed: released before, it
+    // could let a compaction give the bottom files sequence 0 first.
     db.close().unwrap();
+    drop(snapshot);
     lose_manifest(&path);
     assert!(
         DB::open_cf(
@@ -498,8 +500,9 @@ fn a_repair_failing_at_any_operation_leaves_a_database_with_every_write() {
     // Overlapping sequence ranges (the merge path) and an unflushed WAL.
     let snapshot = db.snapshot();
     let (m0, m1) = workload_n(&db, 2, 600);
-    drop(snapshot);
+    // Released after the close (see a_lost_manifest_is_rebuilt_...).
     db.close().unwrap();
+    drop(snapshot);
     let with = |fs: &FaultInjectionFileSystem| {
         let mut o = o.clone();
         o.fs = Some(Arc::new(fs.clone()));
