@@ -1124,6 +1124,7 @@ fn compact(
         },
         change_level: o.is_some_and(|o| o.change_level),
         target_level: o.map_or(-1, |o| o.target_level),
+        ..CompactRangeOptions::default()
     };
     // RocksDB's C compact_range reports no error.
     let _ = db.compact_range_cf_opt(cf, r.0, r.1, &opts);

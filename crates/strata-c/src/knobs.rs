@@ -106,9 +106,6 @@ pub struct DbKnobs {
     /// deletion-heavy tables for compaction with its own rule (over half
     /// deletions, 32 entries or more); kept.
     pub compact_on_deletion: Option<(usize, usize)>,
-    /// Table paths: refused at open (Strata keeps every table in the
-    /// database directory).
-    pub db_paths: Vec<rocksdb_dbpath_t>,
     /// A logger object was given: refused at open.
     pub custom_info_log: bool,
 }
@@ -161,7 +158,6 @@ impl Default for DbKnobs {
             writable_file_max_buffer_size: 1 << 20,
             rate_limiter: None,
             compact_on_deletion: None,
-            db_paths: Vec::new(),
             custom_info_log: false,
         }
     }
@@ -170,12 +166,6 @@ impl Default for DbKnobs {
 impl DbKnobs {
     /// Why a database cannot be opened with these settings, if it cannot.
     pub fn refusal(&self) -> Option<String> {
-        if !self.db_paths.is_empty() {
-            return Some(format!(
-                "Not implemented: db_paths {:?}: Strata keeps table files in the database directory",
-                self.db_paths.iter().map(|p| &p.path).collect::<Vec<_>>()
-            ));
-        }
         if self.custom_info_log {
             return Some(
                 "Not implemented: info_log: Strata writes its own LOG file (pass NULL)".into(),
@@ -707,8 +697,7 @@ pub unsafe extern "C" fn rocksdb_options_add_compact_on_deletion_collector_facto
 /// A path for table files with its target size (RocksDB's `DbPath`).
 #[derive(Clone, Debug)]
 pub struct rocksdb_dbpath_t {
-    pub path: std::path::PathBuf,
-    pub target_size: u64,
+    pub path: strata::DbPath,
 }
 
 #[unsafe(no_mangle)]
@@ -720,8 +709,7 @@ pub unsafe extern "C" fn rocksdb_dbpath_create(
         // SAFETY: a C string (C API contract).
         match unsafe { crate::ffi::cstr(path, "path") } {
             Ok(p) => crate::ffi::into_raw(rocksdb_dbpath_t {
-                path: p.into(),
-                target_size,
+                path: strata::DbPath::new(p, target_size),
             }),
             Err(_) => std::ptr::null_mut(),
         }
@@ -744,9 +732,10 @@ pub unsafe extern "C" fn rocksdb_options_set_db_paths(
         // SAFETY: NULL or live options; the array holds `num_paths` live
         // paths (C API contract).
         if let Some(o) = unsafe { opt.as_mut() } {
-            o.knobs.db_paths = (0..num_paths)
+            o.opts.db_paths = (0..num_paths)
                 .filter(|_| !path_values.is_null())
-                .filter_map(|i| unsafe { (*path_values.add(i)).as_ref() }.cloned())
+                .filter_map(|i| unsafe { (*path_values.add(i)).as_ref() })
+                .map(|p| p.path.clone())
                 .collect();
         }
     })

@@ -35,6 +35,7 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "ColumnFamily",
         "PlainTableFactoryOptions",
         "CuckooTableOptions",
+        "DBPath",
         "MemtableFactory",
     ];
     m.add_class::<rdict::Rdict>()?;
@@ -47,6 +48,7 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<rdict::ColumnFamily>()?;
     m.add_class::<options::PlainTableFactoryOptions>()?;
     m.add_class::<options::CuckooTableOptions>()?;
+    m.add_class::<options::DbPath>()?;
     m.add_class::<options::MemtableFactory>()?;
     m.add_class::<options::Options>()?;
     m.add_class::<options::ReadOptions>()?;

@@ -207,6 +207,11 @@ impl Options {
     fn set_wal_dir(&mut self, path: &str) {
         self.opts.wal_dir = Some(path.into());
     }
+    /// Table files in these directories, by target size (RocksDB's
+    /// `db_paths`; at most four).
+    fn set_db_paths(&mut self, paths: Vec<DbPath>) {
+        self.opts.db_paths = paths.into_iter().map(|p| p.0).collect();
+    }
     fn set_wal_ttl_seconds(&mut self, secs: u64) {
         self.opts.wal_ttl_seconds = secs;
     }
@@ -495,6 +500,20 @@ impl MemtableFactory {
             bucket_count,
             threshold_use_skiplist: 256,
         })
+    }
+}
+
+/// rocksdict's `DBPath`: a directory for table files and its target size
+/// (see `Options.set_db_paths`).
+#[pyclass(module = "strata", name = "DBPath")]
+#[derive(Clone)]
+pub struct DbPath(strata::DbPath);
+
+#[pymethods]
+impl DbPath {
+    #[new]
+    fn new(path: &str, target_size: u64) -> Self {
+        DbPath(strata::DbPath::new(path, target_size))
     }
 }
 

@@ -18,6 +18,7 @@ from strata import (
     Cache,
     Checkpoint,
     CuckooTableOptions,
+    DBPath,
     DbClosedError,
     DBCompactionStyle,
     DBCompressionType,
@@ -460,6 +461,22 @@ def test_load_latest_handles_and_unsupported_tables(path):
     o.set_allow_mmap_reads(True)
     o.set_allow_mmap_writes(True)
     o.set_plain_table_factory(PlainTableFactoryOptions())
+
+
+def test_db_paths_hold_the_tables(tmp_path):
+    o = Options(raw_mode=True)
+    tables = tmp_path / "tables"
+    o.set_db_paths([DBPath(str(tables), 1 << 30)])
+    path = str(tmp_path / "db")
+    with Rdict(path, options=o) as db:
+        db[b"k"] = b"v"
+        db.flush()
+    assert any(n.endswith(".sst") for n in os.listdir(tables))
+    assert not any(n.endswith(".sst") for n in os.listdir(path))
+    with Rdict(path, options=o) as db:
+        assert db[b"k"] == b"v"
+    Rdict.destroy(path, o)
+    assert not tables.exists()
 
 
 def test_cuckoo_tables_hold_uniform_and_mixed_entries(tmp_path):

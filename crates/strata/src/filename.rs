@@ -54,6 +54,84 @@ pub fn table_file_name(number: u64) -> String {
     format!("{number:06}.sst")
 }
 
+/// The directories table files live in: RocksDB's `db_paths` resolved,
+/// the DB directory alone when none are set. A table's `path_id` in the
+/// MANIFEST indexes this list.
+///
+/// Invariant: never empty; every `path_id` a version holds is below
+/// [`TablePaths::len`] (checked when the database opens).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TablePaths {
+    dirs: Vec<crate::options::DbPath>,
+}
+
+impl TablePaths {
+    /// `db_paths`, or `dbname` with no size limit when it is empty.
+    pub fn new(dbname: &Path, db_paths: &[crate::options::DbPath]) -> Self {
+        let dirs = if db_paths.is_empty() {
+            vec![crate::options::DbPath::new(dbname, u64::MAX)]
+        } else {
+            db_paths.to_vec()
+        };
+        TablePaths { dirs }
+    }
+
+    /// How many directories.
+    pub fn len(&self) -> usize {
+        self.dirs.len()
+    }
+
+    /// Always false (kept for clippy's `len_without_is_empty`).
+    pub fn is_empty(&self) -> bool {
+        self.dirs.is_empty()
+    }
+
+    /// The directory of `path_id` (the last one for an index past the
+    /// end, which the open refuses before any read).
+    pub fn dir(&self, path_id: u32) -> &Path {
+        debug_assert!((path_id as usize) < self.dirs.len(), "path_id {path_id}");
+        let i = (path_id as usize).min(self.dirs.len() - 1);
+        &self.dirs[i].path
+    }
+
+    /// The target size of `path_id`.
+    pub fn target_size(&self, path_id: u32) -> u64 {
+        self.dirs
+            .get(path_id as usize)
+            .map_or(u64::MAX, |d| d.target_size)
+    }
+
+    /// `<dir of path_id>/000123.sst`.
+    pub fn table_file(&self, path_id: u32, number: u64) -> PathBuf {
+        self.dir(path_id).join(table_file_name(number))
+    }
+
+    /// Every directory once, in `path_id` order (a directory listed twice
+    /// appears at its first index).
+    pub fn distinct_dirs(&self) -> Vec<&Path> {
+        let mut out: Vec<&Path> = Vec::new();
+        for d in &self.dirs {
+            if !out.contains(&d.path.as_path()) {
+                out.push(&d.path);
+            }
+        }
+        out
+    }
+
+    /// `InvalidArgument` unless `path_id` names one of the directories.
+    pub fn check(&self, path_id: u32, number: u64) -> Result<()> {
+        if (path_id as usize) < self.dirs.len() {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument(format!(
+            "table file {} is in db_paths[{path_id}], but only {} table path(s) are set: \
+             open with the db_paths the database was written with",
+            table_file_name(number),
+            self.dirs.len()
+        )))
+    }
+}
+
 /// `000123.blob`.
 pub fn blob_file_name(number: u64) -> String {
     format!("{number:06}.blob")

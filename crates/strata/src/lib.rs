@@ -53,7 +53,7 @@ pub use format::WriteBatch;
 pub use format::write_batch::BatchRecord;
 pub use memtable::{MemoryCharger, WriteBufferManager};
 pub use options::{
-    ColumnFamilyOptions, CompactionStyle, FifoCompactionOptions, IngestExternalFileOptions,
+    ColumnFamilyOptions, CompactionStyle, DbPath, FifoCompactionOptions, IngestExternalFileOptions,
     MemTableFactory, Options, ReadOptions, TableFactory, UniversalCompactionOptions,
     WalRecoveryMode, WriteOptions,
 };

@@ -522,6 +522,11 @@ impl ColumnFamilyOptions {
         if db.allow_ingest_behind && o.compaction_style == CompactionStyle::Universal {
             o.num_levels = o.num_levels.max(3);
         }
+        if db.db_paths.len() > 1 {
+            // RocksDB's SanitizeOptions: levels sized from the bottom up
+            // and several table paths do not work together.
+            o.level_compaction_dynamic_level_bytes = false;
+        }
         o
     }
 
@@ -917,6 +922,23 @@ impl ColumnFamilyOptions {
     }
 }
 
+/// A directory for table files and how many bytes of them it should hold
+/// (RocksDB's `DbPath`; see [`Options::db_paths`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DbPath {
+    pub path: PathBuf,
+    pub target_size: u64,
+}
+
+impl DbPath {
+    pub fn new(path: impl Into<PathBuf>, target_size: u64) -> Self {
+        DbPath {
+            path: path.into(),
+            target_size,
+        }
+    }
+}
+
 /// Settings of a database (plus the default column family's).
 #[derive(Clone)]
 pub struct Options {
@@ -927,6 +949,18 @@ pub struct Options {
     pub wal_recovery_mode: WalRecoveryMode,
     /// Directory for WAL files (the DB directory when `None`).
     pub wal_dir: Option<PathBuf>,
+    /// Directories for table files with their target sizes (RocksDB's
+    /// `db_paths`; at most four). Empty: the DB directory alone. Flushes
+    /// write to the first; a leveled compaction's output goes to the first
+    /// path whose remaining target holds its level (levels sized from
+    /// `max_bytes_for_level_base` down), a universal one's to the first
+    /// path that holds it and the runs it will be merged with, and the
+    /// last path takes what fits nowhere (RocksDB's `GetPathId`). With
+    /// more than one path, `level_compaction_dynamic_level_bytes` is
+    /// turned off (as RocksDB does), FIFO compaction is refused, and
+    /// checkpoints and backups are `NotSupported`. The MANIFEST records
+    /// each table's path index, so reopen with the same list.
+    pub db_paths: Vec<DbPath>,
     /// Table readers kept open (at least 16 are always allowed).
     pub max_open_files: usize,
     /// MANIFEST size that triggers a rollover to a new MANIFEST.
@@ -1090,6 +1124,12 @@ impl Options {
                 "unordered_write is incompatible with enable_pipelined_write".into(),
             ));
         }
+        if self.db_paths.len() > 4 {
+            // RocksDB's ValidateOptions text.
+            return Err(crate::error::Error::NotSupported(
+                "More than four DB paths are not supported yet. ".into(),
+            ));
+        }
         if self.allow_mmap_reads && self.use_direct_reads {
             // RocksDB's SanitizeOptions text.
             return Err(crate::error::Error::NotSupported(
@@ -1129,6 +1169,7 @@ impl Default for Options {
             create_missing_column_families: false,
             wal_recovery_mode: WalRecoveryMode::default(),
             wal_dir: None,
+            db_paths: Vec::new(),
             max_open_files: 5000,
             max_manifest_file_size: 1 << 30,
             paranoid_checks: true,
@@ -1171,6 +1212,7 @@ impl std::fmt::Debug for Options {
             .field("error_if_exists", &self.error_if_exists)
             .field("wal_recovery_mode", &self.wal_recovery_mode)
             .field("wal_dir", &self.wal_dir)
+            .field("db_paths", &self.db_paths)
             .field("cf", &self.cf)
             .finish()
     }

@@ -2400,17 +2400,13 @@ static void test_knobs(void) {
 #ifndef AGAINST_ROCKSDB
   {
     const char* what[] = {"enable_blob_files", "atomic_flush",
-                          "wal_compression", "db_paths"};
-    for (int i = 0; i < 4; i++) {
+                          "wal_compression"};
+    for (int i = 0; i < 3; i++) {
       rocksdb_options_t* r = rocksdb_options_create();
       rocksdb_options_set_create_if_missing(r, 1);
-      rocksdb_dbpath_t* dp = rocksdb_dbpath_create(dir, 1 << 20);
-      const rocksdb_dbpath_t* dps[1] = {dp};
       if (i == 0) rocksdb_options_set_enable_blob_files(r, 1);
       if (i == 1) rocksdb_options_set_atomic_flush(r, 1);
       if (i == 2) rocksdb_options_set_wal_compression(r, 7);
-      if (i == 3) rocksdb_options_set_db_paths(r, dps, 1);
-      rocksdb_dbpath_destroy(dp);
       path(p, "refused");
       rocksdb_t* db = rocksdb_open(r, p, &err);
       CHECK(db == NULL);
@@ -2420,6 +2416,46 @@ static void test_knobs(void) {
     }
   }
 #endif
+
+  /* Table files in another directory (db_paths): the flush writes there,
+   * not in the database directory, and destroy_db removes them and it. */
+  {
+    char tables[1024], file[2048];
+    path(tables, "paths-tables");
+    rocksdb_options_t* dpo = rocksdb_options_create();
+    rocksdb_options_set_create_if_missing(dpo, 1);
+    rocksdb_dbpath_t* dp = rocksdb_dbpath_create(tables, 1 << 30);
+    const rocksdb_dbpath_t* dps[1] = {dp};
+    rocksdb_options_set_db_paths(dpo, dps, 1);
+    rocksdb_dbpath_destroy(dp);
+    path(p, "paths-db");
+    rocksdb_t* db = rocksdb_open(dpo, p, &err);
+    CHECK_OK(err);
+    rocksdb_put(db, wo, "in", 2, "tables", 6, &err);
+    CHECK_OK(err);
+    rocksdb_flushoptions_t* fo = rocksdb_flushoptions_create();
+    rocksdb_flush(db, fo, &err);
+    CHECK_OK(err);
+    rocksdb_flushoptions_destroy(fo);
+    const rocksdb_livefiles_t* lf = rocksdb_livefiles(db);
+    CHECK(rocksdb_livefiles_count(lf) == 1);
+    snprintf(file, sizeof file, "%s%s", tables, rocksdb_livefiles_name(lf, 0));
+    FILE* in_tables = fopen(file, "rb");
+    CHECK(in_tables != NULL);
+    fclose(in_tables);
+    snprintf(file, sizeof file, "%s%s", p, rocksdb_livefiles_name(lf, 0));
+    CHECK(fopen(file, "rb") == NULL);
+    rocksdb_livefiles_destroy(lf);
+    rocksdb_close(db);
+    db = rocksdb_open(dpo, p, &err);
+    CHECK_OK(err);
+    CHECK_GET(db, ro, "in", "tables");
+    rocksdb_close(db);
+    rocksdb_destroy_db(dpo, p, &err);
+    CHECK_OK(err);
+    CHECK(fopen(tables, "r") == NULL);
+    rocksdb_options_destroy(dpo);
+  }
 
   /* In-place updates: refused with concurrent memtable writes (RocksDB's
    * message). Without them, snapshots are not supported, as in RocksDB:

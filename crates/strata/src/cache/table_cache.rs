@@ -5,12 +5,13 @@
 //! `Arc` (iterators); eviction only drops the cache's reference.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::error::Result;
+use crate::filename::TablePaths;
 use crate::fs::FileSystemRef;
 use crate::table::{Table, TableOptions};
+use crate::version::FileMetaData;
 
 /// Memory charged to a block cache while a reader is open.
 type Charge = Option<Box<dyn Send + Sync>>;
@@ -25,7 +26,8 @@ struct Inner {
 /// Open table readers shared by all reads of one database.
 pub struct TableCache {
     fs: FileSystemRef,
-    dir: PathBuf,
+    /// Where each `path_id`'s tables are.
+    paths: TablePaths,
     capacity: usize,
     inner: Mutex<Inner>,
     /// Open readers' memory is charged here (RocksDB's charging of
@@ -37,17 +39,17 @@ pub struct TableCache {
 impl std::fmt::Debug for TableCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TableCache")
-            .field("dir", &self.dir)
+            .field("paths", &self.paths)
             .field("capacity", &self.capacity)
             .finish()
     }
 }
 
 impl TableCache {
-    pub fn new(fs: FileSystemRef, dir: PathBuf, capacity: usize) -> Self {
+    pub fn new(fs: FileSystemRef, paths: TablePaths, capacity: usize) -> Self {
         TableCache {
             fs,
-            dir,
+            paths,
             capacity: capacity.max(16),
             inner: Mutex::new(Inner {
                 map: HashMap::new(),
@@ -80,19 +82,14 @@ impl TableCache {
         }
     }
 
-    /// The reader of table `number` (`file_size` bytes, `largest_seqno` in
-    /// the MANIFEST: an ingested file's global sequence number), opening it
-    /// if needed; `level0`: the file is in level 0, whose readers hold
-    /// their index and filter under `pin_l0_filter_and_index_blocks_in_cache`
-    /// (decided when the reader opens, as in RocksDB).
-    pub fn get(
-        &self,
-        number: u64,
-        file_size: u64,
-        largest_seqno: u64,
-        opts: &TableOptions,
-        level0: bool,
-    ) -> Result<Arc<Table>> {
+    /// The reader of table `f` (its number, directory, size, and largest
+    /// sequence number in the MANIFEST: an ingested file's global sequence
+    /// number), opening it if needed; `level0`: the file is in level 0,
+    /// whose readers hold their index and filter under
+    /// `pin_l0_filter_and_index_blocks_in_cache` (decided when the reader
+    /// opens, as in RocksDB).
+    pub fn get(&self, f: &FileMetaData, opts: &TableOptions, level0: bool) -> Result<Arc<Table>> {
+        let (number, file_size, largest_seqno) = (f.number, f.file_size, f.largest_seqno);
         {
             let mut g = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
             g.tick += 1;
@@ -115,7 +112,7 @@ impl TableCache {
         } else {
             opts
         };
-        let path = self.dir.join(crate::filename::table_file_name(number));
+        let path = self.paths.table_file(f.path_id, number);
         let file = if opts.allow_mmap_reads {
             self.fs.new_mmap_file(&path)?
         } else if opts.use_direct_reads {

@@ -68,6 +68,7 @@ pub fn pick(p: &PickerInput<'_>) -> Option<Compaction> {
         score: total as f64 / fifo.max_table_files_size.max(1) as f64,
         deletion_only: true,
         allow_trivial_move: false,
+        output_path_id: None,
         version: Arc::clone(p.version),
     })
 }

@@ -164,6 +164,7 @@ fn compaction(inputs: Vec<FileMetaData>, deeper: Vec<FileMetaData>) -> Compactio
         score: 0.0,
         deletion_only: false,
         allow_trivial_move: false,
+        output_path_id: None,
         version,
     }
 }
@@ -644,6 +645,7 @@ fn random_case(seed: u64) -> std::result::Result<(), String> {
             score: 1.0,
             deletion_only: false,
             allow_trivial_move: false,
+            output_path_id: None,
             version,
         }
     } else {
@@ -695,6 +697,7 @@ fn random_case(seed: u64) -> std::result::Result<(), String> {
         log: None,
         fs: Arc::clone(&fs),
         dir,
+        path_id: 0,
         table_options: table_options.clone(),
         rules: CompactionRules {
             // As the engine sets it: zeros below level 0 only.
@@ -871,6 +874,7 @@ fn output_to_level_0_is_never_split() {
         score: 1.0,
         deletion_only: false,
         allow_trivial_move: false,
+        output_path_id: None,
         version: Arc::clone(&version),
     };
     let points: Vec<Point> = (0..NUM_KEYS)
@@ -904,6 +908,7 @@ fn output_to_level_0_is_never_split() {
         log: None,
         fs: Arc::clone(&fs),
         dir,
+        path_id: 0,
         table_options: TableOptions {
             block_size: 64,
             compression: CompressionType::None,

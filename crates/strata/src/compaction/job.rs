@@ -39,7 +39,9 @@ pub type InputFactory<'a> = dyn Fn() -> Result<Box<dyn InternalIterator + Send +
 /// What a job needs besides the compaction.
 pub struct JobContext<'a> {
     pub fs: FileSystemRef,
+    /// The directory of the outputs: table path `path_id`.
     pub dir: &'a Path,
+    pub path_id: u32,
     pub table_options: TableOptions,
     pub rules: CompactionRules,
     /// Range tombstones of every input, merged.
@@ -419,6 +421,7 @@ fn finish_file(
         ));
     }
     let mut meta = FileMetaData::from_table(f.number, &info);
+    meta.path_id = ctx.path_id;
     debug_assert!(
         meta.bounds_in_order(c.version.icmp()),
         "compaction output #{}: inverted bounds",

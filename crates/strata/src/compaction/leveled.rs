@@ -141,6 +141,7 @@ pub fn setup_compaction(
         score,
         deletion_only: false,
         allow_trivial_move: reason != CompactionReason::FilesMarkedForCompaction,
+        output_path_id: None,
         version: Arc::clone(v),
     })
 }

@@ -26,6 +26,7 @@ pub mod file_triggers;
 pub mod iterator;
 pub mod job;
 pub mod leveled;
+pub mod placement;
 pub mod score;
 pub mod universal;
 
@@ -170,6 +171,10 @@ pub struct Compaction {
     pub deletion_only: bool,
     /// The inputs move to the output level without being rewritten.
     pub allow_trivial_move: bool,
+    /// The table path of the outputs: set by a manual compaction
+    /// (`CompactRangeOptions::target_path_id`), else chosen by
+    /// [`placement::output_path_id`] when the compaction runs.
+    pub output_path_id: Option<u32>,
     /// The version the inputs were picked from.
     pub version: Arc<Version>,
 }

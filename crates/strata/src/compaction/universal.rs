@@ -239,6 +239,7 @@ fn build(
             / p.opts.level0_file_num_compaction_trigger.max(1) as f64,
         deletion_only: false,
         allow_trivial_move: false,
+        output_path_id: None,
         version: Arc::clone(v),
     }
 }

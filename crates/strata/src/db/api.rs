@@ -279,11 +279,12 @@ impl DB {
             topts.verify_checksums = true;
             for level in 0..sv.version.num_levels() {
                 for f in sv.version.files(level) {
-                    let path = inner
-                        .dbname
-                        .join(crate::filename::table_file_name(f.number));
-                    let size =
-                        super::consistency::check_table_size(inner.fs.as_ref(), &inner.dbname, f)?;
+                    let path = inner.table_paths.table_file(f.path_id, f.number);
+                    let size = super::consistency::check_table_size(
+                        inner.fs.as_ref(),
+                        &inner.table_paths,
+                        f,
+                    )?;
                     let file = inner.fs.new_random_access_file(&path)?;
                     let t = std::sync::Arc::new(crate::table::Table::open(
                         file,

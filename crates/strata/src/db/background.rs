@@ -242,7 +242,10 @@ impl DbInner {
         let kind;
         if c.deletion_only {
             kind = "deletion";
-        } else if c.is_trivial_move() {
+        } else if c.is_trivial_move()
+            && c.input_files()
+                .all(|(_, f)| f.path_id == self.output_path_id(c, &opts))
+        {
             kind = "trivial move";
             for (_, f) in c.input_files() {
                 edit.add_file(c.output_level as u32, (**f).clone());
@@ -392,6 +395,14 @@ impl DbInner {
     }
 
     /// The I/O part of a compaction, without the state lock.
+    /// The table path `c` writes to: the manual compaction's target, else
+    /// by size (see [`crate::compaction::placement`]).
+    fn output_path_id(&self, c: &Compaction, opts: &crate::options::ColumnFamilyOptions) -> u32 {
+        c.output_path_id.unwrap_or_else(|| {
+            crate::compaction::placement::output_path_id(c, &self.table_paths, opts)
+        })
+    }
+
     fn write_compaction_outputs(
         &self,
         c: &Compaction,
@@ -409,13 +420,7 @@ impl DbInner {
         for (level, f) in c.input_files() {
             let t = self
                 .table_cache
-                .get(
-                    f.number,
-                    f.file_size,
-                    f.largest_seqno,
-                    &read_options,
-                    level == 0,
-                )
+                .get(f, &read_options, level == 0)
                 .map_err(fail)?;
             if let Some(l) = t.fragmented_range_tombstones() {
                 parts.push(Arc::clone(l));
@@ -438,13 +443,7 @@ impl DbInner {
                 }
                 if l.level == 0 {
                     for f in &l.files {
-                        let t = cache.get(
-                            f.number,
-                            f.file_size,
-                            f.largest_seqno,
-                            &read_options,
-                            true,
-                        )?;
+                        let t = cache.get(f, &read_options, true)?;
                         children.push(Box::new(t.compaction_iter()));
                     }
                 } else {
@@ -464,9 +463,11 @@ impl DbInner {
             n
         };
         let log = |line: &str| self.info_log.log(line);
+        let path_id = self.output_path_id(c, opts);
         let ctx = JobContext {
             fs: Arc::clone(&self.fs),
-            dir: &self.dbname,
+            dir: self.table_paths.dir(path_id),
+            path_id,
             table_options,
             rules: CompactionRules {
                 ucmp: opts.comparator.clone(),
@@ -512,7 +513,7 @@ impl DbInner {
         let topts = Arc::clone(topts);
         Arc::new(move |f| {
             // Level iterators serve levels below 0.
-            let t = cache.get(f.number, f.file_size, f.largest_seqno, &topts, false)?;
+            let t = cache.get(f, &topts, false)?;
             Ok(match kind {
                 TableIterKind::Prefix => Box::new(crate::table::PrefixSeekIter::new(t))
                     as Box<dyn InternalIterator + Send>,

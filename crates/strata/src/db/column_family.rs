@@ -6,7 +6,7 @@
 //! and an OPTIONS file names it; a dropped family's handle keeps reads
 //! working until it is released, and its files go with the last reader.
 
-use super::open::check_memtable_concurrency;
+use super::open::check_cf_supported;
 use super::{CfData, ColumnFamilyHandle, DB};
 use crate::error::{Error, Result};
 use crate::format::InternalKeyComparator;
@@ -45,7 +45,7 @@ impl DB {
         }
         let options = options.sanitized_for(&inner.options);
         options.validate(name)?;
-        check_memtable_concurrency(&inner.options, &options)?;
+        check_cf_supported(&inner.options, &options)?;
         let _leader = inner
             .write_mutex
             .lock()

@@ -2,11 +2,23 @@
 //! recorded (RocksDB's `DBImpl::CheckConsistency`), at open and for
 //! `verify_checksums`.
 
-use std::path::Path;
-
 use crate::error::{Error, Result};
+use crate::filename::TablePaths;
 use crate::fs::FileSystem;
 use crate::version::version_set::VersionSet;
+
+/// Every table the MANIFEST names is in one of the table paths the DB was
+/// opened with (run at every open: reads index the path list by it).
+pub(super) fn check_table_paths(paths: &TablePaths, versions: &VersionSet) -> Result<()> {
+    for (id, _) in versions.column_families() {
+        if let Some(v) = versions.current(id) {
+            for (_, f) in v.all_files() {
+                paths.check(f.path_id, f.number)?;
+            }
+        }
+    }
+    Ok(())
+}
 
 /// RocksDB's `DBImpl::CheckConsistency`, run at open under
 /// `paranoid_checks`: every table file the MANIFEST names exists with the
@@ -14,7 +26,7 @@ use crate::version::version_set::VersionSet;
 /// file, not at the first read that reaches it.
 pub(super) fn check_consistency(
     fs: &dyn FileSystem,
-    dbname: &Path,
+    paths: &TablePaths,
     versions: &VersionSet,
 ) -> Result<()> {
     let mut first: Option<String> = None;
@@ -24,13 +36,13 @@ pub(super) fn check_consistency(
             continue;
         };
         for (_, f) in v.all_files() {
-            let (file, msg) = match check_table_size(fs, dbname, f) {
+            let (file, msg) = match check_table_size(fs, paths, f) {
                 Ok(_) => continue,
                 Err(Error::Corruption { file, msg, .. }) => (file, msg),
                 Err(e) => {
                     let name = crate::filename::table_file_name(f.number);
                     (
-                        dbname.join(&name).display().to_string(),
+                        paths.table_file(f.path_id, f.number).display().to_string(),
                         format!("Can't access {name}: {e}"),
                     )
                 }
@@ -50,11 +62,11 @@ pub(super) fn check_consistency(
 /// by the open-time check and `verify_checksums`.
 pub(super) fn check_table_size(
     fs: &dyn FileSystem,
-    dbname: &Path,
+    paths: &TablePaths,
     f: &crate::version::FileMetaData,
 ) -> Result<u64> {
     let name = crate::filename::table_file_name(f.number);
-    let path = dbname.join(&name);
+    let path = paths.table_file(f.path_id, f.number);
     let size = fs.file_size(&path)?;
     if size == f.file_size {
         return Ok(size);

@@ -13,8 +13,9 @@ use crate::options::Options;
 
 use super::wal_archive::ARCHIVE_DIR_NAME;
 
-/// Deletes the database at `path` (and its WALs in `opts.wal_dir`). A
-/// directory that does not exist is already destroyed: `Ok`.
+/// Deletes the database at `path` (its WALs in `opts.wal_dir`, its tables
+/// in `opts.db_paths`). A directory that does not exist is already
+/// destroyed: `Ok`.
 pub fn destroy_db(opts: &Options, path: impl AsRef<Path>) -> Result<()> {
     let fs = opts.fs.clone().unwrap_or_else(default_fs);
     let dbname = path.as_ref();
@@ -40,6 +41,22 @@ pub fn destroy_db(opts: &Options, path: impl AsRef<Path>) -> Result<()> {
             Some((_, FileType::DbLock)) | None => {}
             Some(_) => note(fs.delete_file(&dbname.join(name))),
         }
+    }
+    // Tables (and blobs) in the other table paths, which go when empty
+    // (RocksDB's DestroyDB).
+    for dir in opts.db_paths.iter().map(|p| p.path.as_path()) {
+        if dir == dbname {
+            continue;
+        }
+        let Ok(names) = fs.children(dir) else {
+            continue;
+        };
+        for name in names {
+            if let Some((_, FileType::Table | FileType::Blob)) = parse_file_name(&name) {
+                note(fs.delete_file(&dir.join(&name)));
+            }
+        }
+        let _ = fs.delete_dir(dir);
     }
     if let Some(wal_dir) = opts.wal_dir.as_deref().filter(|w| *w != dbname) {
         for name in fs.children(wal_dir).unwrap_or_default() {

@@ -198,25 +198,36 @@ impl DbInner {
         self.released_versions.expect_release();
         let (live, superseded_held) = st.files.live_tables(&current_versions);
         self.released_versions.purged(superseded_held);
-        let Ok(children) = self.fs.children(&self.dbname) else {
-            return;
-        };
         let manifest = st.versions.manifest_file_number();
-        for name in children {
-            match parse_file_name(&name) {
-                Some((num, FileType::Table)) if !live.contains(&num) => {
-                    self.table_cache.evict(num);
-                    crate::crash_point!("obsolete::before_delete_table");
-                    let _ = self.fs.delete_file(&self.dbname.join(&name));
+        // Tables are looked for in the table paths only (as RocksDB's full
+        // scan of `db_paths`), MANIFESTs in the DB directory.
+        let table_dirs = self.table_paths.distinct_dirs();
+        let mut dirs = table_dirs.clone();
+        if !dirs.contains(&self.dbname.as_path()) {
+            dirs.push(&self.dbname);
+        }
+        for dir in dirs {
+            let Ok(children) = self.fs.children(dir) else {
+                continue;
+            };
+            let tables_here = table_dirs.contains(&dir);
+            for name in children {
+                match parse_file_name(&name) {
+                    Some((num, FileType::Table)) if tables_here && !live.contains(&num) => {
+                        self.table_cache.evict(num);
+                        crate::crash_point!("obsolete::before_delete_table");
+                        let _ = self.fs.delete_file(&dir.join(&name));
+                    }
+                    // MANIFESTs CURRENT no longer names (CURRENT's switch
+                    // is durable: its directory was synced), as RocksDB's
+                    // PurgeObsoleteFiles keeps only the current one and
+                    // newer.
+                    Some((num, FileType::Descriptor)) if num < manifest && dir == self.dbname => {
+                        crate::crash_point!("obsolete::before_delete_manifest");
+                        let _ = self.fs.delete_file(&dir.join(&name));
+                    }
+                    _ => {}
                 }
-                // MANIFESTs CURRENT no longer names (CURRENT's switch is
-                // durable: its directory was synced), as RocksDB's
-                // PurgeObsoleteFiles keeps only the current one and newer.
-                Some((num, FileType::Descriptor)) if num < manifest => {
-                    crate::crash_point!("obsolete::before_delete_manifest");
-                    let _ = self.fs.delete_file(&self.dbname.join(&name));
-                }
-                _ => {}
             }
         }
     }

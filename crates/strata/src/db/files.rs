@@ -47,6 +47,10 @@ pub struct CompactRangeOptions {
     pub change_level: bool,
     /// See `change_level`; -1 (the default) picks the level.
     pub target_level: i32,
+    /// The table path (index into `db_paths`) the outputs are written to
+    /// (RocksDB's `target_path_id`; default 0). Files moved to another
+    /// level without being rewritten keep their path.
+    pub target_path_id: u32,
 }
 
 impl Default for CompactRangeOptions {
@@ -55,6 +59,7 @@ impl Default for CompactRangeOptions {
             bottommost_level_compaction: BottommostLevelCompaction::default(),
             change_level: false,
             target_level: -1,
+            target_path_id: 0,
         }
     }
 }
@@ -238,6 +243,10 @@ impl DbInner {
                 "compaction on a read-only database".into(),
             ));
         }
+        if o.target_path_id as usize >= self.table_paths.len() {
+            // RocksDB's text.
+            return Err(Error::InvalidArgument("Invalid target path ID".into()));
+        }
         if o.change_level
             && self
                 .lock_state()
@@ -332,6 +341,7 @@ impl DbInner {
                 score: 0.0,
                 deletion_only: false,
                 allow_trivial_move: false,
+                output_path_id: Some(o.target_path_id),
                 version: v,
             };
             let (st, r) = self.run_manual(st, &c);
@@ -387,6 +397,7 @@ impl DbInner {
                 return (st, Ok(last));
             };
             c.allow_trivial_move = output != level;
+            c.output_path_id = Some(o.target_path_id);
             let (g, r) = self.run_manual(st, &c);
             st = g;
             if let Err(e) = r {
@@ -749,6 +760,16 @@ impl DB {
     /// files a copy of the database needs, and the MANIFEST's current
     /// size. Flushes the memtables first when asked.
     pub fn live_files(&self, flush_memtable: bool) -> Result<(Vec<String>, u64)> {
+        self.live_files_in(flush_memtable)
+            .map(|(names, size, _)| (names, size))
+    }
+
+    /// [`DB::live_files`], plus the distinct directories (table paths)
+    /// that hold the listed tables.
+    pub(crate) fn live_files_in(
+        &self,
+        flush_memtable: bool,
+    ) -> Result<(Vec<String>, u64, Vec<std::path::PathBuf>)> {
         if flush_memtable {
             let ids: Vec<u32> = self.inner.lock_state().cfs.keys().copied().collect();
             for id in ids {
@@ -775,18 +796,32 @@ impl DB {
             names.push(format!("/{}", crate::filename::options_file_name(o)));
         }
         let mut tables: Vec<u64> = Vec::new();
+        let mut path_ids: Vec<u32> = Vec::new();
         for &id in st.cfs.keys() {
             if let Some(v) = st.versions.current(id) {
-                tables.extend(v.all_files().map(|(_, f)| f.number));
+                for (_, f) in v.all_files() {
+                    tables.push(f.number);
+                    if !path_ids.contains(&f.path_id) {
+                        path_ids.push(f.path_id);
+                    }
+                }
             }
         }
         tables.sort_unstable();
+        path_ids.sort_unstable();
+        let mut dirs: Vec<std::path::PathBuf> = Vec::new();
+        for p in path_ids {
+            let d = self.inner.table_paths.dir(p).to_path_buf();
+            if !dirs.contains(&d) {
+                dirs.push(d);
+            }
+        }
         names.extend(
             tables
                 .iter()
                 .map(|n| format!("/{}", crate::filename::table_file_name(*n))),
         );
-        Ok((names, st.versions.manifest_file_size()))
+        Ok((names, st.versions.manifest_file_size(), dirs))
     }
 
     /// Every live table file's whole-file checksum as the MANIFEST
@@ -836,9 +871,11 @@ impl DB {
             for f in sv.version.files(level) {
                 let _ = writeln!(
                     out,
-                    "=== file : {}/{} ===",
-                    self.inner.dbname.display(),
-                    crate::filename::table_file_name(f.number)
+                    "=== file : {} ===",
+                    self.inner
+                        .table_paths
+                        .table_file(f.path_id, f.number)
+                        .display()
                 );
                 let t = self.inner.sv_table(&sv, f)?;
                 let Some(frags) = t.fragmented_range_tombstones() else {
@@ -883,7 +920,12 @@ impl DB {
                 for (level, f) in v.all_files() {
                     out.push(LiveFileMetaData {
                         column_family_name: cf.name.clone(),
-                        db_path: self.inner.dbname.to_string_lossy().into_owned(),
+                        db_path: self
+                            .inner
+                            .table_paths
+                            .dir(f.path_id)
+                            .to_string_lossy()
+                            .into_owned(),
                         level,
                         name: format!("/{}", crate::filename::table_file_name(f.number)),
                         file_number: f.number,

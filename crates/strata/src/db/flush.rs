@@ -229,7 +229,8 @@ impl DbInner {
             it.status()?;
             return Ok(None);
         }
-        let path = self.dbname.join(crate::filename::table_file_name(number));
+        // Flushes write to the first table path (RocksDB's path id 0).
+        let path = self.table_paths.table_file(0, number);
         let file = crate::fs::new_table_output(&*self.fs, &path, self.options.table_write_mode())?;
         let (file, checksum) = crate::fs::checksum_file::maybe_checksummed(
             file,
@@ -293,7 +294,7 @@ impl DbInner {
             ));
         }
         crate::crash_point!("flush::after_table_sync");
-        self.fs.sync_dir(&self.dbname)?;
+        self.fs.sync_dir(self.table_paths.dir(0))?;
         crate::crash_point!("flush::after_dir_sync");
         let now = crate::compaction_filter::unix_now_seconds();
         let mut meta = FileMetaData::from_table(number, &info);

@@ -169,9 +169,7 @@ impl DB {
         }
         let mut link = import.move_files;
         for f in files.iter_mut() {
-            let inside = inner
-                .dbname
-                .join(crate::filename::table_file_name(f.meta.number));
+            let inside = inner.table_paths.table_file(0, f.meta.number);
             if link {
                 match fs.link_file(&f.source, &inside) {
                     Ok(()) => {
@@ -185,7 +183,7 @@ impl DB {
             f.inside = Some(inside.clone());
             copy_file(fs, &f.source, &inside, None)?;
         }
-        fs.sync_dir(&inner.dbname)?;
+        fs.sync_dir(inner.table_paths.dir(0))?;
         let now = crate::compaction_filter::unix_now_seconds();
         let mut edit = VersionEdit::default();
         let mut largest_seqno = 0;

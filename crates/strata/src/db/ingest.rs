@@ -37,7 +37,6 @@ use std::sync::atomic::Ordering as AtomicOrdering;
 use super::{ColumnFamilyHandle, DB, DbInner, DbState, PoisonError};
 use crate::compaction_filter::unix_now_seconds;
 use crate::error::{Error, Result};
-use crate::filename::table_file_name;
 use crate::format::iterator::InternalIterator;
 use crate::format::{
     MAX_SEQUENCE_NUMBER, SequenceNumber, ValueType, make_internal_key, parse_internal_key,
@@ -251,7 +250,8 @@ impl IngestionJob {
             return Err(Error::NotSupported("Files have overlapping ranges".into()));
         }
         for f in &mut self.files {
-            let internal = db.dbname.join(table_file_name(f.number));
+            // Ingested files join the first table path, as in RocksDB.
+            let internal = db.table_paths.table_file(0, f.number);
             let mut copy = !self.opts.move_files;
             if self.opts.move_files {
                 match db.fs.link_file(&f.external_path, &internal) {
@@ -274,7 +274,7 @@ impl IngestionJob {
             }
             crate::crash_point!("ingest::after_file");
         }
-        db.fs.sync_dir(&db.dbname)
+        db.fs.sync_dir(db.table_paths.dir(0))
     }
 
     /// RocksDB's `GetIngestedFileInfo`: the facts about `path` that place
@@ -622,9 +622,7 @@ impl IngestionJob {
         hi: &[u8],
     ) -> Result<bool> {
         for f in version.overlapping_files(level, Some(lo), Some(hi)) {
-            let t =
-                db.table_cache
-                    .get(f.number, f.file_size, f.largest_seqno, topts, level == 0)?;
+            let t = db.table_cache.get(&f, topts, level == 0)?;
             if table_overlaps(&t, &self.ucmp, lo, hi)? {
                 return Ok(true);
             }

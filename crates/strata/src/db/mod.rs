@@ -279,6 +279,8 @@ pub(crate) type MemTables = crate::util::id_map::IdMap<Arc<MemTable>>;
 pub(crate) struct DbInner {
     pub(crate) dbname: PathBuf,
     pub(crate) wal_dir: PathBuf,
+    /// The directories of table files (`db_paths`, or `dbname` alone).
+    pub(crate) table_paths: crate::filename::TablePaths,
     pub(crate) fs: FileSystemRef,
     pub(crate) options: Options,
     pub(crate) read_only: bool,

@@ -158,11 +158,12 @@ pub fn update_manifest_for_files_state(
 ) -> Result<usize> {
     let offline = open_offline(opts, path.as_ref(), descs, false)?;
     let (vs, fs) = (&offline.vs, &offline.fs);
-    let dbname = path.as_ref();
+    let paths = crate::filename::TablePaths::new(path.as_ref(), &opts.db_paths);
     for (id, _) in vs.column_families() {
         let Some(v) = vs.current(id) else { continue };
         for (_, f) in v.all_files() {
-            let table = dbname.join(crate::filename::table_file_name(f.number));
+            paths.check(f.path_id, f.number)?;
+            let table = paths.table_file(f.path_id, f.number);
             fs.new_sequential_file(&table)?;
         }
     }

@@ -163,11 +163,12 @@ impl DB {
         let fs: FileSystemRef = opts.fs.clone().unwrap_or_else(default_fs);
         let dbname = dbname.to_path_buf();
         let wal_dir: PathBuf = opts.wal_dir.clone().unwrap_or_else(|| dbname.clone());
+        let table_paths = crate::filename::TablePaths::new(&dbname, &opts.db_paths);
         let mut lock = None;
         opts.validate()?;
         for d in &descs {
             d.options.validate(&d.name)?;
-            check_memtable_concurrency(&opts, &d.options)?;
+            check_cf_supported(&opts, &d.options)?;
         }
         let exists = fs.file_exists(&dbname.join("CURRENT"));
         if !exists && (read_only || !opts.create_if_missing) {
@@ -181,6 +182,9 @@ impl DB {
             fs.create_dir_all(&dbname)?;
             if wal_dir != dbname {
                 fs.create_dir_all(&wal_dir)?;
+            }
+            for dir in table_paths.distinct_dirs() {
+                fs.create_dir_all(dir)?;
             }
             lock = Some(fs.lock_file(&dbname.join("LOCK")).map_err(|e| match e {
                 Error::Busy(m) => Error::Busy(format!(
@@ -265,8 +269,9 @@ impl DB {
                 versions.create_column_family(&d.name)?;
             }
         }
+        super::consistency::check_table_paths(&table_paths, &versions)?;
         if opts.paranoid_checks {
-            check_consistency(fs.as_ref(), &dbname, &versions)?;
+            check_consistency(fs.as_ref(), &table_paths, &versions)?;
         }
         // Background pools and the default block cache: the shared Env's,
         // or this DB's own (an 8 MiB cache, RocksDB's default).
@@ -306,13 +311,14 @@ impl DB {
             );
         }
         let table_cache = Arc::new(
-            TableCache::new(Arc::clone(&fs), dbname.clone(), opts.max_open_files)
+            TableCache::new(Arc::clone(&fs), table_paths.clone(), opts.max_open_files)
                 .charging_readers_to(budget_cache.clone()),
         );
         let write_signals = Arc::new(super::write_signals::WriteSignals::default());
         let inner = Arc::new(DbInner {
             dbname: dbname.clone(),
             wal_dir: wal_dir.clone(),
+            table_paths: table_paths.clone(),
             fs: Arc::clone(&fs),
             read_only,
             state: Mutex::new(DbState {
@@ -777,13 +783,27 @@ impl DbInner {
     }
 }
 
-/// RocksDB refuses a memtable that cannot take concurrent inserts when
-/// `allow_concurrent_memtable_write` is set, and in-place updates with
-/// concurrent inserts; so does Strata.
-pub(super) fn check_memtable_concurrency(
+/// What RocksDB refuses of a column family's options given the DB's: a
+/// memtable that cannot take concurrent inserts when
+/// `allow_concurrent_memtable_write` is set, in-place updates with
+/// concurrent inserts, and several table paths under FIFO compaction; so
+/// does Strata.
+pub(super) fn check_cf_supported(
     db: &crate::options::Options,
     cf: &crate::options::ColumnFamilyOptions,
 ) -> Result<()> {
+    if db.db_paths.len() > 1
+        && !matches!(
+            cf.compaction_style,
+            crate::options::CompactionStyle::Level | crate::options::CompactionStyle::Universal
+        )
+    {
+        // RocksDB's CheckCFPathsSupported text.
+        return Err(Error::NotSupported(
+            "More than one DB paths are only supported in universal and level compaction styles. "
+                .into(),
+        ));
+    }
     if db.allow_concurrent_memtable_write && !cf.memtable_factory.supports_concurrent_insert() {
         return Err(Error::InvalidArgument(format!(
             "Memtable doesn't concurrent writes (allow_concurrent_memtable_write): {}",

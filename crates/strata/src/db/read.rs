@@ -206,8 +206,7 @@ impl DbInner {
         let level0 = opts.cache_index_and_filter_blocks
             && opts.pin_l0_filter_and_index_blocks_in_cache
             && sv.version.files(0).iter().any(|g| g.number == f.number);
-        self.table_cache
-            .get(f.number, f.file_size, f.largest_seqno, opts, level0)
+        self.table_cache.get(f, opts, level0)
     }
 
     /// [`DbInner::sv_table`]; with `no_io`, only a reader already open

@@ -40,7 +40,6 @@ use std::sync::Arc;
 use super::ColumnFamilyDescriptor;
 use super::DEFAULT_COLUMN_FAMILY_NAME;
 use crate::error::{Error, Result};
-use crate::filename::table_file_name;
 use crate::format::dbformat::is_empty_range_tombstone;
 use crate::format::iterator::InternalIterator;
 use crate::format::{InternalKeyComparator, MAX_SEQUENCE_NUMBER, WriteBatch, parse_internal_key};
@@ -83,6 +82,7 @@ pub fn repair_db_cf(
         fs: Arc::clone(&fs),
         dbname: dbname.clone(),
         wal_dir: opts.wal_dir.clone().unwrap_or_else(|| dbname.clone()),
+        table_paths: crate::filename::TablePaths::new(&dbname, &opts.db_paths),
         cf_opts: descs.into_iter().map(|d| (d.name, d.options)).collect(),
         default_opts: opts.cf.clone(),
         tables: Vec::new(),
@@ -107,6 +107,9 @@ pub fn repair_db_cf(
     result
 }
 
+/// A table file found: its number and path id.
+type TableFile = (u64, u32);
+
 /// A table that survived the scan.
 struct TableInfo {
     meta: FileMetaData,
@@ -118,6 +121,8 @@ struct Repairer {
     fs: FileSystemRef,
     dbname: PathBuf,
     wal_dir: PathBuf,
+    /// Where tables are looked for (`db_paths`), by path id.
+    table_paths: crate::filename::TablePaths,
     cf_opts: HashMap<String, ColumnFamilyOptions>,
     default_opts: ColumnFamilyOptions,
     tables: Vec<TableInfo>,
@@ -147,11 +152,11 @@ impl Repairer {
         // Deletions made before (obsolete tables the database removed) are
         // made durable before anything else: a crash during the repair
         // must not bring those tables back.
-        self.fs.sync_dir(&self.dbname)?;
+        self.sync_dirs()?;
         let (manifests, wals, tables) = self.find_files()?;
         let obsolete = self.read_manifests(&manifests)?;
-        for n in tables {
-            let path = self.dbname.join(table_file_name(n));
+        for (n, path_id) in tables {
+            let path = self.table_paths.table_file(path_id, n);
             if obsolete.contains(&n) {
                 // A committed compaction (or deletion) replaced it, but its
                 // deletion was not durable: resurrecting it would bring
@@ -162,7 +167,7 @@ impl Repairer {
                 self.set_aside.push(path);
                 continue;
             }
-            self.scan_table(n)?;
+            self.scan_table(n, path_id)?;
         }
         for w in wals {
             // A WAL that cannot be read is skipped, as RocksDB; unlike
@@ -183,24 +188,48 @@ impl Repairer {
         for p in std::mem::take(&mut self.set_aside) {
             self.archive(&p);
         }
+        self.sync_dirs()
+    }
+
+    /// Syncs the DB directory, the WAL directory and the table paths.
+    fn sync_dirs(&self) -> Result<()> {
         self.fs.sync_dir(&self.dbname)?;
         if self.wal_dir != self.dbname {
             self.fs.sync_dir(&self.wal_dir)?;
         }
+        for d in self.table_paths.distinct_dirs() {
+            if d != self.dbname && d != self.wal_dir {
+                self.fs.sync_dir(d)?;
+            }
+        }
         Ok(())
     }
 
-    /// MANIFEST names, WAL numbers and table numbers, as RocksDB's
-    /// `FindFiles`; also the next file number.
-    fn find_files(&mut self) -> Result<(Vec<String>, Vec<u64>, Vec<u64>)> {
+    /// MANIFEST names, WAL numbers and table numbers with their path ids,
+    /// as RocksDB's `FindFiles` (tables are looked for in the table paths
+    /// only); also the next file number.
+    fn find_files(&mut self) -> Result<(Vec<String>, Vec<u64>, Vec<TableFile>)> {
         let mut dirs = vec![self.dbname.clone()];
         if self.wal_dir != self.dbname {
             dirs.push(self.wal_dir.clone());
         }
+        for d in self.table_paths.distinct_dirs() {
+            if !dirs.iter().any(|x| x == d) {
+                dirs.push(d.to_path_buf());
+            }
+        }
         let (mut manifests, mut wals, mut tables) = (Vec::new(), Vec::new(), Vec::new());
         let mut found = false;
         for (i, d) in dirs.iter().enumerate() {
-            let names = self.fs.children(d)?;
+            // Tables here belong to the first table path naming `d`.
+            let path_id =
+                (0..self.table_paths.len() as u32).find(|&p| self.table_paths.dir(p) == d);
+            let names = match self.fs.children(d) {
+                Ok(n) => n,
+                // A table path never written to.
+                Err(_) if i > 0 && path_id.is_some() && !self.fs.file_exists(d) => continue,
+                Err(e) => return Err(e),
+            };
             // The LOCK and LOG repair itself made do not count.
             found |= names.iter().any(|n| n != "LOCK" && !n.starts_with("LOG"));
             for n in names {
@@ -213,9 +242,9 @@ impl Repairer {
                         self.next_file_number = self.next_file_number.max(number + 1);
                         wals.push(number);
                     }
-                    FileType::Table if i == 0 => {
+                    FileType::Table if path_id.is_some() => {
                         self.next_file_number = self.next_file_number.max(number + 1);
-                        tables.push(number);
+                        tables.push((number, path_id.unwrap_or(0)));
                     }
                     // Numbered files (OPTIONS, temporaries); not LOG.old.<time>,
                     // whose "number" is a timestamp.
@@ -310,10 +339,11 @@ impl Repairer {
     /// failure (an I/O error, a format not supported) fails the repair
     /// rather than set aside a table that is fine (RocksDB sets aside
     /// whatever it fails to read).
-    fn scan_table(&mut self, number: u64) -> Result<()> {
-        let path = self.dbname.join(table_file_name(number));
+    fn scan_table(&mut self, number: u64, path_id: u32) -> Result<()> {
+        let path = self.table_paths.table_file(path_id, number);
         match self.scan(&path, number) {
-            Ok(t) => {
+            Ok(mut t) => {
+                t.0.meta.path_id = path_id;
                 self.cf_names
                     .entry(t.0.cf_id)
                     .or_insert_with(|| t.1.clone());
@@ -492,7 +522,8 @@ impl Repairer {
         if point_entries == 0 && tombstones.is_empty() {
             return Ok(None);
         }
-        let path = self.dbname.join(table_file_name(number));
+        // Written to the first table path, as flushes are.
+        let path = self.table_paths.table_file(0, number);
         let file = self.fs.new_writable_file(&path)?;
         let mut b = TableBuilder::new(o.table_options(cf_id, cf_name), file)?;
         let mut it = mem.iter();
@@ -507,7 +538,7 @@ impl Repairer {
             }
         }
         let info = b.finish(true)?;
-        self.fs.sync_dir(&self.dbname)?;
+        self.fs.sync_dir(self.table_paths.dir(0))?;
         crate::crash_point!("repair::after_table");
         let now = crate::compaction_filter::unix_now_seconds();
         let mut meta = FileMetaData::from_table(number, &info);
@@ -588,7 +619,7 @@ impl Repairer {
                 }
                 for f in &files {
                     self.set_aside
-                        .push(self.dbname.join(table_file_name(f.number)));
+                        .push(self.table_paths.table_file(f.path_id, f.number));
                 }
             }
             self.recovered += edit.new_files.len();
@@ -622,7 +653,7 @@ impl Repairer {
         let mut children: Vec<Box<dyn InternalIterator + Send>> = Vec::new();
         let mut tombstones: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         for f in files {
-            let path = self.dbname.join(table_file_name(f.number));
+            let path = self.table_paths.table_file(f.path_id, f.number);
             let file = self.fs.new_random_access_file(&path)?;
             let t = Arc::new(self.open_table(
                 file,
@@ -639,7 +670,7 @@ impl Repairer {
         tombstones.dedup();
         let number = self.next_file_number;
         self.next_file_number += 1;
-        let path = self.dbname.join(table_file_name(number));
+        let path = self.table_paths.table_file(0, number);
         let mut b = TableBuilder::new(topts, self.fs.new_writable_file(&path)?)?;
         let mut it = Dedup::new(crate::iter::MergingIterator::new(icmp, children));
         it.seek_to_first();
@@ -654,7 +685,7 @@ impl Repairer {
             }
         }
         let info = b.finish(true)?;
-        self.fs.sync_dir(&self.dbname)?;
+        self.fs.sync_dir(self.table_paths.dir(0))?;
         crate::crash_point!("repair::after_table");
         let now = crate::compaction_filter::unix_now_seconds();
         let mut meta = FileMetaData::from_table(number, &info);

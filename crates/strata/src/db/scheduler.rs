@@ -338,6 +338,7 @@ mod tests {
             score: 1.0,
             deletion_only: false,
             allow_trivial_move: false,
+            output_path_id: None,
             version: Arc::new(Version::new(icmp, 7)),
         }
     }

@@ -161,13 +161,7 @@ fn pin_tables(db: &DB) -> Result<()> {
         let sv = inner.super_version(id)?;
         for level in 0..sv.version.num_levels() {
             for f in sv.version.files(level) {
-                inner.table_cache.get(
-                    f.number,
-                    f.file_size,
-                    f.largest_seqno,
-                    &sv.table_options,
-                    level == 0,
-                )?;
+                inner.table_cache.get(f, &sv.table_options, level == 0)?;
             }
         }
     }

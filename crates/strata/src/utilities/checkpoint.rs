@@ -132,7 +132,7 @@ impl<'a> Checkpoint<'a> {
                 let mut link = true;
                 for m in &files {
                     let file = m.name.trim_start_matches('/');
-                    let (src, dst) = (db.inner.dbname.join(file), tmp.join(file));
+                    let (src, dst) = (Path::new(&m.db_path).join(file), tmp.join(file));
                     if link {
                         match fs.link_file(&src, &dst) {
                             Ok(()) => continue,
@@ -207,7 +207,7 @@ impl<'a> Checkpoint<'a> {
         let set = live_file_set(db, flush)?;
         let mut link = true;
         for name in &set.tables {
-            let (src, dst) = (inner.dbname.join(name), tmp.join(name));
+            let (src, dst) = (set.table_dir.join(name), tmp.join(name));
             if link {
                 match fs.link_file(&src, &dst) {
                     Ok(()) => {}
@@ -247,8 +247,11 @@ impl<'a> Checkpoint<'a> {
 /// `GetLiveFilesStorageInfo` lists them for checkpoints and backups.
 #[derive(Debug)]
 pub(crate) struct LiveFileSet {
-    /// Table file names (`000012.sst`), in the database directory.
+    /// Table file names (`000012.sst`), all in `table_dir`.
     pub tables: Vec<String>,
+    /// The one directory holding every listed table (the first table
+    /// path when there are none).
+    pub table_dir: std::path::PathBuf,
     /// The MANIFEST's name and the size that covers the listed state.
     pub manifest: String,
     pub manifest_size: u64,
@@ -279,10 +282,27 @@ pub(crate) fn live_file_set(db: &DB, flush: bool) -> Result<LiveFileSet> {
         db.live_files(true)?;
     }
     let oldest_wal = inner.lock_state().files.oldest_alive_wal();
-    let (names, manifest_size) = db.live_files(false)?;
+    let (names, manifest_size, dirs) = db.live_files_in(false)?;
     let sequence = db.latest_sequence_number();
+    // As RocksDB: a copy is one directory, so tables in several table
+    // paths cannot be copied (RocksDB's text).
+    if dirs.len() > 1 {
+        return Err(Error::NotSupported(format!(
+            "db_paths / cf_paths not supported for Checkpoint nor BackupEngine (live tables \
+             are in {})",
+            dirs.iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let table_dir = dirs
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| inner.table_paths.dir(0).to_path_buf());
     let mut set = LiveFileSet {
         tables: Vec::new(),
+        table_dir,
         manifest: String::new(),
         manifest_size,
         options: None,

@@ -231,7 +231,8 @@ struct Item {
 }
 
 enum ItemKind {
-    Table,
+    /// A table, in this directory.
+    Table(PathBuf),
     /// A file of the database directory other than a table.
     DbFile,
     Wal,
@@ -555,7 +556,7 @@ impl BackupEngine {
             .iter()
             .map(|n| Item {
                 name: n.clone(),
-                kind: ItemKind::Table,
+                kind: ItemKind::Table(set.table_dir.clone()),
                 limit: None,
             })
             .collect();
@@ -647,8 +648,9 @@ impl BackupEngine {
     ) -> Result<Done> {
         let db_fs = &*inner.fs;
         let private = |name: &str| format!("{}/{name}", Self::private_rel(id));
-        let src_dir = match item.kind {
+        let src_dir = match &item.kind {
             ItemKind::Wal => &inner.wal_dir,
+            ItemKind::Table(dir) => dir,
             _ => &inner.dbname,
         };
         let src = src_dir.join(&item.name);
@@ -664,7 +666,7 @@ impl BackupEngine {
                     tmp: None,
                 })
             }
-            ItemKind::Table if self.opts.share_table_files => {
+            ItemKind::Table(_) if self.opts.share_table_files => {
                 let size = db_fs.file_size(&src)?;
                 let mut known_crc = None;
                 let shared_name = if self.opts.share_files_with_checksum {
