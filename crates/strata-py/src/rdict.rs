@@ -107,14 +107,14 @@ impl Rdict {
         ro: &strata::ReadOptions,
     ) -> PyResult<Option<PyObject>> {
         let db = self.db()?;
+        // Decoded where the value lies (memtable, cached block): no copy
+        // into a Rust buffer first.
         let v = with_scratch(|k, _| {
             self.codec.encode_key_into(key, k)?;
-            db.get_cf(ro, &self.cf, k).map_err(err)
+            db.get_with_cf(ro, &self.cf, k, |v| self.codec.decode_value(py, v))
+                .map_err(err)
         })?;
-        match v {
-            Some(v) => Ok(Some(self.codec.decode_value(py, &v)?)),
-            None => Ok(None),
-        }
+        v.transpose()
     }
 
     fn view(
