@@ -1072,6 +1072,17 @@ pub struct Options {
     /// `DB::flush_wal` (or the buffer fills, or a synced write): a process
     /// crash may lose unflushed writes (RocksDB's `manual_wal_flush`).
     pub manual_wal_flush: bool,
+    /// Write the WAL through a shared memory map instead of one `write()`
+    /// call per write group (a Strata extension; RocksDB never maps its
+    /// WAL). A write is in the page cache, so it survives a process crash,
+    /// once its records are copied; `sync` is `msync` plus `fdatasync`.
+    /// Used only on file systems that allocate in place (ext2/3/4, xfs,
+    /// tmpfs; elsewhere `write()` as before) and not with
+    /// `manual_wal_flush`, `allow_2pc` or `AbsoluteConsistency` recovery.
+    /// The newest WAL may end in zeros (reserved space) after a crash;
+    /// recovery reads them as the end of the log, as RocksDB's reader
+    /// does. On by default.
+    pub mmap_wal_writes: bool,
     /// WALs no longer needed move to `<wal_dir>/archive/` instead of being
     /// deleted (for `DB::get_updates_since`) while either of these is set;
     /// archived WALs older than this many seconds are deleted (RocksDB's
@@ -1103,6 +1114,15 @@ impl Options {
     }
 
     /// Refuses DB-wide settings the engine cannot honour.
+    /// Whether WALs are written through memory maps (see
+    /// [`Options::mmap_wal_writes`]; the file system decides last).
+    pub fn maps_wal(&self) -> bool {
+        self.mmap_wal_writes
+            && !self.manual_wal_flush
+            && !self.allow_2pc
+            && self.wal_recovery_mode != WalRecoveryMode::AbsoluteConsistency
+    }
+
     pub fn validate(&self) -> crate::error::Result<()> {
         if self.max_subcompactions == 0 || self.max_background_jobs == 0 {
             return Err(crate::error::Error::InvalidArgument(
@@ -1197,6 +1217,7 @@ impl Default for Options {
             allow_2pc: false,
             allow_ingest_behind: false,
             manual_wal_flush: false,
+            mmap_wal_writes: true,
             wal_ttl_seconds: 0,
             wal_size_limit_mb: 0,
             file_checksum_gen_factory: None,

@@ -748,7 +748,7 @@ impl DbInner {
             st.memtables_changed();
         }
         let path = self.wal_dir.join(crate::filename::log_file_name(new_wal));
-        let file = self.fs.new_writable_file(&path)?;
+        let file = self.new_wal_file(&path)?;
         st.wal_number = new_wal;
         st.files.set_alive_wals(vec![new_wal]);
         self.fs.sync_dir(&self.wal_dir)?;

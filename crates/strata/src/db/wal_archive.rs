@@ -171,11 +171,26 @@ impl DbInner {
         }
     }
 
+    /// The size of WAL `number` at `path`: the records written, for the
+    /// current WAL (a mapped one is longer on disk while it is written).
+    pub(crate) fn wal_size(&self, number: u64, path: &std::path::Path) -> Result<u64> {
+        {
+            let wal = self
+                .wal
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(w) = wal.current.as_ref().filter(|w| w.log_number() == number) {
+                return Ok(w.file_size());
+            }
+        }
+        self.fs.file_size(path)
+    }
+
     /// WAL `number` of `kind` with its size and first sequence number;
     /// `None` if it is not there.
     fn wal_file(&self, number: u64, kind: WalFileType) -> Result<Option<WalFile>> {
         let path = self.wal_path(number, kind);
-        let size = match self.fs.file_size(&path) {
+        let size = match self.wal_size(number, &path) {
             Ok(size) => size,
             Err(Error::NotFound(_)) => return Ok(None),
             Err(e) => return Err(e),

@@ -227,6 +227,19 @@ impl WriteView {
 }
 
 impl DbInner {
+    /// Creates the WAL file `path`: memory-mapped where the options and the
+    /// file system allow it (`Options::mmap_wal_writes`).
+    pub(crate) fn new_wal_file(
+        &self,
+        path: &std::path::Path,
+    ) -> Result<Box<dyn crate::fs::WritableFile>> {
+        if self.options.maps_wal() {
+            self.fs.new_mmap_log_file(path)
+        } else {
+            self.fs.new_writable_file(path)
+        }
+    }
+
     /// The WAL stage's view when the group needs nothing of the state
     /// lock: no background error, no stall, no memtable to switch, and no
     /// memtable or column family changed since the view was made (those
@@ -902,13 +915,16 @@ impl DbInner {
         );
         let new_wal = st.versions.new_file_number();
         let path = self.wal_dir.join(crate::filename::log_file_name(new_wal));
-        let file = self.fs.new_writable_file(&path)?;
+        let file = self.new_wal_file(&path)?;
         crate::crash_point!("wal::switch_after_create");
         let mut writer = LogWriter::new(file, new_wal, false);
         let mut wal = lock(&self.wal);
         let switched: Result<()> = (|| {
             if let Some(mut old) = wal.current.take() {
-                let r = old.flush();
+                // Sealed (a mapped log's zero tail cut) before anything is
+                // written to the new log: only the newest log may end in
+                // zeros, which recovery reads as its end.
+                let r = old.seal();
                 let (number, size) = (old.log_number(), old.file_size());
                 wal.closed.push(ClosedWal {
                     number,

@@ -42,6 +42,12 @@ pub trait WritableFile: Send {
     fn close(&mut self) -> Result<()>;
     /// Bytes appended so far.
     fn size(&self) -> u64;
+    /// Ends the appends: the file is exactly [`WritableFile::size`] bytes
+    /// long once this returns (a memory-mapped log drops its zero tail);
+    /// `sync` still works, appends fail. The default flushes.
+    fn seal(&mut self) -> Result<()> {
+        self.flush()
+    }
 }
 
 /// A file read at arbitrary offsets by many threads (tables).
@@ -138,6 +144,16 @@ pub trait FileSystem: Send + Sync {
     ///
     /// [`new_writable_file`]: FileSystem::new_writable_file
     fn new_mmap_writable_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.new_writable_file(path)
+    }
+    /// A new write-ahead log written through a shared memory map where the
+    /// file system makes that safe (see `posix_mmap_write`): appends are
+    /// copies into the page cache, no system call each. While it is being
+    /// written the file may end in zeros (a reserved region), which log
+    /// readers take for the end of the log; [`WritableFile::seal`] and
+    /// `close` cut them. The default (and any file system where mapped
+    /// stores could fault) is [`FileSystem::new_writable_file`].
+    fn new_mmap_log_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.new_writable_file(path)
     }
     fn new_sequential_file(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;

@@ -374,6 +374,20 @@ impl FileSystem for PosixFileSystem {
         )?))
     }
 
+    fn new_mmap_log_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if super::posix_mmap_write::maps_safely(dir) {
+            Ok(Box::new(
+                super::posix_mmap_write::MmapWritableFile::create_log(path)?,
+            ))
+        } else {
+            self.new_writable_file(path)
+        }
+    }
+
     fn new_mmap_file(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         let file = File::open(path).map_err(|e| os_err("open", path, e))?;
         let len = file.metadata().map_err(|e| os_err("stat", path, e))?.len();

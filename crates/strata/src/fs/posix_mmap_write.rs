@@ -25,7 +25,18 @@
 //! not in the MANIFEST and is deleted at the next open.
 //!
 //! RocksDB maps only table files (its WAL and MANIFEST writers turn mmap
-//! writes off); so does Strata.
+//! writes off). Strata also maps write-ahead logs, by default
+//! (`Options::mmap_wal_writes`), on the file systems that allocate in place
+//! ([`maps_safely`]: ext2/3/4, xfs, tmpfs; elsewhere logs are written with
+//! `write()`). A log (`create_log`) differs from a table in three ways:
+//! `sync` keeps the region mapped (`msync` of what was appended, then
+//! `fdatasync`; the zero tail stays reserved on disk), `seal` cuts the
+//! file to its logical size when the log is switched away from (before any
+//! write goes to the next log, so only the newest log can ever end in
+//! zeros), and the log reader takes zero-filled space for the end of the
+//! log. So a process crash leaves the newest log with a zero tail after its
+//! last record, which recovery treats as the end of the log (RocksDB's
+//! readers skip zero-filled space too).
 //!
 //! Invariants: `region_offset` is a multiple of the page size;
 //! `region_offset <= size <= region_offset + region.len()` while a region
@@ -75,7 +86,40 @@ fn reserve(file: &File, offset: u64, len: u64) -> io::Result<()> {
     }
 }
 
-/// A table file written through shared memory maps.
+/// Whether shared-map stores into files under `dir` cannot fault on a full
+/// disk: the file system allocates the blocks `posix_fallocate` reserves
+/// in place (ext2/3/4, xfs, tmpfs). Copy-on-write and network file systems
+/// (btrfs, zfs, NFS, overlayfs over them) are not trusted.
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+pub(super) fn maps_safely(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    const EXT: i64 = 0xEF53;
+    const XFS: i64 = 0x5846_5342;
+    const TMPFS: i64 = 0x0102_1994;
+    unsafe extern "C" {
+        /// glibc's and musl's `statfs(2)`.
+        fn statfs(path: *const std::ffi::c_char, buf: *mut u64) -> std::ffi::c_int;
+    }
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // `struct statfs` is 120 bytes on 64-bit Linux, `f_type` (a long) its
+    // first field; the buffer is larger than every 64-bit layout.
+    let mut buf = [0u64; 32];
+    // SAFETY: `c` is a NUL-terminated path; `buf` is writable and bigger
+    // than the kernel's `struct statfs`, which statfs fills. Exercised by
+    // this module's tests and every database opened on the real file
+    // system.
+    let rc = unsafe { statfs(c.as_ptr(), buf.as_mut_ptr()) };
+    rc == 0 && matches!(buf[0] as i64, EXT | XFS | TMPFS)
+}
+
+#[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
+pub(super) fn maps_safely(_dir: &Path) -> bool {
+    false
+}
+
+/// A table file (or log) written through shared memory maps.
 pub(super) struct MmapWritableFile {
     path: PathBuf,
     file: Option<File>,
@@ -86,6 +130,11 @@ pub(super) struct MmapWritableFile {
     next_region: usize,
     /// Bytes appended (the file's logical size).
     size: u64,
+    /// A write-ahead log: `sync` keeps the region mapped (see the module
+    /// docs).
+    log: bool,
+    /// `seal` was called: appends fail, `sync` still works.
+    sealed: bool,
 }
 
 impl std::fmt::Debug for MmapWritableFile {
@@ -121,7 +170,17 @@ impl MmapWritableFile {
             region_offset: 0,
             next_region: FIRST_REGION,
             size: 0,
+            log: false,
+            sealed: false,
         })
+    }
+
+    /// Creates (truncates) the write-ahead log `path` for mapped writes
+    /// (see the module docs).
+    pub(super) fn create_log(path: &Path) -> Result<MmapWritableFile> {
+        let mut f = MmapWritableFile::create(path)?;
+        f.log = true;
+        Ok(f)
     }
 
     fn file(&self) -> Result<&File> {
@@ -184,6 +243,12 @@ impl MmapWritableFile {
 impl WritableFile for MmapWritableFile {
     fn append(&mut self, mut data: &[u8]) -> Result<()> {
         self.file()?;
+        if self.sealed {
+            return Err(Error::io(
+                format!("write {}", self.path.display()),
+                io::Error::other("log already sealed"),
+            ));
+        }
         while !data.is_empty() {
             let full = match &self.region {
                 Some(map) => self.size == self.region_offset + map.len() as u64,
@@ -216,11 +281,29 @@ impl WritableFile for MmapWritableFile {
     }
 
     fn sync(&mut self) -> Result<()> {
-        self.unmap_and_truncate(true)?;
+        if self.log {
+            // The appended part of the region, then the file's metadata
+            // (the reserved blocks now hold data); the region stays.
+            if let Some(map) = &self.region {
+                let used = (self.size - self.region_offset) as usize;
+                map.flush_range(0, used)
+                    .map_err(|e| os_err("msync", &self.path, e))?;
+            }
+        } else {
+            self.unmap_and_truncate(true)?;
+        }
         let path = self.path.clone();
         self.file()?
             .sync_data()
             .map_err(|e| os_err("fdatasync", &path, e))
+    }
+
+    fn seal(&mut self) -> Result<()> {
+        if self.sealed || self.file.is_none() {
+            return Ok(());
+        }
+        self.sealed = true;
+        self.unmap_and_truncate(false)
     }
 
     fn close(&mut self) -> Result<()> {
@@ -284,6 +367,36 @@ mod tests {
         f.close().unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), want);
         assert!(f.append(b"x").is_err(), "appends after close fail");
+    }
+
+    #[test]
+    fn a_log_keeps_its_region_across_syncs_and_seal_cuts_the_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(
+            maps_safely(dir.path()),
+            "the test machine's temp dir is ext4 or tmpfs"
+        );
+        assert!(!maps_safely(Path::new("/proc")), "procfs is not trusted");
+        let path = dir.path().join("000001.log");
+        let mut f = MmapWritableFile::create_log(&path).unwrap();
+        let mut want = pattern(1000, 1);
+        f.append(&want).unwrap();
+        f.sync().unwrap();
+        // Synced, still mapped: the file ends in the reserved zeros.
+        let on_disk = std::fs::read(&path).unwrap();
+        assert!(on_disk.len() > want.len());
+        assert_eq!(&on_disk[..want.len()], &want[..]);
+        assert!(on_disk[want.len()..].iter().all(|&b| b == 0));
+        // Appends continue in the same region, across into the next.
+        let more = pattern(300_000, 2);
+        f.append(&more).unwrap();
+        want.extend_from_slice(&more);
+        f.seal().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), want);
+        assert!(f.append(b"x").is_err(), "appends after seal fail");
+        f.sync().unwrap();
+        f.close().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), want);
     }
 
     #[test]

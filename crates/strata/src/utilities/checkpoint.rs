@@ -331,8 +331,8 @@ pub(crate) fn live_file_set(db: &DB, flush: bool) -> Result<LiveFileSet> {
         .filter(|(num, _)| oldest_wal.is_some_and(|o| *num >= o))
         .collect();
     wals.sort_unstable();
-    for (_, n) in wals {
-        let size = fs.file_size(&inner.wal_dir.join(&n))?;
+    for (num, n) in wals {
+        let size = inner.wal_size(num, &inner.wal_dir.join(&n))?;
         set.wals.push((n, size));
     }
     Ok(set)

@@ -131,6 +131,12 @@ impl LogWriter {
         self.file.flush()
     }
 
+    /// Ends the log: the file is cut to the records written (see
+    /// [`crate::fs::WritableFile::seal`]); `sync` still works.
+    pub fn seal(&mut self) -> Result<()> {
+        self.file.seal()
+    }
+
     /// Makes written records durable.
     pub fn sync(&mut self) -> Result<()> {
         self.file.sync()
