@@ -1075,7 +1075,8 @@ pub struct Options {
     /// Write the WAL through a shared memory map instead of one `write()`
     /// call per write group (a Strata extension; RocksDB never maps its
     /// WAL). A write is in the page cache, so it survives a process crash,
-    /// once its records are copied; `sync` is `msync` plus `fdatasync`.
+    /// once its records are copied; `sync` is `fdatasync` (which on Linux
+    /// writes back the pages stored through the map).
     /// Used only on file systems that allocate in place (ext2/3/4, xfs,
     /// tmpfs; elsewhere `write()` as before) and not with
     /// `manual_wal_flush`, `allow_2pc` or `AbsoluteConsistency` recovery.

@@ -601,6 +601,9 @@ pub fn run(f: &Flags) -> Result<(), String> {
         enable_pipelined_write: f.bool_or("enable_pipelined_write", true)?,
         unordered_write: f.bool("unordered_write")?,
         manual_wal_flush: f.bool("manual_wal_flush")?,
+        // Strata's own (db_bench has no such flag): the WAL through a
+        // shared memory map, on by default.
+        mmap_wal_writes: f.bool_or("mmap_wal_writes", true)?,
         // db_bench's --file_checksum: FileChecksumGenCrc32cFactory.
         file_checksum_gen_factory: f.bool("file_checksum")?.then(|| {
             Arc::new(strata::tools::util::file_checksum::FileChecksumGenCrc32cFactory)

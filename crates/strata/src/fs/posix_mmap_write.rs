@@ -281,15 +281,14 @@ impl WritableFile for MmapWritableFile {
     }
 
     fn sync(&mut self) -> Result<()> {
-        if self.log {
-            // The appended part of the region, then the file's metadata
-            // (the reserved blocks now hold data); the region stays.
-            if let Some(map) = &self.region {
-                let used = (self.size - self.region_offset) as usize;
-                map.flush_range(0, used)
-                    .map_err(|e| os_err("msync", &self.path, e))?;
-            }
-        } else {
+        // A log keeps its region: `fdatasync` alone writes back the pages
+        // stored through the map and the metadata of the blocks they fill.
+        // On Linux (the only platform of this writer) `msync(MS_SYNC)` is
+        // that same `vfs_fsync_range` on the file: stores through a shared
+        // map dirty the page cache (the first store after a writeback
+        // faults and marks the page dirty), so calling both would sync
+        // twice.
+        if !self.log {
             self.unmap_and_truncate(true)?;
         }
         let path = self.path.clone();
