@@ -234,7 +234,11 @@ impl DbInner {
         path: &std::path::Path,
     ) -> Result<Box<dyn crate::fs::WritableFile>> {
         if self.options.maps_wal() {
-            self.fs.new_mmap_log_file(path)
+            // RocksDB's WAL preallocation: 1.1 x the write buffer, here at
+            // least 1 MiB and at most 1 GiB.
+            let wbs = self.options.cf.write_buffer_size as u64;
+            let preallocate = (wbs.saturating_mul(11) / 10).clamp(1 << 20, 1 << 30);
+            self.fs.new_mmap_log_file(path, preallocate)
         } else {
             self.fs.new_writable_file(path)
         }

@@ -153,7 +153,9 @@ pub trait FileSystem: Send + Sync {
     /// readers take for the end of the log; [`WritableFile::seal`] and
     /// `close` cut them. The default (and any file system where mapped
     /// stores could fault) is [`FileSystem::new_writable_file`].
-    fn new_mmap_log_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+    /// `preallocate`: bytes reserved on disk at a time.
+    fn new_mmap_log_file(&self, path: &Path, preallocate: u64) -> Result<Box<dyn WritableFile>> {
+        let _ = preallocate;
         self.new_writable_file(path)
     }
     fn new_sequential_file(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;

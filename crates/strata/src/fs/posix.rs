@@ -374,14 +374,14 @@ impl FileSystem for PosixFileSystem {
         )?))
     }
 
-    fn new_mmap_log_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+    fn new_mmap_log_file(&self, path: &Path, preallocate: u64) -> Result<Box<dyn WritableFile>> {
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
         if super::posix_mmap_write::maps_safely(dir) {
             Ok(Box::new(
-                super::posix_mmap_write::MmapWritableFile::create_log(path)?,
+                super::posix_mmap_write::MmapWritableFile::create_log(path, preallocate)?,
             ))
         } else {
             self.new_writable_file(path)

@@ -56,6 +56,9 @@ use crate::error::{Error, Result};
 const FIRST_REGION: usize = 64 * 1024;
 /// Regions double up to this size (RocksDB's 1 MiB).
 const MAX_REGION: usize = 1 << 20;
+/// A log's regions double up to this size (fewer `mmap`/`munmap` calls
+/// on the write path).
+const MAX_LOG_REGION: usize = 4 << 20;
 /// Alignment of a region's file offset. mmap(2) needs the page size; 64 KiB
 /// is a multiple of every page size Linux uses for files (4, 16, 64 KiB).
 const REGION_ALIGN: u64 = 64 * 1024;
@@ -135,6 +138,13 @@ pub(super) struct MmapWritableFile {
     log: bool,
     /// `seal` was called: appends fail, `sync` still works.
     sealed: bool,
+    /// Bytes of the file reserved on disk (`posix_fallocate`).
+    reserved: u64,
+    /// A log reserves at least this much at a time (RocksDB preallocates
+    /// its WAL, 1.1 x the write buffer, in one call too): `posix_fallocate`
+    /// starts a file-system journal transaction, which can wait for a
+    /// journal commit in progress, so it stays off most writes.
+    reserve_ahead: u64,
 }
 
 impl std::fmt::Debug for MmapWritableFile {
@@ -172,14 +182,17 @@ impl MmapWritableFile {
             size: 0,
             log: false,
             sealed: false,
+            reserved: 0,
+            reserve_ahead: 0,
         })
     }
 
     /// Creates (truncates) the write-ahead log `path` for mapped writes
-    /// (see the module docs).
-    pub(super) fn create_log(path: &Path) -> Result<MmapWritableFile> {
+    /// (see the module docs), reserving `preallocate` bytes at a time.
+    pub(super) fn create_log(path: &Path, preallocate: u64) -> Result<MmapWritableFile> {
         let mut f = MmapWritableFile::create(path)?;
         f.log = true;
+        f.reserve_ahead = preallocate;
         Ok(f)
     }
 
@@ -197,9 +210,17 @@ impl MmapWritableFile {
         debug_assert!(self.region.is_none());
         let offset = self.size - self.size % REGION_ALIGN;
         let len = self.next_region;
+        let end = offset + len as u64;
+        if end > self.reserved {
+            let from = self.reserved.max(offset);
+            let upto = end.max(from.saturating_add(self.reserve_ahead));
+            #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+            reserve(self.file()?, from, upto - from)
+                .map_err(|e| os_err("fallocate", &self.path, e))?;
+            self.reserved = upto;
+        }
+        debug_assert!(end <= self.reserved);
         let file = self.file()?;
-        #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
-        reserve(file, offset, len as u64).map_err(|e| os_err("fallocate", &self.path, e))?;
         // SAFETY: the map is shared and writable over bytes of a file this
         // writer created and alone writes; `reserve` made the file at least
         // `offset + len` bytes long with its blocks allocated, so no store
@@ -216,7 +237,8 @@ impl MmapWritableFile {
         .map_err(|e| os_err("mmap", &self.path, e))?;
         self.region = Some(map);
         self.region_offset = offset;
-        if self.next_region < MAX_REGION {
+        let max = if self.log { MAX_LOG_REGION } else { MAX_REGION };
+        if self.next_region < max {
             self.next_region *= 2;
         }
         Ok(())
@@ -236,7 +258,9 @@ impl MmapWritableFile {
         let size = self.size;
         let file = self.file()?;
         file.set_len(size)
-            .map_err(|e| os_err("truncate", &self.path, e))
+            .map_err(|e| os_err("truncate", &self.path, e))?;
+        self.reserved = size;
+        Ok(())
     }
 }
 
@@ -377,13 +401,14 @@ mod tests {
         );
         assert!(!maps_safely(Path::new("/proc")), "procfs is not trusted");
         let path = dir.path().join("000001.log");
-        let mut f = MmapWritableFile::create_log(&path).unwrap();
+        let mut f = MmapWritableFile::create_log(&path, 200_000).unwrap();
         let mut want = pattern(1000, 1);
         f.append(&want).unwrap();
         f.sync().unwrap();
-        // Synced, still mapped: the file ends in the reserved zeros.
+        // Synced, still mapped: the file ends in the reserved zeros (a
+        // region, and at least what was asked to be reserved ahead).
         let on_disk = std::fs::read(&path).unwrap();
-        assert!(on_disk.len() > want.len());
+        assert!(on_disk.len() >= 200_000);
         assert_eq!(&on_disk[..want.len()], &want[..]);
         assert!(on_disk[want.len()..].iter().all(|&b| b == 0));
         // Appends continue in the same region, across into the next.
