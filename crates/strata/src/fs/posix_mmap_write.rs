@@ -214,9 +214,19 @@ impl MmapWritableFile {
         if end > self.reserved {
             let from = self.reserved.max(offset);
             let upto = end.max(from.saturating_add(self.reserve_ahead));
+            // The reservation ahead is a hint: on a disk too full for it,
+            // the region alone is reserved (an ENOSPC then is the disk
+            // truly being full for this write).
             #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
-            reserve(self.file()?, from, upto - from)
-                .map_err(|e| os_err("fallocate", &self.path, e))?;
+            let upto = match reserve(self.file()?, from, upto - from) {
+                Ok(()) => upto,
+                Err(_) if upto > end => {
+                    reserve(self.file()?, from, end - from)
+                        .map_err(|e| os_err("fallocate", &self.path, e))?;
+                    end
+                }
+                Err(e) => return Err(os_err("fallocate", &self.path, e)),
+            };
             self.reserved = upto;
         }
         debug_assert!(end <= self.reserved);
