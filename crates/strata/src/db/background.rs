@@ -242,10 +242,11 @@ impl DbInner {
         let kind;
         if c.deletion_only {
             kind = "deletion";
-        } else if c.is_trivial_move()
-            && c.input_files()
-                .all(|(_, f)| f.path_id == self.output_path_id(c, &opts))
-        {
+        } else if c.is_trivial_move() && {
+            // A moved file keeps its path: only into the output's path.
+            let out = self.output_path_id(c, &opts);
+            c.input_files().all(|(_, f)| f.path_id == out)
+        } {
             kind = "trivial move";
             for (_, f) in c.input_files() {
                 edit.add_file(c.output_level as u32, (**f).clone());

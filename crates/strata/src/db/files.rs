@@ -796,26 +796,19 @@ impl DB {
             names.push(format!("/{}", crate::filename::options_file_name(o)));
         }
         let mut tables: Vec<u64> = Vec::new();
-        let mut path_ids: Vec<u32> = Vec::new();
+        let mut dirs: Vec<std::path::PathBuf> = Vec::new();
         for &id in st.cfs.keys() {
             if let Some(v) = st.versions.current(id) {
                 for (_, f) in v.all_files() {
                     tables.push(f.number);
-                    if !path_ids.contains(&f.path_id) {
-                        path_ids.push(f.path_id);
+                    let d = self.inner.table_paths.dir(f.path_id);
+                    if !dirs.iter().any(|x| x == d) {
+                        dirs.push(d.to_path_buf());
                     }
                 }
             }
         }
         tables.sort_unstable();
-        path_ids.sort_unstable();
-        let mut dirs: Vec<std::path::PathBuf> = Vec::new();
-        for p in path_ids {
-            let d = self.inner.table_paths.dir(p).to_path_buf();
-            if !dirs.contains(&d) {
-                dirs.push(d);
-            }
-        }
         names.extend(
             tables
                 .iter()

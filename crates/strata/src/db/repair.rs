@@ -236,19 +236,19 @@ impl Repairer {
                 let Some((number, kind)) = parse_file_name(&n) else {
                     continue;
                 };
-                match kind {
-                    FileType::Descriptor if i == 0 => manifests.push(n),
-                    FileType::Wal => {
+                match (kind, path_id) {
+                    (FileType::Descriptor, _) if i == 0 => manifests.push(n),
+                    (FileType::Wal, _) => {
                         self.next_file_number = self.next_file_number.max(number + 1);
                         wals.push(number);
                     }
-                    FileType::Table if path_id.is_some() => {
+                    (FileType::Table, Some(p)) => {
                         self.next_file_number = self.next_file_number.max(number + 1);
-                        tables.push((number, path_id.unwrap_or(0)));
+                        tables.push((number, p));
                     }
                     // Numbered files (OPTIONS, temporaries); not LOG.old.<time>,
                     // whose "number" is a timestamp.
-                    FileType::InfoLog | FileType::DbLock | FileType::Current => {}
+                    (FileType::InfoLog | FileType::DbLock | FileType::Current, _) => {}
                     _ => {
                         self.next_file_number = self.next_file_number.max(number + 1);
                     }

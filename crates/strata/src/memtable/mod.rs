@@ -375,8 +375,6 @@ impl MemTable {
         }
     }
 
-    /// Marks the memtable immutable (being flushed) in its memory budget.
-    /// REQUIRES: no insert is in flight or will follow.
     /// This memtable with RocksDB's `inplace_update_support`: a `Put` of a
     /// key whose newest entry here is a `Put` with a value at least as long
     /// overwrites that value in place, keeping the entry's sequence number
@@ -443,6 +441,8 @@ impl MemTable {
         self.key_of_other_length.load(Ordering::Relaxed)
     }
 
+    /// Marks the memtable immutable (being flushed) in its memory budget.
+    /// REQUIRES: no insert is in flight or will follow.
     pub fn mark_immutable(&self) {
         use std::sync::atomic::Ordering::{AcqRel, Relaxed};
         self.charge_growth();
