@@ -79,6 +79,7 @@ impl DB {
                     &icmp,
                     &options,
                     self.inner.options.write_buffer_manager.as_ref(),
+                    Some(&self.inner.arena_pool),
                 ),
                 icmp,
                 options,

@@ -127,10 +127,12 @@ pub(crate) fn memtable_full(mem: &MemTable, write_buffer_size: usize) -> bool {
 /// Its memory is charged to `wbm`, the database's memtable budget; its
 /// arena blocks are then at most an eighth of that budget too, so that a
 /// few column families' first blocks never use it up by themselves.
+/// Huge-page arena blocks come from and go back to `pool`.
 pub(crate) fn new_memtable(
     icmp: &InternalKeyComparator,
     options: &ColumnFamilyOptions,
     wbm: Option<&Arc<crate::memtable::WriteBufferManager>>,
+    pool: Option<&Arc<crate::memtable::block_pool::ArenaBlockPool>>,
 ) -> Arc<MemTable> {
     let huge = options.memtable_huge_page_size > 0;
     let mut block = crate::memtable::arena_block_size_for(options.write_buffer_size, huge);
@@ -138,11 +140,12 @@ pub(crate) fn new_memtable(
         block = block.min(crate::memtable::arena_block_size_for(w.buffer_size(), huge));
     }
     Arc::new(
-        MemTable::with_factory(
+        MemTable::with_factory_in(
             icmp.clone(),
             block,
             options.memtable_factory,
             options.prefix_extractor.clone(),
+            pool.cloned(),
         )
         .with_bloom(
             options.memtable_bloom_bytes(),
@@ -302,6 +305,8 @@ pub(crate) struct DbInner {
     /// Bytes of write batches users wrote (for write amplification).
     pub(crate) user_bytes_written: AtomicU64,
     pub(crate) table_cache: Arc<TableCache>,
+    /// Huge-page memtable arena blocks between memtables.
+    pub(crate) arena_pool: Arc<crate::memtable::block_pool::ArenaBlockPool>,
     /// The writer queue (group commit).
     pub(crate) write_thread: write_thread::WriteThread,
     /// Sequence allocation and publication of the write path.

@@ -160,6 +160,16 @@ impl DB {
             ));
         }
         let wbm = opts.write_buffer_manager.clone();
+        // Room for one write buffer of huge-page blocks, the largest of the
+        // column families that use them (none pooled if none does).
+        let arena_pool = Arc::new(crate::memtable::block_pool::ArenaBlockPool::new(
+            descs
+                .iter()
+                .filter(|d| d.options.memtable_huge_page_size > 0)
+                .map(|d| d.options.write_buffer_size)
+                .max()
+                .unwrap_or(0),
+        ));
         let fs: FileSystemRef = opts.fs.clone().unwrap_or_else(default_fs);
         let dbname = dbname.to_path_buf();
         let wal_dir: PathBuf = opts.wal_dir.clone().unwrap_or_else(|| dbname.clone());
@@ -300,7 +310,7 @@ impl DB {
                 CfData {
                     id,
                     name,
-                    mem: super::new_memtable(&icmp, &options, wbm.as_ref()),
+                    mem: super::new_memtable(&icmp, &options, wbm.as_ref(), Some(&arena_pool)),
                     icmp,
                     options,
                     mem_wal: 0,
@@ -316,6 +326,7 @@ impl DB {
         );
         let write_signals = Arc::new(super::write_signals::WriteSignals::default());
         let inner = Arc::new(DbInner {
+            arena_pool,
             dbname: dbname.clone(),
             wal_dir: wal_dir.clone(),
             table_paths: table_paths.clone(),
@@ -523,6 +534,7 @@ impl DbInner {
                     &cf.icmp,
                     &cf.options,
                     self.options.write_buffer_manager.as_ref(),
+                    Some(&self.arena_pool),
                 ),
             );
             mems.insert(id, Arc::clone(&cf.mem));
@@ -742,6 +754,7 @@ impl DbInner {
                     &cf.icmp,
                     &cf.options,
                     self.options.write_buffer_manager.as_ref(),
+                    Some(&self.arena_pool),
                 );
                 cf.mem_wal = new_wal;
             }

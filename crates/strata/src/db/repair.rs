@@ -471,7 +471,12 @@ impl Repairer {
             let o = self.options_for(name);
             mems.insert(
                 id,
-                super::new_memtable(&InternalKeyComparator::new(o.comparator.clone()), &o, None),
+                super::new_memtable(
+                    &InternalKeyComparator::new(o.comparator.clone()),
+                    &o,
+                    None,
+                    None,
+                ),
             );
         }
         loop {

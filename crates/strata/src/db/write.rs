@@ -960,6 +960,7 @@ impl DbInner {
                     &cf.icmp,
                     &cf.options,
                     self.options.write_buffer_manager.as_ref(),
+                    Some(&self.arena_pool),
                 );
                 let old = std::mem::replace(&mut cf.mem, fresh);
                 old.mark_immutable();

@@ -4,10 +4,12 @@
 //! Owns: blocks of zeroed memory obtained from the global allocator, or
 //! for arenas of [`HUGE_BLOCK_SIZE`] blocks (large write buffers) mapped
 //! from the kernel and advised to be transparent huge pages. Small
+//! A huge-page arena may draw its blocks from, and return them to, its
+//! database's [`ArenaBlockPool`] (see there for why). Small
 //! allocations are carved from the current block; an allocation larger than
 //! a quarter of the block size gets a block of its own so the current block
 //! is not wasted. Nothing is freed individually: every block is returned to
-//! the allocator (or unmapped) when the arena drops.
+//! the allocator (or unmapped, or pooled) when the arena drops.
 //!
 //! Why huge pages: a skiplist insert or lookup in a 64 MiB memtable visits
 //! a few dozen nodes scattered over the arena, and with 4 KiB pages nearly
@@ -35,6 +37,7 @@ use std::mem::size_of;
 use std::ptr::{self, NonNull};
 use std::sync::PoisonError;
 
+use super::block_pool::ArenaBlockPool;
 use super::sync::{AtomicPtr, AtomicUsize, Mutex, MutexGuard, Ordering};
 
 /// Alignment of every allocation (enough for pointers and `u64`s).
@@ -73,8 +76,9 @@ struct Block {
 enum Backing {
     /// From the global allocator, with this layout.
     Heap(Layout),
-    /// An anonymous mapping (zero-filled by the kernel), unmapped on drop.
-    Mapped(#[allow(dead_code)] memmap2::MmapMut),
+    /// An anonymous mapping (zero-filled by the kernel), unmapped (or
+    /// pooled) on drop.
+    Mapped(memmap2::MmapMut),
 }
 
 /// A zero-filled anonymous mapping of `size` bytes advised to be backed by
@@ -83,7 +87,7 @@ enum Backing {
 /// where mapping is not available or fails: the caller allocates from the
 /// heap instead.
 #[cfg(all(target_os = "linux", not(loom), not(miri)))]
-fn map_huge(size: usize) -> Option<memmap2::MmapMut> {
+pub(super) fn map_huge(size: usize) -> Option<memmap2::MmapMut> {
     let m = memmap2::MmapOptions::new().len(size).map_anon().ok()?;
     // Advice only: without transparent huge pages the block is still
     // plain zeroed memory.
@@ -92,7 +96,7 @@ fn map_huge(size: usize) -> Option<memmap2::MmapMut> {
 }
 
 #[cfg(not(all(target_os = "linux", not(loom), not(miri))))]
-fn map_huge(_size: usize) -> Option<memmap2::MmapMut> {
+pub(super) fn map_huge(_size: usize) -> Option<memmap2::MmapMut> {
     None
 }
 
@@ -103,6 +107,8 @@ pub struct Arena {
     current: AtomicPtr<BlockHeader>,
     blocks: Mutex<Vec<Block>>,
     memory_usage: AtomicUsize,
+    /// Where huge-page blocks come from first and go back to.
+    pool: Option<std::sync::Arc<ArenaBlockPool>>,
 }
 
 // SAFETY: the raw pointers in `current` and `blocks` point to heap blocks the
@@ -133,6 +139,12 @@ impl Arena {
     /// huge-page blocks of [`HUGE_BLOCK_SIZE`] if `block_size` is at least
     /// that. No memory is allocated until the first allocation.
     pub fn new(block_size: usize) -> Arena {
+        Arena::with_pool(block_size, None)
+    }
+
+    /// As [`Arena::new`]; a huge-page arena takes its blocks from `pool`
+    /// while it has some, and gives them back to it when it drops.
+    pub fn with_pool(block_size: usize, pool: Option<std::sync::Arc<ArenaBlockPool>>) -> Arena {
         let block_size = if block_size >= HUGE_BLOCK_SIZE {
             HUGE_BLOCK_SIZE
         } else {
@@ -143,6 +155,7 @@ impl Arena {
             current: AtomicPtr::new(ptr::null_mut()),
             blocks: Mutex::new(Vec::new()),
             memory_usage: AtomicUsize::new(0),
+            pool: pool.filter(|_| block_size == HUGE_BLOCK_SIZE),
         }
     }
 
@@ -158,6 +171,7 @@ impl Arena {
             current: AtomicPtr::new(ptr::null_mut()),
             blocks: Mutex::new(Vec::new()),
             memory_usage: AtomicUsize::new(0),
+            pool: None,
         }
     }
 
@@ -268,7 +282,12 @@ impl Arena {
     fn push_block(&self, blocks: &mut MutexGuard<'_, Vec<Block>>, size: usize) -> NonNull<u8> {
         let huge = self.block_size == HUGE_BLOCK_SIZE && size == HUGE_BLOCK_SIZE;
         let mapped = huge
-            .then(|| map_huge(size))
+            .then(|| {
+                self.pool
+                    .as_ref()
+                    .and_then(|p| p.take())
+                    .or_else(|| map_huge(size))
+            })
             .flatten()
             .and_then(|mut m| Some((NonNull::new(m.as_mut_ptr())?, m)));
         let block = match mapped {
@@ -321,14 +340,23 @@ impl Drop for Arena {
             .blocks
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner);
+        let mut mapped = Vec::new();
         for b in blocks.drain(..) {
-            if let Backing::Heap(layout) = b.backing {
-                // SAFETY: the block was allocated with exactly this layout
-                // by `push_block` and is freed once; `&mut self` proves no
-                // pointer into the arena is still in use by a borrower.
-                unsafe { alloc::dealloc(b.ptr.as_ptr(), layout) };
+            match b.backing {
+                Backing::Heap(layout) => {
+                    // SAFETY: the block was allocated with exactly this
+                    // layout by `push_block` and is freed once; `&mut self`
+                    // proves no pointer into the arena is still in use by a
+                    // borrower.
+                    unsafe { alloc::dealloc(b.ptr.as_ptr(), layout) };
+                }
+                Backing::Mapped(m) => mapped.push(m),
             }
-            // A mapped block is unmapped as its `MmapMut` drops here.
+        }
+        // Mapped blocks go back to the pool (which unmaps what it does not
+        // keep), or are unmapped as they drop here.
+        if let Some(pool) = &self.pool {
+            pool.give(mapped);
         }
     }
 }
@@ -395,6 +423,42 @@ mod tests {
             blocks.iter().map(|b| b.size).sum::<usize>() + blocks.capacity() * size_of::<Block>();
         drop(blocks);
         assert_eq!(a.memory_usage(), exact);
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_pooled_arena_reuses_its_predecessors_blocks_zeroed() {
+        use std::sync::Arc;
+        let pool = Arc::new(ArenaBlockPool::new(8 * HUGE_BLOCK_SIZE));
+        let fill = |a: &Arena| {
+            let mut ptrs = Vec::new();
+            // Three shared blocks' worth of 1 KiB allocations.
+            for _ in 0..3 * (HUGE_BLOCK_SIZE >> 10) {
+                let p = a.allocate(1024);
+                // SAFETY: `p` points to 1024 bytes handed out to us only.
+                let s = unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), 1024) };
+                assert!(s.iter().all(|&b| b == 0), "arena memory is zeroed");
+                s.fill(0x5a);
+                ptrs.push(p.as_ptr() as usize & !(HUGE_BLOCK_SIZE - 1));
+            }
+            ptrs.dedup();
+            ptrs
+        };
+        let first = Arena::with_pool(64 << 20, Some(Arc::clone(&pool)));
+        let first_blocks = fill(&first);
+        drop(first);
+        // The janitor zeroes and pools the returned blocks.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while pool.pooled_bytes() < first_blocks.len() * HUGE_BLOCK_SIZE {
+            assert!(std::time::Instant::now() < deadline, "blocks never pooled");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let second = Arena::with_pool(64 << 20, Some(Arc::clone(&pool)));
+        let second_blocks = fill(&second);
+        assert!(
+            second_blocks.iter().any(|b| first_blocks.contains(b)),
+            "the second arena reused a pooled block"
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! - the counters and sequence bounds cover every completed `add`.
 
 pub mod arena;
+pub mod block_pool;
 pub mod bloom;
 pub mod hash_skiplist_rep;
 pub mod rep;
@@ -243,7 +244,20 @@ impl MemTable {
         factory: MemTableFactory,
         prefix_extractor: Option<crate::util::slice_transform::SliceTransformRef>,
     ) -> MemTable {
-        let arena = Arc::new(Arena::new(block_size));
+        MemTable::with_factory_in(icmp, block_size, factory, prefix_extractor, None)
+    }
+
+    /// As [`MemTable::with_factory`], with huge-page arena blocks drawn
+    /// from and returned to `pool` (a database's; see
+    /// [`block_pool::ArenaBlockPool`]).
+    pub fn with_factory_in(
+        icmp: InternalKeyComparator,
+        block_size: usize,
+        factory: MemTableFactory,
+        prefix_extractor: Option<crate::util::slice_transform::SliceTransformRef>,
+        pool: Option<Arc<block_pool::ArenaBlockPool>>,
+    ) -> MemTable {
+        let arena = Arc::new(Arena::with_pool(block_size, pool));
         let table: Arc<dyn MemTableRep> = match (factory, prefix_extractor) {
             (MemTableFactory::PrefixHash { bucket_count }, Some(pe)) => {
                 Arc::new(hash_skiplist_rep::HashSkipListRep::new(

@@ -13,6 +13,7 @@ pub mod hash;
 pub mod histogram;
 pub mod host_name;
 pub mod id_map;
+pub mod janitor;
 pub mod malloc;
 pub mod perf_context;
 pub mod prefetch;

@@ -1,0 +1,223 @@
+//! Huge-page arena blocks kept from one memtable to the next of the same
+//! database (`ArenaBlockPool`).
+//!
+//! Why: a memtable arena of huge-page blocks (`memtable_huge_page_size`)
+//! gets each 2 MiB block from the kernel, and the first store into it
+//! faults in a huge page that the kernel must find and zero on the spot.
+//! When that memory is fresh (on a virtual machine, memory the host has not
+//! backed yet; on any machine, memory that needs compaction first) the one
+//! fault takes 3 to 10 ms, and it happens on the thread of the write that
+//! crossed into the block: the longest write latencies of a 10M-key
+//! `fillrandom` were these faults. A flushed memtable's blocks go to the
+//! pool instead of back to the kernel, and the next memtable's arena takes
+//! them from it. Both directions are chores of the janitor thread
+//! (`util::janitor`), never of a write: a returned block is zeroed there
+//! before it is pooled (the arena hands out zeroed memory), and when an
+//! arena takes one of the last [`LOW_WATER`] blocks (or finds the pool
+//! empty) the janitor maps and faults in fresh blocks up to that mark, so
+//! a database's first memtables, before any was flushed, fault ahead of
+//! their writes too.
+//!
+//! The pool keeps at most `capacity` blocks (the database's largest write
+//! buffer, so the mapped memory never exceeds what one more memtable would
+//! hold); a block given to a full pool is unmapped. Everything left is
+//! unmapped when the database closes (the pool drops with it).
+//!
+//! Invariants: every pooled map is exactly [`HUGE_BLOCK_SIZE`] bytes and
+//! zeroed; the pool holds at most `capacity` of them; a map handed out by
+//! `take` is owned by one arena alone.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use super::arena::{HUGE_BLOCK_SIZE, map_huge};
+use crate::util::janitor::run_in_background;
+
+/// Blocks the janitor keeps faulted in ahead of the arenas that draw on
+/// the pool.
+pub const LOW_WATER: usize = 2;
+
+/// Idle huge-page blocks of one database's memtable arenas.
+#[derive(Debug)]
+pub struct ArenaBlockPool {
+    blocks: Mutex<Vec<memmap2::MmapMut>>,
+    capacity: usize,
+    /// A refill chore is queued or running.
+    refilling: AtomicBool,
+}
+
+impl ArenaBlockPool {
+    /// A pool that keeps up to `max_bytes` of blocks (rounded down to whole
+    /// blocks; 0 keeps none).
+    pub fn new(max_bytes: usize) -> ArenaBlockPool {
+        ArenaBlockPool {
+            blocks: Mutex::new(Vec::new()),
+            capacity: max_bytes / HUGE_BLOCK_SIZE,
+            refilling: AtomicBool::new(false),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<memmap2::MmapMut>> {
+        // Pushes and pops leave the list consistent at every step.
+        self.blocks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A pooled (zeroed) block, or `None` if the pool is empty. Either way,
+    /// a pool left below [`LOW_WATER`] is refilled in the background.
+    pub(crate) fn take(self: &Arc<Self>) -> Option<memmap2::MmapMut> {
+        let (block, left) = {
+            let mut blocks = self.lock();
+            let b = blocks.pop();
+            (b, blocks.len())
+        };
+        if left < LOW_WATER {
+            self.request_refill();
+        }
+        debug_assert!(block.as_ref().is_none_or(|m| m.len() == HUGE_BLOCK_SIZE));
+        block
+    }
+
+    /// Keeps `blocks` for later arenas (zeroed on the janitor thread), or
+    /// unmaps those that do not fit (or are not whole huge-page blocks).
+    pub(crate) fn give(self: &Arc<Self>, blocks: Vec<memmap2::MmapMut>) {
+        if blocks.is_empty() {
+            return;
+        }
+        let pool = Arc::downgrade(self);
+        run_in_background(move || {
+            for mut b in blocks {
+                let Some(pool) = pool.upgrade() else {
+                    return;
+                };
+                if b.len() == HUGE_BLOCK_SIZE && pool.has_room() {
+                    b.fill(0);
+                    pool.push(b);
+                }
+                // Otherwise `b` is unmapped as it drops here.
+            }
+        });
+    }
+
+    fn has_room(&self) -> bool {
+        self.lock().len() < self.capacity
+    }
+
+    /// Pools `b` if there is room (unmapping it otherwise).
+    fn push(&self, b: memmap2::MmapMut) {
+        let mut blocks = self.lock();
+        if blocks.len() < self.capacity {
+            blocks.push(b);
+        }
+    }
+
+    fn request_refill(self: &Arc<Self>) {
+        if self.capacity == 0 || self.refilling.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let pool: Weak<Self> = Arc::downgrade(self);
+        run_in_background(move || {
+            let Some(pool) = pool.upgrade() else {
+                return;
+            };
+            while pool.lock().len() < LOW_WATER.min(pool.capacity) {
+                let Some(mut b) = map_huge(HUGE_BLOCK_SIZE) else {
+                    break;
+                };
+                // One store per page faults the block in (the whole huge
+                // page at the first store where the kernel gives one); the
+                // memory stays zero.
+                for i in (0..b.len()).step_by(4096) {
+                    b[i] = 0;
+                }
+                pool.push(b);
+            }
+            pool.refilling.store(false, Ordering::Release);
+        });
+    }
+
+    /// Bytes of blocks in the pool now.
+    pub fn pooled_bytes(&self) -> usize {
+        self.lock().len() * HUGE_BLOCK_SIZE
+    }
+
+    /// The most blocks the pool keeps.
+    pub fn capacity_blocks(&self) -> usize {
+        self.capacity
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn block() -> memmap2::MmapMut {
+        memmap2::MmapOptions::new()
+            .len(HUGE_BLOCK_SIZE)
+            .map_anon()
+            .expect("anonymous map")
+    }
+
+    /// Waits (up to 10 s) for the janitor to bring the pool to `bytes`.
+    fn wait_for(pool: &ArenaBlockPool, bytes: usize) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while pool.pooled_bytes() != bytes {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "pool stuck at {}",
+                pool.pooled_bytes()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn given_blocks_come_back_zeroed_and_at_most_capacity_are_kept() {
+        let pool = Arc::new(ArenaBlockPool::new(4 * HUGE_BLOCK_SIZE + 1));
+        assert_eq!(pool.capacity_blocks(), 4);
+        let dirty: Vec<_> = (0..5)
+            .map(|_| {
+                let mut b = block();
+                b.fill(0xab);
+                b
+            })
+            .collect();
+        pool.give(dirty);
+        wait_for(&pool, 4 * HUGE_BLOCK_SIZE);
+        let mut taken = Vec::new();
+        // Taking down to the low-water mark starts a refill, which stops
+        // at the mark again.
+        for _ in 0..4 {
+            let b = pool.take().expect("pooled");
+            assert!(b.iter().all(|&x| x == 0), "a taken block is zeroed");
+            taken.push(b);
+        }
+        wait_for(&pool, LOW_WATER * HUGE_BLOCK_SIZE);
+        // A block of another size is never pooled.
+        pool.give(vec![
+            memmap2::MmapOptions::new()
+                .len(4096)
+                .map_anon()
+                .expect("anonymous map"),
+        ]);
+        pool.give(taken);
+        wait_for(&pool, 4 * HUGE_BLOCK_SIZE);
+    }
+
+    #[test]
+    fn an_empty_pool_is_refilled_ahead_of_its_arenas() {
+        let pool = Arc::new(ArenaBlockPool::new(8 * HUGE_BLOCK_SIZE));
+        assert!(pool.take().is_none());
+        wait_for(&pool, LOW_WATER * HUGE_BLOCK_SIZE);
+        let b = pool.take().expect("refilled");
+        assert!(b.iter().all(|&x| x == 0));
+    }
+
+    #[test]
+    fn a_zero_capacity_pool_keeps_nothing() {
+        let pool = Arc::new(ArenaBlockPool::new(HUGE_BLOCK_SIZE - 1));
+        pool.give(vec![block()]);
+        assert!(pool.take().is_none());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(pool.pooled_bytes(), 0);
+    }
+}
