@@ -33,13 +33,35 @@ cd fuzz
 cargo +nightly fuzz build -O
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# Targets run two at a time (each fuzzer is one process on one core), so
+# every target still gets its full ${secs} s of a core.
+jobs=${STRATA_CARGO_FUZZ_JOBS:-2}
+run_target() {
+  local t=$1
+  mkdir -p "$work/$t"
+  if cargo +nightly fuzz run -O "$t" "$work/$t" "corpus/$t" -- \
+      -max_total_time="$secs" -print_final_stats=1 >"$work/$t.log" 2>&1; then
+    echo ok >"$work/$t.status"
+  else
+    echo failed >"$work/$t.status"
+  fi
+}
+all=$(cargo +nightly fuzz list)
+running=0
+for t in $all; do
+  run_target "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+done
+wait
 targets=0
 execs=0
-for t in $(cargo +nightly fuzz list); do
-  mkdir -p "$work/$t"
+for t in $all; do
   log="$work/$t.log"
-  if ! cargo +nightly fuzz run -O "$t" "$work/$t" "corpus/$t" -- \
-      -max_total_time="$secs" -print_final_stats=1 >"$log" 2>&1; then
+  if [ "$(cat "$work/$t.status" 2>/dev/null)" != ok ]; then
     echo "== cargo-fuzz: target $t FAILED:"
     tail -60 "$log"
     echo "== the input is in fuzz/artifacts/$t/; fix it and save it under fuzz/corpus/$t/"
