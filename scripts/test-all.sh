@@ -51,7 +51,10 @@ fi
 echo "== cargo test (library, CLI, interop with RocksDB $(dpkg-query -W -f='${Version}' rocksdb-tools 2>/dev/null || echo '?'))"
 # Each reliability suite leaves its figures as a row under target/tmp/reliability.
 rm -rf target/tmp/reliability
-cargo test --workspace --features strata/invariants,strata/crash-points
+# The C API's tests build libstrata_c with these features too
+# (crates/strata-c/tests/c_api.rs), reusing the engine built here.
+export STRATA_TEST_FEATURES=strata/invariants,strata/crash-points
+cargo test --workspace --features "$STRATA_TEST_FEATURES"
 # The Python package (maturin develop into target/py-venv, pytest, with
 # rocksdict from PyPI as the interop oracle).
 echo "== Python package (crates/strata-py)"

@@ -24,8 +24,18 @@ fn lib_dir() -> PathBuf {
             cmd.args(["build", "-q", "-p", "strata-c", "--lib"])
                 .arg("--target-dir")
                 .arg(target);
+            // The profile and features of this test build (the test
+            // command passes its features in STRATA_TEST_FEATURES), so the
+            // library reuses the engine this run already compiled instead
+            // of building it again: in CI that is one crate to link, not a
+            // second build of the engine, and valgrind runs optimized code.
             if profile_dir.file_name().is_some_and(|n| n == "release") {
                 cmd.arg("--release");
+            } else {
+                cmd.args(["--profile", "test"]);
+            }
+            if let Ok(f) = std::env::var("STRATA_TEST_FEATURES") {
+                cmd.args(["--features", &f]);
             }
             let o = cmd.output().unwrap();
             assert!(
