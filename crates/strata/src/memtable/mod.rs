@@ -203,6 +203,47 @@ struct MemTableBloomConfig {
     filter: bloom::MemTableBloom,
     prefix_extractor: Option<crate::util::slice_transform::SliceTransformRef>,
     whole_key: bool,
+    /// Sampled lookups' probes, and how many of them ruled the key out
+    /// (both halved as they grow, so they follow the recent workload).
+    sampled_probes: std::sync::atomic::AtomicU32,
+    sampled_negatives: std::sync::atomic::AtomicU32,
+}
+
+/// One point lookup in 32 (those whose key hash has its top 5 bits clear)
+/// always probes the memtable bloom and records whether it ruled the key
+/// out.
+const BLOOM_SAMPLE_SHIFT: u32 = 59;
+/// Sampled probes kept before the counts are halved.
+const BLOOM_SAMPLE_WINDOW: u32 = 4096;
+
+impl MemTableBloomConfig {
+    /// Whether probing pays for the lookups that are not sampled: a probe
+    /// costs a cache miss on every lookup and saves a skiplist descent
+    /// only when it says no, so when nearly every lookup finds its key
+    /// (under 1 in 16 sampled probes said no; at least 32 sampled) the
+    /// bloom is skipped.
+    #[inline]
+    fn worth_probing(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        let probes = self.sampled_probes.load(Relaxed);
+        probes < 32 || self.sampled_negatives.load(Relaxed) * 16 >= probes
+    }
+
+    #[cold]
+    fn record(&self, may_contain: bool) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let probes = self.sampled_probes.fetch_add(1, Relaxed) + 1;
+        if !may_contain {
+            self.sampled_negatives.fetch_add(1, Relaxed);
+        }
+        if probes >= BLOOM_SAMPLE_WINDOW {
+            // Racy halving: a concurrent count may be lost, which only
+            // blurs the estimate.
+            self.sampled_probes.store(probes / 2, Relaxed);
+            let n = self.sampled_negatives.load(Relaxed);
+            self.sampled_negatives.store(n / 2, Relaxed);
+        }
+    }
 }
 
 impl Drop for MemTable {
@@ -332,6 +373,8 @@ impl MemTable {
                 filter: bloom::MemTableBloom::new(bytes),
                 prefix_extractor,
                 whole_key,
+                sampled_probes: std::sync::atomic::AtomicU32::new(0),
+                sampled_negatives: std::sync::atomic::AtomicU32::new(0),
             });
         }
         self
@@ -349,15 +392,25 @@ impl MemTable {
         let Some(b) = &self.bloom else {
             return true;
         };
-        if b.whole_key {
-            return b.filter.may_contain(bloom::MemTableBloom::hash(user_key));
+        let h = if b.whole_key {
+            bloom::MemTableBloom::hash(user_key)
+        } else {
+            match &b.prefix_extractor {
+                Some(pe) if pe.in_domain(user_key) => {
+                    bloom::MemTableBloom::hash(pe.transform(user_key))
+                }
+                _ => return true,
+            }
+        };
+        let sampled = h >> BLOOM_SAMPLE_SHIFT == 0;
+        if !sampled && !b.worth_probing() {
+            return true;
         }
-        match &b.prefix_extractor {
-            Some(pe) if pe.in_domain(user_key) => b
-                .filter
-                .may_contain(bloom::MemTableBloom::hash(pe.transform(user_key))),
-            _ => true,
+        let may = b.filter.may_contain(h);
+        if sampled {
+            b.record(may);
         }
+        may
     }
 
     /// This memtable with its memory charged to `wbm` (see

@@ -567,6 +567,47 @@ fn concurrent_range_deletions_and_points() {
 }
 
 #[test]
+fn bloom_is_skipped_while_lookups_find_their_keys_and_used_again_when_they_miss() {
+    let m = MemTable::new(InternalKeyComparator::new(
+        crate::util::comparator::bytewise(),
+    ))
+    .with_bloom(64 << 10, None, true);
+    let n = 4000u32;
+    for i in 0..n {
+        m.add(
+            u64::from(i) + 1,
+            ValueType::Value,
+            format!("k{i:06}").as_bytes(),
+            b"v",
+        );
+    }
+    let worth = |m: &MemTable| m.bloom.as_ref().is_some_and(|b| b.worth_probing());
+    assert!(worth(&m), "a fresh memtable probes its bloom");
+    // Hits only: about 1 in 32 lookups is sampled; none is ruled out.
+    for round in 0..3 {
+        for i in 0..n {
+            assert!(
+                matches!(
+                    m.get(format!("k{i:06}").as_bytes(), u64::MAX >> 8),
+                    MemTableGet::Found { .. }
+                ),
+                "round {round} key {i}"
+            );
+        }
+    }
+    assert!(!worth(&m), "hits only: the bloom is skipped");
+    // Misses: the sampled probes rule them out, and the bloom is used
+    // again; every answer stays right throughout.
+    for i in n..8 * n {
+        assert_eq!(
+            m.get(format!("k{i:06}").as_bytes(), u64::MAX >> 8),
+            MemTableGet::NotFound
+        );
+    }
+    assert!(worth(&m), "misses: the bloom is probed again");
+}
+
+#[test]
 fn bloom_never_hides_an_entry_and_skips_absent_keys() {
     use crate::util::slice_transform::FixedPrefix;
     for (whole, prefix) in [(true, None), (false, Some(3)), (true, Some(2))] {
