@@ -262,6 +262,19 @@ impl TransactionLogIterator {
                     self.reader = None;
                     return Ok(Read::End);
                 }
+                // The last alive WAL is being written while we read it: a
+                // record whose bytes are still being copied in (through the
+                // mapped WAL, or a concurrent `write()`) fails its checksum
+                // now and reads whole later. Stop here and read it again
+                // next time; damage that stays is reported once the WAL is
+                // no longer the last one this iterator knows.
+                Err(ReadError::Corruption { .. })
+                    if self.file_index + 1 == self.files.len()
+                        && file.file_type == WalFileType::Alive =>
+                {
+                    self.reader = None;
+                    return Ok(Read::End);
+                }
                 Err(e) => return Err(e.into_error(&file.path_name)),
             };
             let end = reader.end_offset();
