@@ -70,21 +70,6 @@ unsafe extern "C" {
     fn posix_fallocate(fd: std::ffi::c_int, offset: i64, len: i64) -> std::ffi::c_int;
 }
 
-/// Unmaps `map` on the janitor thread.
-///
-/// Why: unmapping a region of a shared file map that was written walks
-/// every page (moving its dirty bit to the page cache) and shoots down the
-/// TLB of every CPU running the process: about 0.4 ms for a 4 MiB region,
-/// paid by the write that filled it, hundreds of times in a large load
-/// (the second largest source of writes slower than 0.2 ms in a 10M-key
-/// `fillrandom`, after huge-page faults). Nothing else changes: the data
-/// is in the page cache from the moment it is copied into the map, an
-/// `fdatasync` writes it back whether or not the region is still mapped,
-/// and the region is never touched again once handed over.
-fn unmap_in_background(map: memmap2::MmapMut) {
-    crate::util::janitor::run_in_background(move || drop(map));
-}
-
 /// Reserves `[offset, offset + len)` of `file` on disk, extending it.
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
 fn reserve(file: &File, offset: u64, len: u64) -> io::Result<()> {
@@ -276,11 +261,22 @@ impl MmapWritableFile {
         Ok(())
     }
 
-    /// Unmaps `map`: a log's on the background unmapper (the writer of a
-    /// log is a foreground write), a table's here.
+    /// Unmaps `map`: a log's on the janitor thread (the writer of a log is
+    /// a foreground write), a table's here.
+    ///
+    /// Why: unmapping a region of a shared file map that was written walks
+    /// every page (moving its dirty bit to the page cache) and shoots down
+    /// the TLB of every CPU running the process: about 0.4 ms for a 4 MiB
+    /// region, paid by the write that filled it, hundreds of times in a
+    /// large load (the second largest source of writes slower than 0.2 ms
+    /// in a 10M-key `fillrandom`, after huge-page faults). Nothing else
+    /// changes: the data is in the page cache from the moment it is copied
+    /// into the map, an `fdatasync` writes it back whether or not the
+    /// region is still mapped, and the region is never touched again once
+    /// handed over.
     fn retire(&self, map: memmap2::MmapMut) {
         if self.log {
-            unmap_in_background(map);
+            crate::util::janitor::run_in_background(move || drop(map));
         }
         // A table's region is unmapped as `map` drops here.
     }
