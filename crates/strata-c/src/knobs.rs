@@ -519,14 +519,14 @@ pub struct ReadKnobs {
     pub total_order_seek: bool,
 }
 
-/// `WriteOptions` fields Strata keeps for their getters; `no_slowdown` and
-/// `ignore_missing_column_families` also act (see `crate::db`).
+/// `WriteOptions` fields Strata keeps for their getters only:
+/// `memtable_insert_hint_per_batch` (a hint for a prefix-extractor
+/// memtable insert path Strata does not have). `no_slowdown`, `low_pri`
+/// and `ignore_missing_column_families` are Strata's own `WriteOptions`
+/// fields and act.
 #[derive(Clone, Debug, Default)]
 pub struct WriteKnobs {
-    pub ignore_missing_column_families: bool,
-    pub low_pri: bool,
     pub memtable_insert_hint_per_batch: bool,
-    pub no_slowdown: bool,
 }
 
 use crate::options::{rocksdb_readoptions_t, rocksdb_writeoptions_t};
@@ -606,19 +606,29 @@ opt_knob!(
     total_order_seek,
     bool
 );
-opt_knob!(
+setter!(
     rocksdb_writeoptions_t,
     rocksdb_writeoptions_set_ignore_missing_column_families,
-    rocksdb_writeoptions_get_ignore_missing_column_families,
-    ignore_missing_column_families,
-    bool
+    c_uchar,
+    |o, v| o.opts.ignore_missing_column_families = v != 0
 );
-opt_knob!(
+getter!(
+    rocksdb_writeoptions_t,
+    rocksdb_writeoptions_get_ignore_missing_column_families,
+    c_uchar,
+    |o| c_uchar::from(o.opts.ignore_missing_column_families)
+);
+setter!(
     rocksdb_writeoptions_t,
     rocksdb_writeoptions_set_low_pri,
+    c_uchar,
+    |o, v| o.opts.low_pri = v != 0
+);
+getter!(
+    rocksdb_writeoptions_t,
     rocksdb_writeoptions_get_low_pri,
-    low_pri,
-    bool
+    c_uchar,
+    |o| c_uchar::from(o.opts.low_pri)
 );
 opt_knob!(
     rocksdb_writeoptions_t,
@@ -627,12 +637,17 @@ opt_knob!(
     memtable_insert_hint_per_batch,
     bool
 );
-opt_knob!(
+setter!(
     rocksdb_writeoptions_t,
     rocksdb_writeoptions_set_no_slowdown,
+    c_uchar,
+    |o, v| o.opts.no_slowdown = v != 0
+);
+getter!(
+    rocksdb_writeoptions_t,
     rocksdb_writeoptions_get_no_slowdown,
-    no_slowdown,
-    bool
+    c_uchar,
+    |o| c_uchar::from(o.opts.no_slowdown)
 );
 
 // ---- rate limiter, table property collectors, paths, loggers ----

@@ -578,6 +578,9 @@ impl ReadOptions {
 #[derive(Clone, Default)]
 pub struct WriteOptions {
     pub opts: Wo,
+    /// rocksdict's hint for a prefix-extractor memtable insert path
+    /// Strata does not have: kept for its getter only.
+    memtable_insert_hint_per_batch: bool,
 }
 
 #[pymethods]
@@ -594,13 +597,44 @@ impl WriteOptions {
     fn set_sync(&mut self, v: bool) {
         self.opts.sync = v;
     }
+    /// rocksdict's `disable_wal(disable)`: a method, not a property.
+    fn disable_wal(&mut self, disable: bool) {
+        self.opts.disable_wal = disable;
+    }
+    /// Fail with an error instead of waiting in a write stall.
     #[getter]
-    fn get_disable_wal(&self) -> bool {
-        self.opts.disable_wal
+    fn get_no_slowdown(&self) -> bool {
+        self.opts.no_slowdown
     }
     #[setter]
-    fn set_disable_wal(&mut self, v: bool) {
-        self.opts.disable_wal = v;
+    fn set_no_slowdown(&mut self, v: bool) {
+        self.opts.no_slowdown = v;
+    }
+    /// Paced (or, with `no_slowdown`, refused) while writes stall.
+    #[getter]
+    fn get_low_pri(&self) -> bool {
+        self.opts.low_pri
+    }
+    #[setter]
+    fn set_low_pri(&mut self, v: bool) {
+        self.opts.low_pri = v;
+    }
+    /// Records of missing column families are skipped instead of failing.
+    #[getter]
+    fn get_ignore_missing_column_families(&self) -> bool {
+        self.opts.ignore_missing_column_families
+    }
+    #[setter]
+    fn set_ignore_missing_column_families(&mut self, v: bool) {
+        self.opts.ignore_missing_column_families = v;
+    }
+    #[getter]
+    fn get_memtable_insert_hint_per_batch(&self) -> bool {
+        self.memtable_insert_hint_per_batch
+    }
+    #[setter]
+    fn set_memtable_insert_hint_per_batch(&mut self, v: bool) {
+        self.memtable_insert_hint_per_batch = v;
     }
 }
 

@@ -201,6 +201,33 @@ def test_column_families(path):
         logs.close()
 
 
+def test_write_options(path):
+    wo = WriteOptions()
+    assert not (wo.sync or wo.no_slowdown or wo.low_pri or wo.ignore_missing_column_families)
+    wo.no_slowdown = True
+    wo.low_pri = True
+    wo.memtable_insert_hint_per_batch = True
+    assert wo.no_slowdown and wo.low_pri and wo.memtable_insert_hint_per_batch
+    wo.disable_wal(True)  # a method, as in rocksdict
+    with Rdict(path) as db:
+        # Nothing stalls: a low-priority no_slowdown write goes.
+        db.put("k", "v", wo)
+        assert db["k"] == "v"
+        users = db.create_column_family("users", Options())
+        wb = WriteBatch()
+        wb.put("a", 1)
+        wb.put("b", 2, users)
+        users.close()
+        db.drop_column_family("users")
+        with pytest.raises(Exception, match="Invalid column family"):
+            db.write(wb)
+        assert "a" not in db
+        ignore = WriteOptions()
+        ignore.ignore_missing_column_families = True
+        db.write(wb, ignore)
+        assert db["a"] == 1
+
+
 def test_options_tables_and_maintenance(path):
     opts = Options()
     opts.set_compression_type(DBCompressionType.zstd())

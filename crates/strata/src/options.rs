@@ -1247,6 +1247,21 @@ pub struct WriteOptions {
     pub sync: bool,
     /// Skip the WAL (the write survives only once flushed).
     pub disable_wal: bool,
+    /// Fail with `Incomplete("Write stall")` instead of waiting when the
+    /// write would have to be delayed or stopped (compaction or flush
+    /// behind, too many memtables, the write buffer manager's budget
+    /// used up). Nothing of a refused write is applied.
+    pub no_slowdown: bool,
+    /// Records for column families that do not exist (never created, or
+    /// dropped) are skipped instead of failing the write. They still take
+    /// their sequence numbers, as in RocksDB.
+    pub ignore_missing_column_families: bool,
+    /// A low-priority write (RocksDB's `low_pri`): while writes are
+    /// delayed or stopped (compaction behind), it is paced at 1 MiB/s
+    /// (with `no_slowdown`: fails with `Incomplete("Low priority write
+    /// stall")`), so background work catches up at its expense rather
+    /// than at the expense of normal writes.
+    pub low_pri: bool,
 }
 
 /// How [`crate::DB::ingest_external_file`] adds files, with RocksDB

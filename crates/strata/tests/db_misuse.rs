@@ -324,6 +324,7 @@ fn bad_arguments() {
     let contradictory = WriteOptions {
         sync: true,
         disable_wal: true,
+        ..WriteOptions::default()
     };
     assert!(matches!(
         db.put(&contradictory, b"a", b"b"),

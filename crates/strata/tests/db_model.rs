@@ -344,6 +344,7 @@ fn run_seed(seed: u64, set: &OptionSet) {
     let wo = |sync: bool| WriteOptions {
         sync: sync && !set.disable_wal,
         disable_wal: set.disable_wal,
+        ..WriteOptions::default()
     };
     for step in 0..set.steps {
         let d = db.as_ref().unwrap();

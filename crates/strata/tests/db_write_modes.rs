@@ -127,6 +127,7 @@ fn run_mode(m: &Mode) {
                 let wo = WriteOptions {
                     sync: v % 50 == 0,
                     disable_wal: false,
+                    ..WriteOptions::default()
                 };
                 db.write(&wo, b).unwrap();
                 acked[t].store(v, Ordering::Release);
@@ -315,6 +316,7 @@ fn manual_wal_flush_keeps_records_until_flush_wal() {
         &WriteOptions {
             sync: true,
             disable_wal: false,
+            ..WriteOptions::default()
         },
         b"k3",
         b"v3",

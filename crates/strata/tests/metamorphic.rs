@@ -671,6 +671,7 @@ impl Run<'_> {
         let wo = WriteOptions {
             sync: false,
             disable_wal: self.set.disable_wal,
+            ..WriteOptions::default()
         };
         outcome(match w {
             W::Put { key, value } => db.put(&wo, key.as_bytes(), value.as_bytes()),
@@ -695,6 +696,7 @@ impl Run<'_> {
         let wo = WriteOptions {
             sync: false,
             disable_wal: self.set.disable_wal,
+            ..WriteOptions::default()
         };
         outcome(db.write(&wo, b))
     }

@@ -297,6 +297,7 @@ fn run_seed(c: &Config, seed: u64, f: &mut Figures) -> Result<(), String> {
             let wo = WriteOptions {
                 sync,
                 disable_wal: c.disable_wal,
+                ..WriteOptions::default()
             };
             let written = db.write(&wo, to_write_batch(&batch));
             // A failed write may or may not survive: the history's optional

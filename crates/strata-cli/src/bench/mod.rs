@@ -633,7 +633,11 @@ pub fn run(f: &Flags) -> Result<(), String> {
         reverse_iterator: f.bool("reverse_iterator")?,
         readwritepercent: f.num::<u64>("readwritepercent", 90)?.min(100),
         merge_keys: f.num("merge_keys", -1)?,
-        write_opts: WriteOptions { sync, disable_wal },
+        write_opts: WriteOptions {
+            sync,
+            disable_wal,
+            ..WriteOptions::default()
+        },
         write_rate_bytes: f.num("benchmark_write_rate_limit", 0)?,
         writes_per_second: f.num("writes_per_second", 0)?,
         has_merge_operator: !merge_name.is_empty(),

@@ -176,6 +176,7 @@ fn write_options(sh: &Shared, rng: &mut Rng) -> WriteOptions {
     WriteOptions {
         sync: rng.one_in(sh.cfg.sync_one_in),
         disable_wal: sh.cfg.disable_wal,
+        ..WriteOptions::default()
     }
 }
 

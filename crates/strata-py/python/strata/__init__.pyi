@@ -174,8 +174,12 @@ class ReadOptions:
 
 class WriteOptions:
     sync: bool
-    disable_wal: bool
+    no_slowdown: bool
+    low_pri: bool
+    ignore_missing_column_families: bool
+    memtable_insert_hint_per_batch: bool
     def __init__(self) -> None: ...
+    def disable_wal(self, disable: bool) -> None: ...
 
 class AccessType:
     @staticmethod

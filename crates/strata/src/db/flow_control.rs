@@ -154,16 +154,25 @@ impl WriteController {
         self.fraction = fraction.clamp(0.0, 1.0);
     }
 
-    /// How long a group of `bytes` must wait before it is written.
+    /// Whether a group arriving at `now` would have to wait: the bytes
+    /// written before it are not paid for yet.
+    pub fn would_delay(&self, now: Instant) -> bool {
+        self.next_free.is_some_and(|t| t > now)
+    }
+
+    /// How long a group of `bytes` must wait before it is written: until
+    /// the bytes written before it are paid for at the current rate. Its
+    /// own bytes are paid for by the groups after it, so a group arriving
+    /// at a paid-up controller goes at once (RocksDB's credit) and the
+    /// pace still holds over any run of groups.
     pub fn delay_for(&mut self, bytes: u64, now: Instant) -> Duration {
         let start = match self.next_free {
             Some(t) if t > now => t,
             _ => now,
         };
         let cost = Duration::from_secs_f64(bytes as f64 / self.rate() as f64);
-        let done = start + cost;
-        self.next_free = Some(done);
-        done.saturating_duration_since(now).min(MAX_PAUSE)
+        self.next_free = Some(start + cost);
+        start.saturating_duration_since(now).min(MAX_PAUSE)
     }
 }
 
@@ -220,10 +229,17 @@ mod tests {
         // 0.8 then 1.25 is back to the start, give or take rounding.
         assert!(w.rate().abs_diff(1 << 20) <= 1, "{}", w.rate());
         let now = Instant::now();
+        assert!(!w.would_delay(now));
         let d1 = w.delay_for(1 << 16, now);
+        assert!(d1.is_zero(), "a paid-up controller lets a group go: {d1:?}");
+        assert!(w.would_delay(now));
         let d2 = w.delay_for(1 << 16, now);
-        assert!(d2 > d1, "{d1:?} {d2:?}");
+        assert_eq!(
+            d2,
+            Duration::from_secs_f64((1 << 16) as f64 / w.rate() as f64)
+        );
         assert!(w.delay_for(1 << 30, now) <= MAX_PAUSE);
+        assert!(w.delay_for(1, now) <= MAX_PAUSE);
         w.update(None, (0, 0));
         assert_eq!(w.rate(), 1 << 20);
     }

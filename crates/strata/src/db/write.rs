@@ -111,7 +111,13 @@ pub(crate) struct WritePath {
     /// not take concurrent inserts (pipelined mode without
     /// `allow_concurrent_memtable_write`).
     insert_lock: Mutex<()>,
+    /// When the next low-priority write may start (its pacing).
+    low_pri_next: Mutex<Option<Instant>>,
 }
+
+/// Pace of low-priority writes while writes stall (RocksDB's
+/// `low_pri_rate_bytes_per_sec` default).
+const LOW_PRI_RATE: u64 = 1 << 20;
 
 /// What the WAL stage remembers of the DB state between groups, under
 /// `write_mutex`.
@@ -177,13 +183,18 @@ impl WriteView {
     /// end (or into a PlainTable column family, as RocksDB), is a merge in
     /// a column family without a merge operator, or is too large for a
     /// memtable entry. Keys of any length go into a PlainTable column
-    /// family, as in RocksDB (see `MemTable::expect_key_len`).
-    fn check_batch(&self, batch: &WriteBatch) -> Result<()> {
+    /// family, as in RocksDB (see `MemTable::expect_key_len`). With
+    /// `ignore_missing` records of missing column families pass (the
+    /// insert skips them).
+    fn check_batch(&self, batch: &WriteBatch, ignore_missing: bool) -> Result<()> {
         for r in batch.iter() {
             let Some((cf, t, key, value)) = memtable_entry(r?)? else {
                 continue;
             };
             let Some(c) = self.cfs.get(&cf) else {
+                if ignore_missing {
+                    continue;
+                }
                 return Err(Error::InvalidArgument(format!(
                     "Invalid column family specified in write batch: {cf}"
                 )));
@@ -335,6 +346,14 @@ impl DbInner {
         if batch.count() == 0 && (!records || opts.disable_wal) && !special.reserve_seq {
             return Ok(());
         }
+        let plain = special.callback.is_none()
+            && special.stage_hook.is_none()
+            && special.wal_batch.is_none()
+            && !special.wal_only
+            && !special.reserve_seq;
+        if opts.low_pri && plain && self.write_signals.stalled() {
+            self.throttle_low_pri(opts, batch.data().len() as u64)?;
+        }
         let stats = &self.options.statistics;
         let _timer = StopWatch::new(stats, HistogramKind::DbWrite);
         if let Some(s) = stats {
@@ -353,7 +372,7 @@ impl DbInner {
         } else {
             w.await_state(STATE_LEADER | STATE_MEMTABLE_WRITER | STATE_COMPLETED)
         };
-        match state {
+        let r = match state {
             STATE_COMPLETED => {
                 record(stats, Ticker::WriteDoneByOther, 1);
                 // A WAL-stage failure sets the writer's result; otherwise
@@ -388,7 +407,30 @@ impl DbInner {
                 record(stats, Ticker::WriteDoneBySelf, 1);
                 self.lead(&w, lone_group.take())
             }
+        };
+        // A batch taken out of its group fails with its own error.
+        w.take_rejection().map_or(r, Err)
+    }
+
+    /// Paces a low-priority write at `LOW_PRI_RATE` while writes stall
+    /// (RocksDB's `ThrottleLowPriWritesIfNeeded`); transaction commits and
+    /// markers are never paced.
+    fn throttle_low_pri(&self, opts: &WriteOptions, bytes: u64) -> Result<()> {
+        if opts.no_slowdown {
+            return Err(Error::Incomplete("Low priority write stall".into()));
         }
+        let cost = Duration::from_secs_f64(bytes as f64 / LOW_PRI_RATE as f64);
+        let now = Instant::now();
+        let start = {
+            let mut next = lock(&self.write_path.low_pri_next);
+            let start = next.map_or(now, |t| t.max(now));
+            *next = Some(start + cost);
+            start
+        };
+        if start > now {
+            std::thread::sleep(start - now);
+        }
+        Ok(())
     }
 
     /// Leads the group at the front of the queue through the WAL stage and
@@ -464,7 +506,13 @@ impl DbInner {
         }
         let r = {
             let d = lock(&w.data);
-            insert_batch(&d.batch, d.batch.sequence(), &g.mems, None).map(|_| ())
+            if w.opts.ignore_missing_column_families {
+                // With a `skip`, missing column families are skipped.
+                insert_batch(&d.batch, d.batch.sequence(), &g.mems, Some(&|_| false))
+            } else {
+                insert_batch(&d.batch, d.batch.sequence(), &g.mems, None)
+            }
+            .map(|_| ())
         };
         if let Err(e) = &r {
             g.fail(e);
@@ -581,12 +629,21 @@ impl DbInner {
             [only] => Some(lock(&only.data)),
             _ => None,
         };
+        // An invalid batch fails its own write only: in a larger group
+        // it is taken out (`Writer::reject`) and the others go on.
         let check_all = |view: &WriteView| -> Result<()> {
             match &lone {
-                Some(d) => view.check_batch(&d.batch),
-                None => group
-                    .iter()
-                    .try_for_each(|w| view.check_batch(&lock(&w.data).batch)),
+                Some(d) => view.check_batch(&d.batch, lead_opts.ignore_missing_column_families),
+                None => {
+                    for w in group {
+                        let mut d = lock(&w.data);
+                        let ignore = w.opts.ignore_missing_column_families;
+                        if let Err(e) = view.check_batch(&d.batch, ignore) {
+                            w.reject(&mut d, e);
+                        }
+                    }
+                    Ok(())
+                }
             }
         };
         let mems = match self.fast_path_view(stage) {
@@ -606,7 +663,8 @@ impl DbInner {
                 let view = stage.refresh(&mut st, &self.write_signals);
                 // Validate column families before anything is written.
                 check_all(view)?;
-                let mut st = self.make_room_for_write(stage, st, bytes as u64)?;
+                let mut st =
+                    self.make_room_for_write(stage, st, bytes as u64, lead_opts.no_slowdown)?;
                 st.memtables()
             }
         };
@@ -667,6 +725,8 @@ impl DbInner {
                 }
             }
             match &mut merged {
+                // Every batch was rejected: nothing to log.
+                Some(m) if m.data().len() <= crate::format::write_batch::HEADER_LEN => {}
                 Some(m) => {
                     m.set_sequence(first_seq);
                     self.write_wal(m.data(), lead_opts.sync)?;
@@ -780,13 +840,19 @@ impl DbInner {
     /// too many are queued for flush or while compaction is too far behind
     /// (a stop), and pacing the group at the delayed write rate while
     /// compaction is behind (a delay). Stall time goes to the statistics.
+    /// A `no_slowdown` group never waits: where it would, it fails with
+    /// `Incomplete("Write stall")`, nothing of it written. While the group
+    /// waits, writers arriving with `no_slowdown` fail at once
+    /// (`WriteThread::begin_stall`).
     fn make_room_for_write<'a>(
         &'a self,
         stage: &mut WriteStage,
         mut st: std::sync::MutexGuard<'a, DbState>,
         bytes: u64,
+        no_slowdown: bool,
     ) -> Result<std::sync::MutexGuard<'a, DbState>> {
         let mut stopped_since: Option<Instant> = None;
+        let write_stall = || Error::Incomplete("Write stall".into());
         let result = loop {
             if let Some(e) = st.bg_error.get() {
                 break Err(stopped_by(e));
@@ -823,7 +889,13 @@ impl DbInner {
                 && st.cfs.values().any(|c| !c.dropped && !c.imms.is_empty())
             {
                 self.maybe_schedule_work(&mut st);
-                stopped_since.get_or_insert_with(Instant::now);
+                if no_slowdown {
+                    break Err(write_stall());
+                }
+                if stopped_since.is_none() {
+                    self.write_thread.begin_stall();
+                    stopped_since = Some(Instant::now());
+                }
                 drop(st);
                 w.wait_for_room(Duration::from_millis(100));
                 st = self.lock_state();
@@ -837,7 +909,13 @@ impl DbInner {
             let stopped = matches!(st.write_stall, StallCondition::Stopped { .. });
             if memtables_full || stopped {
                 self.maybe_schedule_work(&mut st);
-                stopped_since.get_or_insert_with(Instant::now);
+                if no_slowdown {
+                    break Err(write_stall());
+                }
+                if stopped_since.is_none() {
+                    self.write_thread.begin_stall();
+                    stopped_since = Some(Instant::now());
+                }
                 // Woken by every flush and compaction; the timeout only
                 // guards against a missed wake-up.
                 st = self
@@ -872,6 +950,7 @@ impl DbInner {
             break Ok(());
         };
         if let Some(t) = stopped_since {
+            self.write_thread.end_stall();
             let us = t.elapsed().as_micros() as u64;
             st.stall_stats.stops += 1;
             st.stall_stats.stop_micros += us;
@@ -880,10 +959,16 @@ impl DbInner {
         }
         result?;
         if matches!(st.write_stall, StallCondition::Delayed { .. }) {
-            let pause = st.write_controller.delay_for(bytes, Instant::now());
+            let now = Instant::now();
+            if no_slowdown && st.write_controller.would_delay(now) {
+                return Err(write_stall());
+            }
+            let pause = st.write_controller.delay_for(bytes, now);
             if !pause.is_zero() {
                 drop(st);
+                self.write_thread.begin_stall();
                 std::thread::sleep(pause);
+                self.write_thread.end_stall();
                 st = self.lock_state();
                 let us = pause.as_micros() as u64;
                 st.stall_stats.delays += 1;
@@ -1032,6 +1117,11 @@ pub(crate) fn insert_record(
     }
     match mems.get(&cf) {
         Some(m) => m.add(seq, t, key, value),
+        // Recovery and `ignore_missing_column_families` (the callers that
+        // pass `skip`) skip records of column families that no longer
+        // exist, as RocksDB's recovery does; they keep their sequence
+        // numbers.
+        None if skip.is_some() => {}
         None => {
             return Err(Error::InvalidArgument(format!(
                 "Invalid column family specified in write batch: {cf}"
@@ -1043,7 +1133,8 @@ pub(crate) fn insert_record(
 
 /// Inserts every record of `batch` (sequence numbers from `first_seq`)
 /// into the memtables of its column families. `skip` (recovery) says
-/// which column families' data in this WAL is already flushed. Returns
+/// which column families' data in this WAL is already flushed; with it,
+/// records of column families without a memtable are skipped. Returns
 /// the sequence number after the last record's.
 pub(crate) fn insert_batch(
     batch: &WriteBatch,

@@ -18,12 +18,12 @@
 //! ends the wait publishes it (release/acquire).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::format::WriteBatch;
 use crate::options::WriteOptions;
 use crate::util::sync::lock;
@@ -90,6 +90,9 @@ pub(crate) struct WriterData {
     pub(crate) result: Option<Result<()>>,
     /// The group this writer was put in, once its leader wrote the WAL.
     pub(crate) group: Option<Arc<super::write::Group>>,
+    /// Why the leader took this writer's batch out of its group (an
+    /// invalid batch fails its own write only; see `Writer::reject`).
+    pub(crate) rejected: Option<crate::Error>,
 }
 
 /// One `DB::write` call waiting in (or leading) the queue.
@@ -105,6 +108,9 @@ pub(crate) struct Writer {
     pub(crate) reserve_seq: bool,
     /// `batch.byte_size()`, readable without locking `data`.
     pub(crate) size: usize,
+    /// Set (after `WriterData::rejected`) when the writer's batch was
+    /// taken out of its group.
+    rejected: AtomicBool,
     pub(crate) data: Mutex<WriterData>,
 }
 
@@ -118,6 +124,7 @@ impl Writer {
             wal_only: special.wal_only,
             reserve_seq: special.reserve_seq,
             size: batch.byte_size(),
+            rejected: AtomicBool::new(false),
             data: Mutex::new(WriterData {
                 batch,
                 callback: special.callback,
@@ -126,8 +133,30 @@ impl Writer {
                 wal_batch: special.wal_batch,
                 result: None,
                 group: None,
+                rejected: None,
             }),
         })
+    }
+
+    /// Takes the writer's batch out of its group with `error`: the group
+    /// writes an empty batch in its place (no WAL bytes, no sequence
+    /// numbers, nothing inserted, no hook run) and the writer's write
+    /// fails with `error` alone. REQUIRES: the caller leads the writer's
+    /// group in its WAL stage and holds `d`, this writer's data.
+    pub(crate) fn reject(&self, d: &mut WriterData, error: crate::Error) {
+        d.batch = WriteBatch::new();
+        d.wal_batch = None;
+        d.stage_hook = None;
+        d.rejected = Some(error);
+        self.rejected.store(true, Ordering::Release);
+    }
+
+    /// The error the writer's batch was rejected with, if it was.
+    pub(crate) fn take_rejection(&self) -> Option<crate::Error> {
+        if !self.rejected.load(Ordering::Acquire) {
+            return None;
+        }
+        lock(&self.data).rejected.take()
     }
 
     pub(crate) fn state(&self) -> u8 {
@@ -180,14 +209,37 @@ impl Writer {
 #[derive(Default)]
 pub(crate) struct WriteThread {
     queue: Mutex<VecDeque<Arc<Writer>>>,
+    /// The leader waits in a write stall (RocksDB's `write_stall_dummy_`
+    /// at the queue's tail): writers with `no_slowdown` are refused
+    /// instead of queued. Changed and read only under `queue`'s lock.
+    stalled: AtomicBool,
+}
+
+/// The result of a write refused because of a stall.
+fn write_stall() -> Error {
+    Error::Incomplete("Write stall".into())
+}
+
+/// Ends `w`'s wait with `result`. REQUIRES: `w` is waiting and in no
+/// group.
+fn complete(w: &Writer, result: Result<()>) {
+    lock(&w.data).result = Some(result);
+    w.set_state(STATE_COMPLETED);
 }
 
 impl WriteThread {
     /// Queues `w`. If the queue was empty, `w` leads at once, and its
     /// group (`w` alone: nobody else is queued) is returned, saving the
     /// leader a second pass over the queue.
+    /// A `no_slowdown` writer arriving while the leader waits in a stall
+    /// is completed at once with `Incomplete("Write stall")`.
     pub(crate) fn join(&self, w: &Arc<Writer>) -> Option<Vec<Arc<Writer>>> {
         let mut q = lock(&self.queue);
+        if w.opts.no_slowdown && self.stalled.load(Ordering::Relaxed) {
+            debug_assert!(!q.is_empty(), "a stall without a leader");
+            complete(w, Err(write_stall()));
+            return None;
+        }
         q.push_back(Arc::clone(w));
         if q.len() > 1 {
             return None;
@@ -212,6 +264,7 @@ impl WriteThread {
                 && (leader.exclusive
                     || w.exclusive
                     || w.opts.disable_wal != lead.disable_wal
+                    || w.opts.no_slowdown != lead.no_slowdown
                     || (w.opts.sync && !lead.sync)
                     || bytes + w.size > MAX_GROUP_BYTES)
             {
@@ -221,6 +274,33 @@ impl WriteThread {
             group.push(Arc::clone(w));
         }
         group
+    }
+
+    /// The leader starts waiting in a stall: queued `no_slowdown` writers
+    /// (never in the leader's group, which shares the leader's
+    /// `no_slowdown`, and a `no_slowdown` leader does not wait) fail with
+    /// `Incomplete("Write stall")`, and so do those that arrive until
+    /// `end_stall` (RocksDB's `BeginWriteStall`).
+    pub(crate) fn begin_stall(&self) {
+        let mut q = lock(&self.queue);
+        self.stalled.store(true, Ordering::Relaxed);
+        debug_assert!(q.front().is_some_and(|l| !l.opts.no_slowdown));
+        let mut i = 1;
+        while i < q.len() {
+            if q[i].opts.no_slowdown
+                && let Some(w) = q.remove(i)
+            {
+                complete(&w, Err(write_stall()));
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// The stall `begin_stall` announced is over.
+    pub(crate) fn end_stall(&self) {
+        let _q = lock(&self.queue);
+        self.stalled.store(false, Ordering::Relaxed);
     }
 
     /// Writers queued (the current group included).
