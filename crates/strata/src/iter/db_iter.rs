@@ -39,7 +39,15 @@ pub struct DBIter {
     prefix_extractor: Option<SliceTransformRef>,
     prefix: Option<Vec<u8>>,
     key: Vec<u8>,
+    /// The entry's value when it is not the inner iterator's current
+    /// value (a merge result, or found moving backward).
     value: Vec<u8>,
+    /// Forward at a plain value: `value()` is the inner iterator's,
+    /// uncopied (it stays where it found it until the next move).
+    value_in_inner: bool,
+    /// The previous key while `next` looks for the one after it (its
+    /// buffer and `key`'s are swapped, so stepping allocates nothing).
+    skip_key: Vec<u8>,
     valid: bool,
     direction: Direction,
     status: Option<Error>,
@@ -92,6 +100,8 @@ impl DBIter {
             prefix: None,
             key: Vec::new(),
             value: Vec::new(),
+            value_in_inner: false,
+            skip_key: Vec::new(),
             valid: false,
             direction: Direction::Forward,
             status: None,
@@ -120,7 +130,11 @@ impl DBIter {
 
     /// REQUIRES: `valid()`.
     pub fn value(&self) -> &[u8] {
-        &self.value
+        if self.value_in_inner {
+            self.inner.value()
+        } else {
+            &self.value
+        }
     }
 
     /// The first error met (corruption, I/O, merge failure).
@@ -203,7 +217,7 @@ impl DBIter {
                 .seek(&make_internal_key(&l, self.snapshot, VALUE_TYPE_FOR_SEEK)),
             None => self.inner.seek_to_first(),
         }
-        self.find_next_user_entry(None);
+        self.find_next_user_entry(false);
     }
 
     pub fn seek(&mut self, target: &[u8]) {
@@ -216,7 +230,7 @@ impl DBIter {
         };
         self.inner
             .seek(&make_internal_key(&t, self.snapshot, VALUE_TYPE_FOR_SEEK));
-        self.find_next_user_entry(None);
+        self.find_next_user_entry(false);
     }
 
     pub fn seek_to_last(&mut self) {
@@ -260,16 +274,16 @@ impl DBIter {
     /// REQUIRES: `valid()`.
     pub fn next(&mut self) {
         debug_assert!(self.valid);
-        let key = std::mem::take(&mut self.key);
+        std::mem::swap(&mut self.key, &mut self.skip_key);
         if self.direction == Direction::Reverse {
             self.inner.seek(&make_internal_key(
-                &key,
+                &self.skip_key,
                 MAX_SEQUENCE_NUMBER,
                 VALUE_TYPE_FOR_SEEK,
             ));
             self.direction = Direction::Forward;
         }
-        self.find_next_user_entry(Some(key));
+        self.find_next_user_entry(true);
     }
 
     /// REQUIRES: `valid()`.
@@ -284,9 +298,10 @@ impl DBIter {
     }
 
     /// Moves forward to the newest visible entry of the next user key
-    /// (strictly after `skip` when given).
-    fn find_next_user_entry(&mut self, mut skip: Option<Vec<u8>>) {
+    /// (with `skip`: strictly after `skip_key`).
+    fn find_next_user_entry(&mut self, mut skip: bool) {
         self.valid = false;
+        self.value_in_inner = false;
         loop {
             if !self.inner.valid() {
                 if let Err(e) = self.inner.status() {
@@ -306,9 +321,7 @@ impl DBIter {
                 return;
             }
             if !self.sees(p.sequence)
-                || skip
-                    .as_deref()
-                    .is_some_and(|s| self.ucmp.compare(p.user_key, s) != Ordering::Greater)
+                || (skip && self.ucmp.compare(p.user_key, &self.skip_key) != Ordering::Greater)
             {
                 self.inner.next();
                 continue;
@@ -316,23 +329,28 @@ impl DBIter {
             let covered = self.range_del.covers(p.user_key, p.sequence);
             match p.value_type {
                 ValueType::Deletion | ValueType::SingleDeletion => {
-                    skip = Some(p.user_key.to_vec());
+                    self.skip_key.clear();
+                    self.skip_key.extend_from_slice(p.user_key);
+                    skip = true;
                     self.inner.next();
                 }
                 ValueType::Value if covered => {
-                    skip = Some(p.user_key.to_vec());
+                    self.skip_key.clear();
+                    self.skip_key.extend_from_slice(p.user_key);
+                    skip = true;
                     self.inner.next();
                 }
                 ValueType::Value => {
                     self.key.clear();
                     self.key.extend_from_slice(p.user_key);
-                    self.value.clear();
-                    self.value.extend_from_slice(self.inner.value());
+                    self.value_in_inner = true;
                     self.valid = true;
                     return;
                 }
                 ValueType::Merge if covered => {
-                    skip = Some(p.user_key.to_vec());
+                    self.skip_key.clear();
+                    self.skip_key.extend_from_slice(p.user_key);
+                    skip = true;
                     self.inner.next();
                 }
                 ValueType::Merge => {
@@ -404,6 +422,7 @@ impl DBIter {
     /// Moves backward to the previous user key that has a visible value.
     fn find_prev_user_entry(&mut self) {
         self.valid = false;
+        self.value_in_inner = false;
         loop {
             if !self.inner.valid() {
                 if let Err(e) = self.inner.status() {
