@@ -182,3 +182,41 @@ fn block_cache_tier_does_not_read_evicted_index_or_filter_blocks() {
         Some(value(700))
     );
 }
+
+/// Table readers are opened at `DB::open` (RocksDB's `LoadTableHandlers`):
+/// every table with `max_open_files` unlimited, otherwise a quarter of
+/// the table cache up to 16; reads find them open.
+#[test]
+fn tables_are_opened_when_the_database_opens() {
+    let mem: FileSystemRef = Arc::new(MemFileSystem::new());
+    let db = DB::open(opts(&mem), "/db").unwrap();
+    let wo = WriteOptions::default();
+    for t in 0..8u64 {
+        for i in 0..10 {
+            db.put(&wo, &key(t * 100 + i), &value(i)).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let tables = db.live_files_metadata().len();
+    assert!(tables >= 4, "{tables}");
+    drop(db);
+    let readers_memory = |o: Options| {
+        let db = DB::open(o, "/db").unwrap();
+        let m: u64 = db
+            .property("rocksdb.estimate-table-readers-mem")
+            .unwrap()
+            .parse()
+            .unwrap();
+        (db, m)
+    };
+    let mut unlimited = opts(&mem);
+    unlimited.max_open_files = i32::MAX as usize;
+    let (db, all) = readers_memory(unlimited);
+    assert!(all > 0, "no table open after DB::open");
+    drop(db);
+    // 20 open files: a quarter (5) of the tables are opened first.
+    let mut limited = opts(&mem);
+    limited.max_open_files = 20;
+    let (_db, some) = readers_memory(limited);
+    assert!(some > 0 && some < all, "{some} of {all}");
+}

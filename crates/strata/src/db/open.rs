@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use arc_swap::ArcSwap;
@@ -430,7 +430,47 @@ impl DB {
             drop(st);
             inner.compaction_timer.start(&inner);
         }
+        inner.load_table_handlers();
         Ok(DB { inner })
+    }
+}
+
+/// Tables opened at DB open when `max_open_files` is limited (RocksDB's
+/// `kInitialLoadLimit`).
+const INITIAL_LOAD_LIMIT: usize = 16;
+
+impl DbInner {
+    /// Opens table readers before any read needs them (RocksDB's
+    /// `VersionBuilder::LoadTableHandlers` at recovery): every table when
+    /// `max_open_files` keeps every table open (-1), otherwise up to 16
+    /// and a quarter of the table cache, newest levels first. Reads then
+    /// do not pay for opening (a PlainTable rebuilds its index from the
+    /// whole file). A table that fails to open is left for the read that
+    /// needs it to report, as it would be without this.
+    fn load_table_handlers(&self) {
+        let max = self.options.max_open_files;
+        let limit = if max >= i32::MAX as usize {
+            usize::MAX
+        } else {
+            INITIAL_LOAD_LIMIT.min(max / 4)
+        };
+        let svs = self.super_versions.load();
+        let mut opened = 0;
+        for sv in svs.values() {
+            for level in 0..sv.version.num_levels() {
+                for (i, f) in sv.version.files(level).iter().enumerate() {
+                    if opened >= limit || self.shutting_down.load(Ordering::Acquire) {
+                        return;
+                    }
+                    let _ = if level == 0 {
+                        self.sv_l0_table(sv, i, false).map(|_| ())
+                    } else {
+                        self.sv_table(sv, f).map(|_| ())
+                    };
+                    opened += 1;
+                }
+            }
+        }
     }
 }
 

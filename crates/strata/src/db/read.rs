@@ -226,7 +226,7 @@ impl DbInner {
 
     /// The reader of level-0 file `i` of `sv`, kept in `sv` once opened
     /// (with `no_io`, only if open already).
-    fn sv_l0_table<'a>(
+    pub(crate) fn sv_l0_table<'a>(
         &self,
         sv: &'a SuperVersion,
         i: usize,

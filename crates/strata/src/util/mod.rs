@@ -12,6 +12,7 @@ pub mod file_checksum;
 pub mod hash;
 pub mod histogram;
 pub mod host_name;
+pub mod huge_bytes;
 pub mod id_map;
 pub mod janitor;
 pub mod malloc;

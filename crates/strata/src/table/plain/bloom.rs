@@ -22,7 +22,7 @@ pub const NUM_PROBES: u32 = 6;
 /// A PlainTable bloom filter being built or read.
 #[derive(Clone, Debug)]
 pub struct PlainBloom {
-    bits: Vec<u8>,
+    bits: crate::util::huge_bytes::HugeBytes,
     num_blocks: u32,
     num_probes: u32,
 }
@@ -43,7 +43,7 @@ impl PlainBloom {
             (total_bits.div_ceil(8).max(1) * 8, 0)
         };
         PlainBloom {
-            bits: vec![0; (total / 8) as usize],
+            bits: crate::util::huge_bytes::HugeBytes::zeroed((total / 8) as usize),
             num_blocks: blocks,
             num_probes: NUM_PROBES,
         }
@@ -60,7 +60,7 @@ impl PlainBloom {
             return None;
         }
         Some(PlainBloom {
-            bits,
+            bits: crate::util::huge_bytes::HugeBytes::from_vec(bits),
             num_blocks,
             num_probes: NUM_PROBES,
         })

@@ -46,7 +46,7 @@ pub enum Bucket<'a> {
 /// A decoded index over a table's data.
 #[derive(Clone, Debug)]
 pub struct PlainIndex {
-    raw: Vec<u8>,
+    raw: crate::util::huge_bytes::HugeBytes,
     index_size: u32,
     num_prefixes: u32,
     /// Where the bucket array starts in `raw`.
@@ -67,7 +67,7 @@ impl PlainIndex {
             return None;
         }
         let idx = PlainIndex {
-            raw,
+            raw: crate::util::huge_bytes::HugeBytes::from_vec(raw),
             index_size,
             num_prefixes,
             buckets_at,
