@@ -447,3 +447,67 @@ fn two_phase_commit_records_tail_without_false_gaps_under_both_policies() {
         }
     }
 }
+
+/// A record that fails its checksum in the last alive WAL may still be
+/// being written, so the iterator stops there and reads it again later;
+/// in an older alive WAL nothing is written any more, and the damage is
+/// reported (never skipped, never waited on).
+#[test]
+fn damage_in_an_older_alive_wal_is_reported() {
+    let fs = MemFileSystem::new();
+    let db = DB::open(mem_opts(&fs, 0), "/db").unwrap();
+    // A column family holding data in the first WAL keeps it alive after
+    // the default column family's flush starts a second one.
+    let other = db
+        .create_column_family("other", strata::ColumnFamilyOptions::default())
+        .unwrap();
+    db.put_cf(&WriteOptions::default(), &other, b"pinned", b"v")
+        .unwrap();
+    for i in 0..5 {
+        put(&db, &format!("old{i}"), &"x".repeat(100));
+    }
+    db.flush().unwrap();
+    for i in 0..5 {
+        put(&db, &format!("new{i}"), "y");
+    }
+    let alive: Vec<_> = db
+        .sorted_wal_files()
+        .unwrap()
+        .into_iter()
+        .filter(|f| f.file_type == WalFileType::Alive)
+        .collect();
+    assert_eq!(alive.len(), 2, "{alive:?}");
+    let all: Vec<u64> = updates(&db, 1).into_iter().map(|(s, _)| s).collect();
+    assert_eq!(all, (1..=11).collect::<Vec<_>>());
+    // Damage the first WAL in the middle of a later record's payload.
+    let first = format!("/db{}", alive[0].path_name);
+    fs.corrupt_byte(Path::new(&first), alive[0].size - 50, 0x55)
+        .unwrap();
+    let mut it = db.get_updates_since(1).unwrap();
+    let mut seen = Vec::new();
+    while it.valid() {
+        seen.push(it.get_batch().sequence);
+        it.next();
+    }
+    let err = it.status().unwrap_err();
+    assert!(matches!(err, Error::Corruption { .. }), "{err:?}");
+    assert!(seen.len() < 6, "read past the damage: {seen:?}");
+    // Damage at the end of the last alive WAL is waited on, not reported:
+    // the iterator ends cleanly before it.
+    let last = db.sorted_wal_files().unwrap().pop().unwrap();
+    let last_path = format!("/db{}", last.path_name);
+    fs.corrupt_byte(Path::new(&last_path), last.size - 1, 0x55)
+        .unwrap();
+    let mut it = db.get_updates_since(7).unwrap();
+    let mut tail = Vec::new();
+    while it.valid() {
+        tail.push(it.get_batch().sequence);
+        it.next();
+    }
+    it.status().unwrap();
+    assert_eq!(
+        tail,
+        [7, 8, 9, 10],
+        "the damaged last record is left for later"
+    );
+}
