@@ -276,7 +276,7 @@ impl Table {
         match self {
             Table::BlockBased(t) if no_io => walk(&mut t.no_io_iter(), target, ucmp, &mut f),
             Table::BlockBased(t) => walk(&mut t.iter(), target, ucmp, &mut f),
-            Table::Plain(t) => walk(&mut t.lookup_iter(), target, ucmp, &mut f),
+            Table::Plain(t) => t.with_lookup_iter(|it| walk(it, target, ucmp, &mut f)),
             // One entry per user key, found by the hash probe.
             Table::Cuckoo(t) => {
                 if let Some((k, v)) = t.get(target) {

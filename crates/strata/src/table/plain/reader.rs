@@ -480,6 +480,24 @@ impl PlainTable {
         it
     }
 
+    /// Runs `f` on a point-lookup iterator whose key buffer is this
+    /// thread's, kept between lookups (a lookup then allocates nothing).
+    pub fn with_lookup_iter<R>(&self, f: impl FnOnce(&mut PlainTableIter<&PlainTable>) -> R) -> R {
+        thread_local! {
+            static KEY: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+        }
+        let mut it = self.lookup_iter();
+        it.key = KEY.with(std::cell::Cell::take);
+        it.key.clear();
+        let r = f(&mut it);
+        let key = std::mem::take(&mut it.key);
+        // A buffer grown by an unusually long key is not kept.
+        if key.capacity() <= 4096 {
+            KEY.with(|k| k.set(key));
+        }
+        r
+    }
+
     fn iter_on<T: std::ops::Deref<Target = PlainTable>>(table: T) -> PlainTableIter<T> {
         PlainTableIter {
             decoder: KeyDecoder::new(table.encoding, table.fixed_key_len),
