@@ -1254,7 +1254,9 @@ pub struct WriteOptions {
     pub no_slowdown: bool,
     /// Records for column families that do not exist (never created, or
     /// dropped) are skipped instead of failing the write. They still take
-    /// their sequence numbers, as in RocksDB.
+    /// their sequence numbers, as in RocksDB. As in RocksDB, they stay in
+    /// the WAL: one naming the id a column family created later in the
+    /// same WAL gets is replayed into it at recovery.
     pub ignore_missing_column_families: bool,
     /// A low-priority write (RocksDB's `low_pri`): while writes are
     /// delayed or stopped (compaction behind), it is paced at 1 MiB/s

@@ -273,4 +273,20 @@ fn records_of_missing_column_families_fail_the_write_unless_ignored() {
     assert_eq!(db.get(&ro, b"t0-199").unwrap(), Some(b"v".to_vec()));
     assert_eq!(db.get(&ro, b"t1-0").unwrap(), None);
     assert_eq!(db.latest_sequence_number(), seq);
+    // Repair replays the WALs the same way: the skipped records do not
+    // cost the rest of their batch (nor of their group's WAL record).
+    let wo = WriteOptions::default();
+    db.put(&wo, b"unflushed", b"4").unwrap();
+    let mut b = WriteBatch::new();
+    b.put(b"x1", b"5");
+    b.put_cf(gone.id, b"lost", b"6");
+    b.put(b"x2", b"7");
+    db.write(&ignore, b).unwrap();
+    drop(db);
+    strata::db::repair_db(&opts(&fs), "/db").unwrap();
+    let db = DB::open(opts(&fs), "/db").unwrap();
+    assert_eq!(db.get(&ro, b"unflushed").unwrap(), Some(b"4".to_vec()));
+    assert_eq!(db.get(&ro, b"x1").unwrap(), Some(b"5".to_vec()));
+    assert_eq!(db.get(&ro, b"x2").unwrap(), Some(b"7".to_vec()));
+    assert_eq!(db.get(&ro, b"t0-199").unwrap(), Some(b"v".to_vec()));
 }

@@ -492,7 +492,12 @@ impl Repairer {
             let Ok(batch) = WriteBatch::from_bytes(rec) else {
                 continue;
             };
-            if let Err(e) = super::write::insert_batch(&batch, batch.sequence(), &mems, None) {
+            // Records of column families that no longer exist are skipped
+            // (a `skip` that skips nothing else), as recovery does.
+            let none_flushed = |_: u32| false;
+            if let Err(e) =
+                super::write::insert_batch(&batch, batch.sequence(), &mems, Some(&none_flushed))
+            {
                 self.info_log
                     .log(&format!("repair: WAL #{number}: ignoring {e}"));
             }

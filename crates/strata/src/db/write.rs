@@ -413,24 +413,34 @@ impl DbInner {
     }
 
     /// Paces a low-priority write at `LOW_PRI_RATE` while writes stall
-    /// (RocksDB's `ThrottleLowPriWritesIfNeeded`); transaction commits and
-    /// markers are never paced.
+    /// (RocksDB's `ThrottleLowPriWritesIfNeeded`): it waits until its own
+    /// bytes (after those of the low-priority writes before it) are paid
+    /// for, or until the stall ends, whichever comes first; transaction
+    /// commits and markers are never paced.
     fn throttle_low_pri(&self, opts: &WriteOptions, bytes: u64) -> Result<()> {
         if opts.no_slowdown {
             return Err(Error::Incomplete("Low priority write stall".into()));
         }
         let cost = Duration::from_secs_f64(bytes as f64 / LOW_PRI_RATE as f64);
-        let now = Instant::now();
-        let start = {
+        let until = {
+            let now = Instant::now();
             let mut next = lock(&self.write_path.low_pri_next);
-            let start = next.map_or(now, |t| t.max(now));
-            *next = Some(start + cost);
-            start
+            let until = next.filter(|t| *t > now).unwrap_or(now) + cost;
+            *next = Some(until);
+            until
         };
-        if start > now {
-            std::thread::sleep(start - now);
+        loop {
+            let now = Instant::now();
+            if now >= until {
+                return Ok(());
+            }
+            if !self.write_signals.stalled() {
+                // The stall is over: no debt is carried into the next one.
+                *lock(&self.write_path.low_pri_next) = None;
+                return Ok(());
+            }
+            std::thread::sleep((until - now).min(Duration::from_millis(100)));
         }
-        Ok(())
     }
 
     /// Leads the group at the front of the queue through the WAL stage and
@@ -1107,6 +1117,18 @@ pub(crate) fn insert_record(
     if skip.is_some_and(|f| f(cf)) {
         return Ok(true);
     }
+    let Some(m) = mems.get(&cf) else {
+        // Recovery, repair and `ignore_missing_column_families` (the
+        // callers that pass `skip`) skip records of column families that
+        // no longer exist, as RocksDB's recovery does; they keep their
+        // sequence numbers.
+        if skip.is_some() {
+            return Ok(true);
+        }
+        return Err(Error::InvalidArgument(format!(
+            "Invalid column family specified in write batch: {cf}"
+        )));
+    };
     if !MemTable::entry_fits(key.len(), value.len()) {
         // Only a damaged WAL can get here (writes are checked first).
         return Err(Error::InvalidArgument(format!(
@@ -1115,19 +1137,7 @@ pub(crate) fn insert_record(
             value.len()
         )));
     }
-    match mems.get(&cf) {
-        Some(m) => m.add(seq, t, key, value),
-        // Recovery and `ignore_missing_column_families` (the callers that
-        // pass `skip`) skip records of column families that no longer
-        // exist, as RocksDB's recovery does; they keep their sequence
-        // numbers.
-        None if skip.is_some() => {}
-        None => {
-            return Err(Error::InvalidArgument(format!(
-                "Invalid column family specified in write batch: {cf}"
-            )));
-        }
-    }
+    m.add(seq, t, key, value);
     Ok(true)
 }
 

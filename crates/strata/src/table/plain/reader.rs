@@ -487,13 +487,14 @@ impl PlainTable {
             static KEY: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
         }
         let mut it = self.lookup_iter();
-        it.key = KEY.with(std::cell::Cell::take);
+        // A fresh buffer while the thread's locals are being destroyed.
+        it.key = KEY.try_with(std::cell::Cell::take).unwrap_or_default();
         it.key.clear();
         let r = f(&mut it);
         let key = std::mem::take(&mut it.key);
         // A buffer grown by an unusually long key is not kept.
         if key.capacity() <= 4096 {
-            KEY.with(|k| k.set(key));
+            let _ = KEY.try_with(|k| k.set(key));
         }
         r
     }
