@@ -41,6 +41,7 @@ use super::wal_set::{ClosedWal, predecessor_record};
 use super::write_signals::WriteSignals;
 use super::write_thread::{
     STATE_COMPLETED, STATE_LEADER, STATE_MEMTABLE_WRITER, WriteCallback, WriteSpecial, Writer,
+    write_stall,
 };
 use super::{DbInner, DbState, MemTables};
 use crate::error::{Error, Result};
@@ -862,7 +863,18 @@ impl DbInner {
         no_slowdown: bool,
     ) -> Result<std::sync::MutexGuard<'a, DbState>> {
         let mut stopped_since: Option<Instant> = None;
-        let write_stall = || Error::Incomplete("Write stall".into());
+        // Where the group would wait: a `no_slowdown` group fails instead;
+        // otherwise the stall begins (once) for the writers behind it.
+        let must_wait = |stopped_since: &mut Option<Instant>| -> Result<()> {
+            if no_slowdown {
+                return Err(write_stall());
+            }
+            if stopped_since.is_none() {
+                self.write_thread.begin_stall();
+                *stopped_since = Some(Instant::now());
+            }
+            Ok(())
+        };
         let result = loop {
             if let Some(e) = st.bg_error.get() {
                 break Err(stopped_by(e));
@@ -899,12 +911,8 @@ impl DbInner {
                 && st.cfs.values().any(|c| !c.dropped && !c.imms.is_empty())
             {
                 self.maybe_schedule_work(&mut st);
-                if no_slowdown {
-                    break Err(write_stall());
-                }
-                if stopped_since.is_none() {
-                    self.write_thread.begin_stall();
-                    stopped_since = Some(Instant::now());
+                if let Err(e) = must_wait(&mut stopped_since) {
+                    break Err(e);
                 }
                 drop(st);
                 w.wait_for_room(Duration::from_millis(100));
@@ -919,12 +927,8 @@ impl DbInner {
             let stopped = matches!(st.write_stall, StallCondition::Stopped { .. });
             if memtables_full || stopped {
                 self.maybe_schedule_work(&mut st);
-                if no_slowdown {
-                    break Err(write_stall());
-                }
-                if stopped_since.is_none() {
-                    self.write_thread.begin_stall();
-                    stopped_since = Some(Instant::now());
+                if let Err(e) = must_wait(&mut stopped_since) {
+                    break Err(e);
                 }
                 // Woken by every flush and compaction; the timeout only
                 // guards against a missed wake-up.

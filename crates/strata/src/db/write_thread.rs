@@ -216,7 +216,7 @@ pub(crate) struct WriteThread {
 }
 
 /// The result of a write refused because of a stall.
-fn write_stall() -> Error {
+pub(crate) fn write_stall() -> Error {
     Error::Incomplete("Write stall".into())
 }
 

@@ -81,24 +81,7 @@ enum Backing {
     Mapped(memmap2::MmapMut),
 }
 
-/// A zero-filled anonymous mapping of `size` bytes advised to be backed by
-/// transparent huge pages (Linux; kernels since 6.7 align anonymous
-/// mappings of whole huge pages, so a 2 MiB block is one page). `None`
-/// where mapping is not available or fails: the caller allocates from the
-/// heap instead.
-#[cfg(all(target_os = "linux", not(loom), not(miri)))]
-pub(super) fn map_huge(size: usize) -> Option<memmap2::MmapMut> {
-    let m = memmap2::MmapOptions::new().len(size).map_anon().ok()?;
-    // Advice only: without transparent huge pages the block is still
-    // plain zeroed memory.
-    let _ = m.advise(memmap2::Advice::HugePage);
-    Some(m)
-}
-
-#[cfg(not(all(target_os = "linux", not(loom), not(miri))))]
-pub(super) fn map_huge(_size: usize) -> Option<memmap2::MmapMut> {
-    None
-}
+use crate::util::huge_bytes::map_huge;
 
 /// A concurrent, insert-only bump allocator. See the module comment.
 pub struct Arena {

@@ -30,7 +30,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use super::arena::{HUGE_BLOCK_SIZE, map_huge};
+use super::arena::HUGE_BLOCK_SIZE;
+use crate::util::huge_bytes::map_huge;
 use crate::util::janitor::run_in_background;
 
 /// Blocks the janitor keeps faulted in ahead of the arenas that draw on

@@ -46,12 +46,22 @@ impl HugeBytes {
     }
 }
 
-#[cfg(all(target_os = "linux", not(loom), not(miri)))]
+/// A mapping for `len` bytes (whole huge pages), if `len` is large
+/// enough to be worth one.
 fn map(len: usize) -> Option<memmap2::MmapMut> {
     if len < HUGE_MIN {
         return None;
     }
-    let size = len.checked_next_multiple_of(HUGE_PAGE)?;
+    map_huge(len.checked_next_multiple_of(HUGE_PAGE)?)
+}
+
+/// A zero-filled anonymous mapping of `size` bytes advised to be backed by
+/// transparent huge pages (Linux; kernels since 6.7 align anonymous
+/// mappings of whole huge pages, so a 2 MiB block is one page). `None`
+/// where mapping is not available or fails: the caller allocates from the
+/// heap instead.
+#[cfg(all(target_os = "linux", not(loom), not(miri)))]
+pub fn map_huge(size: usize) -> Option<memmap2::MmapMut> {
     let m = memmap2::MmapOptions::new().len(size).map_anon().ok()?;
     // Advice only: without transparent huge pages the mapping is still
     // plain zeroed memory.
@@ -60,7 +70,7 @@ fn map(len: usize) -> Option<memmap2::MmapMut> {
 }
 
 #[cfg(not(all(target_os = "linux", not(loom), not(miri))))]
-fn map(_len: usize) -> Option<memmap2::MmapMut> {
+pub fn map_huge(_size: usize) -> Option<memmap2::MmapMut> {
     None
 }
 
