@@ -260,7 +260,7 @@ impl strata::Comparator for RocksdictComparator {
     fn compare(&self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
         match (a.split_first(), b.split_first()) {
             (Some((&INT, x)), Some((&INT, y))) => compare_ints(x, y),
-            _ => a.cmp(b),
+            _ => strata::bytewise_compare(a, b),
         }
     }
 }

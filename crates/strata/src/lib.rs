@@ -67,6 +67,7 @@ pub use table::{CuckooTableOptions, PlainTableOptions, SstFileWriter};
 pub use util::checksum::ChecksumType;
 pub use util::comparator::{
     BytewiseComparator, Comparator, ComparatorRef, ReverseBytewiseComparator, bytewise,
+    bytewise_compare,
 };
 pub use util::file_checksum::{
     FileChecksumGenCrc32cFactory, FileChecksumGenFactory, FileChecksumGenFactoryRef,

@@ -24,7 +24,7 @@ use crate::compaction_filter::unix_now_seconds;
 use crate::error::Result;
 use crate::format::iterator::InternalIterator;
 use crate::format::range_tombstones::FragmentedRangeTombstoneList;
-use crate::iter::{FileOpener, LevelIterator, MergingIterator};
+use crate::iter::{FileOpener, LevelIterator};
 use crate::options::CompactionStyle;
 use crate::version::VersionEdit;
 
@@ -455,7 +455,7 @@ impl DbInner {
                     )));
                 }
             }
-            Ok(Box::new(MergingIterator::new(icmp.clone(), children)))
+            Ok(crate::iter::merging::merged(icmp.clone(), children))
         };
         let new_file_number = || {
             let mut st = self.lock_state();

@@ -727,9 +727,9 @@ impl DbInner {
         let prefix_mode = ro.prefix_same_as_start && opts.prefix_extractor.is_some();
         let children = self.internal_children(&sv, &icmp, prefix_mode)?;
         let agg = self.range_dels(&sv, seq)?;
-        let inner = MergingIterator::new(icmp, children);
+        let inner = crate::iter::merging::merged(icmp, children);
         let iter = DBIter::new(
-            Box::new(inner),
+            inner,
             opts.comparator.clone(),
             seq,
             opts.merge_operator.clone(),

@@ -122,6 +122,38 @@ pub(super) fn maps_safely(_dir: &Path) -> bool {
     false
 }
 
+/// Makes the pages of `[addr, addr + len)` present and writable in this
+/// process's page tables without touching their contents (Linux's
+/// `MADV_POPULATE_WRITE`, since 5.14; older kernels answer `EINVAL` and
+/// nothing happens).
+///
+/// Why: the first store into each 4 KiB page of a shared file map takes a
+/// fault in which the file system marks the page dirty (`page_mkwrite`):
+/// 1-2 us a page, about a fifth of the writer's time in a stream of large
+/// batches. A log's fresh region is handed to the janitor to take those
+/// faults ahead of the writer.
+///
+/// Never changes memory: populating writes no byte, so a store the writer
+/// makes into the same page at the same time is untouched, and a range
+/// that is no longer mapped, or lies past the end of a file cut shorter,
+/// makes the call fail (`ENOMEM`, `EFAULT`) instead of raising a signal.
+#[cfg(target_os = "linux")]
+fn populate_write(addr: usize, len: usize) {
+    unsafe extern "C" {
+        fn madvise(
+            addr: *mut std::ffi::c_void,
+            len: usize,
+            advice: std::ffi::c_int,
+        ) -> std::ffi::c_int;
+    }
+    /// `MADV_POPULATE_WRITE` from Linux's `mman-common.h`.
+    const MADV_POPULATE_WRITE: std::ffi::c_int = 23;
+    // SAFETY: see above: the call reads and writes no memory of ours, and
+    // whatever is (or is no longer) mapped at the range, the kernel only
+    // faults pages in or returns an error.
+    let _ = unsafe { madvise(addr as *mut std::ffi::c_void, len, MADV_POPULATE_WRITE) };
+}
+
 /// A table file (or log) written through shared memory maps.
 pub(super) struct MmapWritableFile {
     path: PathBuf,
@@ -252,6 +284,14 @@ impl MmapWritableFile {
         // hint changes only that, so it is not an error.
         #[cfg(unix)]
         let _ = map.advise(memmap2::Advice::Random);
+        // A log's region is faulted in writable by the janitor, ahead of
+        // the writer. The region is unmapped only by a later janitor chore
+        // (`retire`), so it stays mapped while this one runs.
+        #[cfg(target_os = "linux")]
+        if self.log {
+            let (addr, len) = (map.as_ptr() as usize, map.len());
+            crate::util::janitor::run_in_background(move || populate_write(addr, len));
+        }
         self.region = Some(map);
         self.region_offset = offset;
         let max = if self.log { MAX_LOG_REGION } else { MAX_REGION };
@@ -460,6 +500,37 @@ mod tests {
         f.sync().unwrap();
         f.close().unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), want);
+    }
+
+    /// The janitor pre-faults every fresh log region while the writer
+    /// fills it: the bytes read back are exactly the appended ones, and
+    /// pre-faulting a range after it was unmapped is harmless.
+    #[test]
+    fn pre_faulted_log_regions_keep_every_appended_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000002.log");
+        let mut f = MmapWritableFile::create_log(&path, 0).unwrap();
+        let mut want = Vec::new();
+        for (i, n) in [1usize, 4095, 70_000, 200_000, 1 << 20, 3 << 20]
+            .iter()
+            .enumerate()
+        {
+            let chunk = pattern(*n, i as u8);
+            f.append(&chunk).unwrap();
+            want.extend_from_slice(&chunk);
+        }
+        f.seal().unwrap();
+        f.close().unwrap();
+        // Wait for the janitor's queue (populates, then the unmaps).
+        let (tx, rx) = std::sync::mpsc::channel();
+        crate::util::janitor::run_in_background(move || tx.send(()).unwrap());
+        rx.recv().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), want);
+        // A range that is no longer mapped: an error, no signal.
+        let map = memmap2::MmapMut::map_anon(1 << 16).unwrap();
+        let (addr, len) = (map.as_ptr() as usize, map.len());
+        drop(map);
+        populate_write(addr, len);
     }
 
     #[test]

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use super::arena::Arena;
-use super::rep::{EntryComparator, MemTableRep, MemTableRepIter, decode_entry};
+use super::rep::{EntryComparator, MemTableRep, MemTableRepIter, decode_entry, entry_key};
 use super::skiplist::SkipList;
 use super::vector_rep::{EntryLog, LoggedRep, SortedIter};
 use crate::format::InternalKeyComparator;
@@ -104,7 +104,7 @@ impl HashSkipListRep {
 
     /// The bucket of the entry (or seek target) `entry`.
     fn bucket_of(&self, entry: &[u8]) -> &OnceLock<Box<Bucket>> {
-        self.bucket_of_key(extract_user_key(decode_entry(entry).0))
+        self.bucket_of_key(extract_user_key(entry_key(entry)))
     }
 
     /// The bucket of entries with user key `user_key`.

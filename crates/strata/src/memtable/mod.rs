@@ -938,7 +938,7 @@ impl InternalIterator for MemTableIter {
     }
 
     fn key(&self) -> &[u8] {
-        decode_entry(self.entry()).0
+        rep::entry_key(self.entry())
     }
 
     fn value(&self) -> &[u8] {

@@ -113,6 +113,24 @@ pub fn encode_entry(dst: &mut [u8], key_parts: &[&[u8]], value: &[u8]) {
     debug_assert_eq!(pos + value.len(), dst.len());
 }
 
+/// The internal key of an encoded entry (or seek target): what every
+/// comparison needs, without decoding the value. Keys shorter than 128
+/// bytes (a one-byte length varint) take the fast path. Never panics: a
+/// malformed entry decodes to an empty key, as in `decode_entry`.
+#[inline]
+pub fn entry_key(entry: &[u8]) -> &[u8] {
+    match entry.first() {
+        Some(&len) if len < 0x80 => match entry.get(1..1 + len as usize) {
+            Some(key) => key,
+            None => {
+                debug_assert!(false, "malformed memtable entry");
+                &[]
+            }
+        },
+        _ => decode_entry(entry).0,
+    }
+}
+
 /// Splits an encoded entry (or entry prefix) into `(internal_key, value)`;
 /// the value is empty for a prefix. Never panics: a malformed entry (which
 /// the memtable never writes) decodes to empty slices.
@@ -179,7 +197,7 @@ impl EntryComparator {
 impl KeyComparator for EntryComparator {
     #[inline]
     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
-        self.icmp.compare(decode_entry(a).0, decode_entry(b).0)
+        self.icmp.compare(entry_key(a), entry_key(b))
     }
 }
 
