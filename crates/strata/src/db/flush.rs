@@ -18,7 +18,6 @@ use crate::error::{Error, Result};
 use crate::format::dbformat::is_empty_range_tombstone;
 use crate::format::iterator::InternalIterator;
 use crate::format::{SequenceNumber, ValueType, extract_user_key, parse_internal_key};
-use crate::iter::MergingIterator;
 use crate::memtable::MemTable;
 use crate::options::ColumnFamilyOptions;
 use crate::table::TableBuilder;
@@ -214,7 +213,7 @@ impl DbInner {
             .iter()
             .map(|m| Box::new(m.iter()) as Box<dyn InternalIterator + Send>)
             .collect();
-        let mut it = MergingIterator::new(icmp.clone(), children);
+        let mut it = crate::iter::merging::merged(icmp.clone(), children);
         // An empty tombstone (`delete_range(k, k)`) deletes nothing and
         // would invert the file's bounds, hiding the file from overlap
         // checks; it is not written (RocksDB's fragmenter drops it too).
