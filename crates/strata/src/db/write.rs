@@ -1115,11 +1115,38 @@ pub(crate) fn insert_record(
     mems: &MemTables,
     skip: Option<&dyn Fn(u32) -> bool>,
 ) -> Result<bool> {
+    Ok(match resolve_record(r, mems, skip)? {
+        Resolved::NoSequence => false,
+        Resolved::Skipped => true,
+        Resolved::Insert(m, (t, key, value)) => {
+            m.add(seq, t, key, value);
+            true
+        }
+    })
+}
+
+/// What `insert_record` does with a record.
+enum Resolved<'a, 'm> {
+    /// Takes no sequence number (a log data record, a 2PC marker).
+    NoSequence,
+    /// Takes a sequence number but is not inserted (a skipped column
+    /// family).
+    Skipped,
+    /// Goes into memtable `m`: `(type, key, value)`.
+    Insert(&'m Arc<MemTable>, (ValueType, &'a [u8], &'a [u8])),
+}
+
+/// Checks a record and finds its memtable (see `insert_record`).
+fn resolve_record<'a, 'm>(
+    r: BatchRecord<'a>,
+    mems: &'m MemTables,
+    skip: Option<&dyn Fn(u32) -> bool>,
+) -> Result<Resolved<'a, 'm>> {
     let Some((cf, t, key, value)) = memtable_entry(r)? else {
-        return Ok(false);
+        return Ok(Resolved::NoSequence);
     };
     if skip.is_some_and(|f| f(cf)) {
-        return Ok(true);
+        return Ok(Resolved::Skipped);
     }
     let Some(m) = mems.get(&cf) else {
         // Recovery, repair and `ignore_missing_column_families` (the
@@ -1127,7 +1154,7 @@ pub(crate) fn insert_record(
         // no longer exist, as RocksDB's recovery does; they keep their
         // sequence numbers.
         if skip.is_some() {
-            return Ok(true);
+            return Ok(Resolved::Skipped);
         }
         return Err(Error::InvalidArgument(format!(
             "Invalid column family specified in write batch: {cf}"
@@ -1141,8 +1168,7 @@ pub(crate) fn insert_record(
             value.len()
         )));
     }
-    m.add(seq, t, key, value);
-    Ok(true)
+    Ok(Resolved::Insert(m, (t, key, value)))
 }
 
 /// Inserts every record of `batch` (sequence numbers from `first_seq`)
@@ -1157,10 +1183,53 @@ pub(crate) fn insert_batch(
     skip: Option<&dyn Fn(u32) -> bool>,
 ) -> Result<SequenceNumber> {
     let mut seq = first_seq;
-    for r in batch.iter() {
-        if insert_record(r?, seq, mems, skip)? {
-            seq += 1;
+    if batch.count() < 2 {
+        for r in batch.iter() {
+            if insert_record(r?, seq, mems, skip)? {
+                seq += 1;
+            }
         }
+        return Ok(seq);
     }
+    // Consecutive records for one memtable go in together, up to
+    // `skiplist::BATCH` at a time (`MemTable::add_many`: their skiplist
+    // searches overlap). Whatever is staged is inserted before an error
+    // returns, so a failing record leaves the same memtable contents as
+    // inserting one record at a time does.
+    const BATCH: usize = crate::memtable::skiplist::BATCH;
+    let empty: (SequenceNumber, ValueType, &[u8], &[u8]) = (0, ValueType::Value, &[], &[]);
+    let mut staged = [empty; BATCH];
+    let mut len = 0;
+    let mut staged_mem: Option<&Arc<MemTable>> = None;
+    let insert_staged = |mem: Option<&Arc<MemTable>>, staged: &[_], len: &mut usize| {
+        if let Some(m) = mem {
+            m.add_many(&staged[..*len]);
+        }
+        *len = 0;
+    };
+    for r in batch.iter() {
+        let resolved = match r.and_then(|r| resolve_record(r, mems, skip)) {
+            Ok(x) => x,
+            Err(e) => {
+                insert_staged(staged_mem, &staged, &mut len);
+                return Err(e);
+            }
+        };
+        match resolved {
+            Resolved::NoSequence => continue,
+            Resolved::Skipped => {}
+            Resolved::Insert(m, (t, key, value)) => {
+                let same = staged_mem.is_some_and(|s| Arc::ptr_eq(s, m));
+                if !same || len == BATCH {
+                    insert_staged(staged_mem, &staged, &mut len);
+                    staged_mem = Some(m);
+                }
+                staged[len] = (seq, t, key, value);
+                len += 1;
+            }
+        }
+        seq += 1;
+    }
+    insert_staged(staged_mem, &staged, &mut len);
     Ok(seq)
 }

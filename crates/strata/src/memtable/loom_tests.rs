@@ -190,6 +190,44 @@ fn concurrent_inserts_are_all_found() {
 }
 
 #[test]
+fn batched_inserts_race_single_inserts() {
+    // One writer inserts keys 4, 2 as a batch (searched together, linked
+    // from the pairs found), the other 3 then 1 one at a time, and a key
+    // both insert (5): the batch's pairs go stale under the other writer's
+    // links; every key ends linked once, in order. Heights come from
+    // loom's fixed per-thread seed.
+    model(|| {
+        let list = new_list();
+        let batch = {
+            let list = Arc::clone(&list);
+            thread::spawn(move || {
+                let keys = [key(4), key(2), key(5)];
+                list.insert_many_with(&[3, 3, 3], |i, buf| buf.copy_from_slice(&keys[i]))
+            })
+        };
+        let single = {
+            let list = Arc::clone(&list);
+            thread::spawn(move || {
+                (
+                    insert(&list, 2, 3),
+                    insert(&list, 1, 1),
+                    insert(&list, 1, 5),
+                )
+            })
+        };
+        let mask = batch.join().unwrap();
+        let (three, one, five) = single.join().unwrap();
+        assert!(three && one);
+        assert_eq!(mask & 0b011, 0b011, "the batch's own keys are linked");
+        assert!(
+            (mask & 0b100 != 0) != five,
+            "key 5 is linked by exactly one writer"
+        );
+        assert_eq!(scan(&list, &[1, 2, 3, 4, 5]), [1, 2, 3, 4, 5]);
+    });
+}
+
+#[test]
 fn concurrent_inserts_of_one_key_link_it_once() {
     // Both threads insert the same key (different heights): exactly one
     // wins, and the loser does not link a duplicate at any level.

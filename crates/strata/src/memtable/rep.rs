@@ -34,6 +34,25 @@ pub trait MemTableRep: Send + Sync + Debug {
     /// Thread-safe.
     fn insert_with(&self, user_key: &[u8], len: usize, fill: &mut dyn FnMut(&mut [u8])) -> bool;
 
+    /// Inserts up to `skiplist::BATCH` entries at once: entry `i` (user
+    /// key `user_keys[i]`) has `lens[i]` bytes, written by `fill(i, buf)`.
+    /// Returns a bit mask of the entries inserted (bit `i` clear: an equal
+    /// entry was present). The default inserts them one at a time.
+    fn insert_many_with(
+        &self,
+        user_keys: &[&[u8]],
+        lens: &[usize],
+        fill: &mut dyn FnMut(usize, &mut [u8]),
+    ) -> u32 {
+        let mut inserted = 0;
+        for (i, (&key, &len)) in user_keys.iter().zip(lens).enumerate() {
+            if self.insert_with(key, len, &mut |buf| fill(i, buf)) {
+                inserted |= 1 << i;
+            }
+        }
+        inserted
+    }
+
     /// Calls `visit` on the entries from the first one >= `target` (an
     /// encoded entry or entry prefix) in order, until it breaks or the
     /// entries run out (RocksDB's `MemTableRep::Get`).
@@ -219,6 +238,15 @@ impl SkipListRep {
 impl MemTableRep for SkipListRep {
     fn insert_with(&self, _user_key: &[u8], len: usize, fill: &mut dyn FnMut(&mut [u8])) -> bool {
         self.list.insert_with(len, fill)
+    }
+
+    fn insert_many_with(
+        &self,
+        _user_keys: &[&[u8]],
+        lens: &[usize],
+        fill: &mut dyn FnMut(usize, &mut [u8]),
+    ) -> u32 {
+        self.list.insert_many_with(lens, fill)
     }
 
     fn visit_from(&self, target: &[u8], visit: &mut dyn FnMut(&[u8]) -> ControlFlow<()>) {

@@ -35,6 +35,8 @@ use super::sync::{AtomicPtr, AtomicUsize, Mutex, Ordering, Published};
 
 /// Maximum number of levels of a node.
 pub const MAX_HEIGHT: usize = 12;
+/// Most keys [`SkipList::insert_many_with`] takes at once.
+pub const BATCH: usize = 8;
 /// One node in `BRANCHING` at level `l` also appears at level `l + 1`.
 const BRANCHING: u32 = 4;
 
@@ -201,6 +203,26 @@ fn seed() -> u64 {
 #[inline(always)]
 fn prefetch(p: *const Node) {
     crate::util::prefetch::prefetch(p);
+}
+
+/// Prefetches the first two cache lines of `p` (header, tower and the
+/// start of the key, which a comparison reads); null is ignored.
+#[inline(always)]
+fn prefetch_node(p: *mut Node) {
+    if !p.is_null() {
+        prefetch(p);
+        prefetch(p.cast::<u8>().wrapping_add(64).cast::<Node>());
+    }
+}
+
+/// Where one search of `insert_many_with` stands.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Search {
+    Running,
+    /// Every level's pair is known.
+    Found,
+    /// An equal key is linked: the node is not inserted.
+    Equal,
 }
 
 /// A height in `1..=MAX_HEIGHT`, `h` with probability `~(1/4)^(h-1)`.
@@ -396,7 +418,31 @@ impl<C: KeyComparator> SkipList<C> {
             sp.prev[level] = p;
             sp.next[level] = n;
         }
-        let (prev, next) = (&mut sp.prev, &mut sp.next);
+        if !self.link_at_splice(node, height, key, &mut sp.prev, &mut sp.next) {
+            return false;
+        }
+        // The next insert most likely follows this one: bracket it with
+        // the new node at the levels it has.
+        for level in 0..height {
+            sp.prev[level] = node;
+        }
+        true
+    }
+
+    /// Links `node` (key `key`, `height` levels, fully written and not
+    /// yet published) at levels `0..height`, bottom up, starting from the
+    /// pairs `prev[l]`/`next[l]` (each `prev[l]` before `key`; a pair that
+    /// is no longer tight makes the CAS fail and the level is searched on
+    /// from `prev[l]`). Leaves each level's final pair in `prev`/`next`.
+    /// False (nothing linked) if an equal key is found.
+    fn link_at_splice(
+        &self,
+        node: *mut Node,
+        height: usize,
+        key: &[u8],
+        prev: &mut [*mut Node; MAX_HEIGHT + 1],
+        next: &mut [*mut Node; MAX_HEIGHT + 1],
+    ) -> bool {
         for level in 0..height {
             loop {
                 // Not yet reachable at `level`, so a relaxed store suffices;
@@ -425,12 +471,159 @@ impl<C: KeyComparator> SkipList<C> {
                 next[level] = n;
             }
         }
-        // The next insert most likely follows this one: bracket it with
-        // the new node at the levels it has.
-        for level in 0..height {
-            sp.prev[level] = node;
-        }
         true
+    }
+
+    /// Inserts up to [`BATCH`] keys: key `i` has `lens[i]` bytes, written
+    /// in place by `fill(i, buf)`. Returns a bit mask of the keys inserted
+    /// (bit `i` clear: an equal key was present). Thread-safe, like
+    /// `insert_with`.
+    ///
+    /// Why: a search from the top is a chain of dependent cache misses
+    /// (each node's successor is known only once the node is loaded), and
+    /// it is most of an insert's time in a large memtable. Here the keys'
+    /// searches advance in turns, one step each, every step prefetching the
+    /// node its search compares next: while one search waits for memory
+    /// the others proceed (group prefetching), so a batch's misses overlap
+    /// instead of adding up. Each node is then linked from the neighbours
+    /// found, as a single insert links from its splice (a pair made stale
+    /// by an earlier key of the batch or by another thread fails its CAS
+    /// and the level is searched on from its `prev`, which stays before
+    /// the key). Keys that follow the previous insert (sequential loads)
+    /// keep the one-at-a-time path, which links them from the cached
+    /// splice without a search.
+    ///
+    /// REQUIRES: `lens.len() <= BATCH`, every `lens[i] <= MAX_KEY_LEN`.
+    pub fn insert_many_with(&self, lens: &[usize], mut fill: impl FnMut(usize, &mut [u8])) -> u32 {
+        let count = lens.len();
+        debug_assert!(count <= BATCH);
+        if count > BATCH || lens.iter().any(|&l| l > MAX_KEY_LEN) {
+            debug_assert!(false, "skiplist batch of {count} keys or an oversized key");
+            return 0;
+        }
+        let mut nodes = [ptr::null_mut::<Node>(); BATCH];
+        let mut heights = [0usize; BATCH];
+        for (i, &len) in lens.iter().enumerate() {
+            let height = random_height();
+            let node = self
+                .arena
+                .allocate(node_size(height, len))
+                .cast::<Node>()
+                .as_ptr();
+            // SAFETY: as in `insert_with_height`: a fresh zeroed allocation
+            // of `node_size(height, len)` bytes no other thread sees yet.
+            unsafe {
+                node.write(Node::new(height, len));
+                init_tower(node, height);
+                (*node).contents.write(|| {
+                    fill(
+                        i,
+                        std::slice::from_raw_parts_mut(
+                            node.cast::<u8>().add(NODE_HEADER + height * LINK),
+                            len,
+                        ),
+                    );
+                });
+            }
+            nodes[i] = node;
+            heights[i] = height;
+        }
+        let tallest = heights[..count].iter().copied().max().unwrap_or(1);
+        let current = self.max_height.load(Ordering::Relaxed);
+        let max = if tallest > current {
+            self.max_height
+                .fetch_max(tallest, Ordering::Relaxed)
+                .max(tallest)
+        } else {
+            current
+        };
+        // SAFETY (every `key_of` of `nodes` below): nodes written above,
+        // alive with the arena.
+        let follows_last_insert = count > 0
+            && self.splice.try_lock().is_ok_and(|mut sp| {
+                let follows =
+                    self.bracketing_level(&mut sp, unsafe { key_of(nodes[0]) }, max) == Some(0);
+                if !follows {
+                    // `bracketing_level` left the pairs below `max` to be
+                    // searched; this batch does not: search from the top
+                    // next time.
+                    sp.height = 0;
+                }
+                follows
+            });
+        let mut inserted = 0u32;
+        if count < 2 || follows_last_insert {
+            for i in 0..count {
+                if self.link_node(nodes[i], heights[i]) {
+                    inserted |= 1 << i;
+                }
+            }
+            return inserted;
+        }
+        // The interleaved searches: search `i` stands at `x[i]` on level
+        // `level[i]`, about to compare `n[i]` (its successor there, being
+        // prefetched). Its pairs go to `prev[i]`/`next[i]`.
+        let mut prev = [[ptr::null_mut::<Node>(); MAX_HEIGHT + 1]; BATCH];
+        let mut next = [[ptr::null_mut::<Node>(); MAX_HEIGHT + 1]; BATCH];
+        let mut x = [self.head.as_ptr(); BATCH];
+        let mut level = [max - 1; BATCH];
+        let mut n = [ptr::null_mut::<Node>(); BATCH];
+        let mut state = [Search::Running; BATCH];
+        for i in 0..count {
+            n[i] = self.next(x[i], max - 1);
+            prefetch_node(n[i]);
+        }
+        let mut running = count;
+        while running > 0 {
+            for i in 0..count {
+                if state[i] != Search::Running {
+                    continue;
+                }
+                let succ = n[i];
+                let ord = if succ.is_null() {
+                    CmpOrdering::Greater
+                } else {
+                    // SAFETY: a non-null link target is a published node.
+                    self.cmp
+                        .compare(unsafe { key_of(succ) }, unsafe { key_of(nodes[i]) })
+                };
+                let l = level[i];
+                if ord == CmpOrdering::Less {
+                    x[i] = succ;
+                    n[i] = self.next(succ, l);
+                    prefetch_node(n[i]);
+                    continue;
+                }
+                prev[i][l] = x[i];
+                next[i][l] = succ;
+                if ord == CmpOrdering::Equal {
+                    state[i] = Search::Equal;
+                    running -= 1;
+                } else if l == 0 {
+                    state[i] = Search::Found;
+                    running -= 1;
+                } else {
+                    level[i] = l - 1;
+                    n[i] = self.next(x[i], l - 1);
+                    prefetch_node(n[i]);
+                }
+            }
+        }
+        for i in 0..count {
+            // Every level below `max >= heights[i]` has its pair.
+            if state[i] == Search::Found
+                && self.link_at_splice(
+                    nodes[i],
+                    heights[i],
+                    unsafe { key_of(nodes[i]) },
+                    &mut prev[i],
+                    &mut next[i],
+                )
+            {
+                inserted |= 1 << i;
+            }
+        }
+        inserted
     }
 
     /// The lowest level from which `sp` needs no new search for `key`:

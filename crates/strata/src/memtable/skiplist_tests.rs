@@ -189,3 +189,71 @@ fn splice_stays_correct_when_other_inserts_go_between() {
     let want: Vec<Vec<u8>> = (0..n * threads).map(|i| i.to_be_bytes().to_vec()).collect();
     assert_eq!(collect_forward(&mut l.iter()), want);
 }
+
+#[test]
+fn batched_inserts_from_threads_find_every_place() {
+    // Threads insert overlapping random keys in batches of 1..=BATCH
+    // (searched together, then linked), mixed with single inserts and
+    // runs of sequential keys (the cached-splice path): each key is
+    // linked exactly once, the masks say which, and the list ends sorted
+    // and complete.
+    let threads = 4u64;
+    let per_thread: u64 = if cfg!(miri) { 60 } else { 20_000 };
+    let l = Arc::new(new_list());
+    let barrier = Arc::new(std::sync::Barrier::new(threads as usize));
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let (l, barrier) = (Arc::clone(&l), Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                barrier.wait();
+                let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ (t + 1);
+                let mut next = move || {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    rng
+                };
+                let mut mine = Vec::new();
+                let mut done = 0;
+                while done < per_thread {
+                    let size = (next() % BATCH as u64 + 1) as usize;
+                    let keys: Vec<[u8; 8]> = if next() % 4 == 0 {
+                        // A sequential run.
+                        let start = next() % 1_000_000;
+                        (0..size as u64)
+                            .map(|i| (start + i).to_be_bytes())
+                            .collect()
+                    } else {
+                        // Random keys, some repeated within the batch.
+                        (0..size)
+                            .map(|_| (next() % 1_000_000).to_be_bytes())
+                            .collect()
+                    };
+                    let lens: Vec<usize> = keys.iter().map(|k| k.len()).collect();
+                    let mask = l.insert_many_with(&lens, |i, buf| buf.copy_from_slice(&keys[i]));
+                    assert_eq!(mask >> size, 0, "bits only for the batch's keys");
+                    for (i, k) in keys.iter().enumerate() {
+                        if mask & (1 << i) != 0 {
+                            mine.push(*k);
+                        }
+                    }
+                    done += size as u64;
+                }
+                mine
+            })
+        })
+        .collect();
+    let mut inserted: Vec<[u8; 8]> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    let set: BTreeSet<[u8; 8]> = inserted.iter().copied().collect();
+    inserted.sort();
+    assert_eq!(inserted.len(), set.len(), "a key was inserted twice");
+    let keys = collect_forward(&mut l.iter());
+    let want: Vec<Vec<u8>> = set.iter().map(|k| k.to_vec()).collect();
+    assert_eq!(keys, want);
+    for k in set.iter().step_by(97) {
+        assert!(l.contains(k));
+    }
+}

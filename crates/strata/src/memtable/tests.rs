@@ -699,3 +699,76 @@ fn vector_rep_iterators_see_a_snapshot_and_later_seeks_see_more() {
     }
     reader.join().unwrap();
 }
+
+#[test]
+fn add_many_matches_one_at_a_time() {
+    // The same entries (puts, deletes, merges, range deletions, repeated
+    // user keys, runs of sequential keys) added one at a time and in
+    // batches of 1..=BATCH give the same entries, counts and sequence
+    // bounds, for the skiplist and for a rep without a batched insert.
+    for factory in [MemTableFactory::SkipList, MemTableFactory::Vector] {
+        let one = Arc::new(MemTable::with_factory(icmp(), 4096, factory.clone(), None));
+        let many = Arc::new(MemTable::with_factory(icmp(), 4096, factory.clone(), None));
+        let mut rng = Rng::seeded(7);
+        let n = scale(5000, 200) as u64;
+        let mut entries: Vec<(u64, ValueType, Vec<u8>, Vec<u8>)> = Vec::new();
+        for seq in 1..=n {
+            let t = match rng.next() % 10 {
+                0 => ValueType::Deletion,
+                1 => ValueType::Merge,
+                2 => ValueType::RangeDeletion,
+                3 => ValueType::SingleDeletion,
+                _ => ValueType::Value,
+            };
+            let k = if rng.next() % 3 == 0 {
+                seq
+            } else {
+                rng.next() % 500
+            };
+            let value = match t {
+                ValueType::RangeDeletion => user_key(k + 3),
+                ValueType::Deletion | ValueType::SingleDeletion => Vec::new(),
+                _ => format!("v{seq}").into_bytes(),
+            };
+            entries.push((seq, t, user_key(k), value));
+        }
+        for (seq, t, k, v) in &entries {
+            one.add(*seq, *t, k, v);
+        }
+        let mut i = 0;
+        while i < entries.len() {
+            let size = (rng.next() % skiplist::BATCH as u64 + 1) as usize;
+            let chunk: Vec<(u64, ValueType, &[u8], &[u8])> = entries
+                [i..(i + size).min(entries.len())]
+                .iter()
+                .map(|(s, t, k, v)| (*s, *t, k.as_slice(), v.as_slice()))
+                .collect();
+            many.add_many(&chunk);
+            i += size;
+        }
+        let dump = |m: &Arc<MemTable>| {
+            let mut it = m.iter();
+            it.seek_to_first();
+            let mut out = Vec::new();
+            while it.valid() {
+                out.push((it.key().to_vec(), it.value().to_vec()));
+                it.next();
+            }
+            out
+        };
+        assert_eq!(dump(&one), dump(&many), "{factory:?}");
+        assert_eq!(one.num_entries(), many.num_entries());
+        assert_eq!(one.num_deletes(), many.num_deletes());
+        assert_eq!(one.num_range_deletes(), many.num_range_deletes());
+        assert_eq!(one.first_seqno(), many.first_seqno());
+        assert_eq!(one.largest_seqno(), many.largest_seqno());
+        assert_eq!(one.range_tombstones(), many.range_tombstones());
+        for k in (0..600).step_by(7) {
+            assert_eq!(
+                one.get(&user_key(k), n),
+                many.get(&user_key(k), n),
+                "key {k}"
+            );
+        }
+    }
+}
