@@ -707,8 +707,8 @@ fn add_many_matches_one_at_a_time() {
     // batches of 1..=BATCH give the same entries, counts and sequence
     // bounds, for the skiplist and for a rep without a batched insert.
     for factory in [MemTableFactory::SkipList, MemTableFactory::Vector] {
-        let one = Arc::new(MemTable::with_factory(icmp(), 4096, factory.clone(), None));
-        let many = Arc::new(MemTable::with_factory(icmp(), 4096, factory.clone(), None));
+        let one = Arc::new(MemTable::with_factory(icmp(), 4096, factory, None));
+        let many = Arc::new(MemTable::with_factory(icmp(), 4096, factory, None));
         let mut rng = Rng::seeded(7);
         let n = scale(5000, 200) as u64;
         let mut entries: Vec<(u64, ValueType, Vec<u8>, Vec<u8>)> = Vec::new();
