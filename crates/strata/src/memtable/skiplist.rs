@@ -674,6 +674,9 @@ impl<C: KeyComparator> SkipList<C> {
         level: usize,
     ) -> (*mut Node, *mut Node, bool) {
         let mut x = before;
+        if level > 0 {
+            prefetch(self.next(x, level - 1));
+        }
         loop {
             let n = self.next(x, level);
             if n.is_null() {
@@ -681,8 +684,13 @@ impl<C: KeyComparator> SkipList<C> {
             }
             // Start loading `n`'s successor while `n`'s key is compared
             // (as RocksDB's FindSpliceForLevel): the walk is bound by
-            // memory latency, and this overlaps two misses.
+            // memory latency, and this overlaps two misses. If `n` turns
+            // out to be the last node before `key`, the search goes on one
+            // level down from it: start loading that successor too.
             prefetch(self.next(n, level));
+            if level > 0 {
+                prefetch(self.next(n, level - 1));
+            }
             // SAFETY: `n` was read from a link, so it is a published node.
             match self.cmp.compare(unsafe { key_of(n) }, key) {
                 CmpOrdering::Less => x = n,
@@ -740,7 +748,12 @@ impl<C: KeyComparator> SkipList<C> {
         loop {
             let n = self.next(x, level);
             if !n.is_null() {
+                // As in `find_splice_for_level`: `n`'s successors at this
+                // level and the next one down start loading.
                 prefetch(self.next(n, level));
+                if level > 0 {
+                    prefetch(self.next(n, level - 1));
+                }
             }
             // SAFETY: a non-null link target is a published node.
             let ord = (!n.is_null()).then(|| self.cmp.compare(unsafe { key_of(n) }, key));
