@@ -623,6 +623,21 @@ impl<C: KeyComparator> SkipList<C> {
                 inserted |= 1 << i;
             }
         }
+        // Leave the shared splice at the batch's last inserted key, as a
+        // single insert does, so that a next batch continuing a run of
+        // ascending keys takes the cached path. Its pairs satisfy the
+        // splice invariants as a single insert's do: found top down, moved
+        // only forward by the link, the node's own levels pointing at it.
+        if let Some(last) = (0..count).rev().find(|&i| inserted & (1 << i) != 0)
+            && let Ok(mut sp) = self.splice.try_lock()
+        {
+            sp.prev = prev[last];
+            sp.next = next[last];
+            sp.height = max;
+            for level in 0..heights[last] {
+                sp.prev[level] = nodes[last];
+            }
+        }
         inserted
     }
 

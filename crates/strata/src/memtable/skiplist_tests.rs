@@ -257,3 +257,36 @@ fn batched_inserts_from_threads_find_every_place() {
         assert!(l.contains(k));
     }
 }
+
+#[test]
+fn ascending_batches_stay_on_the_cached_splice() {
+    // A run of ascending keys loaded in batches links each key from the
+    // splice the previous batch left (a couple of comparisons a key), not
+    // from a search from the top, including after a batch that had to be
+    // searched (the first, and one of random keys).
+    use std::sync::atomic::AtomicUsize;
+    static COMPARISONS: AtomicUsize = AtomicUsize::new(0);
+    fn counting(a: &[u8], b: &[u8]) -> CmpOrdering {
+        COMPARISONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        a.cmp(b)
+    }
+    let l = SkipList::new(counting as BytewiseFn, Arc::new(Arena::new(4096)));
+    let batch = |keys: &[u64]| {
+        let keys: Vec<[u8; 8]> = keys.iter().map(|k| k.to_be_bytes()).collect();
+        let lens = vec![8; keys.len()];
+        let mask = l.insert_many_with(&lens, |i, buf| buf.copy_from_slice(&keys[i]));
+        assert_eq!(mask, (1 << keys.len()) - 1);
+    };
+    for start in (0..4000u64).step_by(8) {
+        batch(&(start..start + 8).collect::<Vec<_>>());
+    }
+    batch(&[
+        10_007, 20_011, 5_003, 30_011, 1_000_003, 4_007, 40_009, 4_015,
+    ]);
+    batch(&(1_000_004..1_000_012).collect::<Vec<_>>());
+    COMPARISONS.store(0, std::sync::atomic::Ordering::Relaxed);
+    batch(&(1_000_012..1_000_020).collect::<Vec<_>>());
+    let per_key = COMPARISONS.load(std::sync::atomic::Ordering::Relaxed) / 8;
+    assert!(per_key <= 4, "{per_key} comparisons a key");
+    assert_eq!(collect_forward(&mut l.iter()).len(), 4000 + 8 + 16);
+}
