@@ -31,8 +31,13 @@ use super::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile
 use crate::error::{Error, Result};
 
 /// Bytes a [`WritableFile`] buffers before handing them to the OS; appends of
-/// at least this size bypass the buffer.
-pub const WRITE_BUFFER_SIZE: usize = 64 * 1024;
+/// at least this size bypass the buffer. 1 MiB, RocksDB's default
+/// `writable_file_max_buffer_size`: a flush or compaction output goes to
+/// the kernel in 1 MiB writes (with 64 KiB ones, the write system calls'
+/// per-call and per-page work was half of a flush thread's time in a
+/// WAL-off bulk load; 1 MiB took that load from about 620K to 750K
+/// ops/sec, medians of alternating runs).
+pub const WRITE_BUFFER_SIZE: usize = 1024 * 1024;
 
 /// Read-ahead buffer size of a [`SequentialFile`].
 const READ_BUFFER_SIZE: usize = 64 * 1024;
