@@ -357,6 +357,15 @@ impl<C: KeyComparator> SkipList<C> {
         fill: impl FnOnce(&mut [u8]),
     ) -> bool {
         debug_assert!((1..=MAX_HEIGHT).contains(&height) && len <= MAX_KEY_LEN);
+        let node = self.new_node(height, len, fill);
+        self.link_node(node, height)
+    }
+
+    /// A new node of `height` levels for a key of `len` bytes, written by
+    /// `fill`; not yet linked (no other thread can reach it).
+    /// REQUIRES: `1 <= height <= MAX_HEIGHT`, `len <= MAX_KEY_LEN`.
+    #[inline]
+    fn new_node(&self, height: usize, len: usize, fill: impl FnOnce(&mut [u8])) -> *mut Node {
         let node = self.arena.allocate(node_size(height, len)).cast::<Node>();
         let node = node.as_ptr();
         // SAFETY: `node` is a fresh 8-aligned zeroed allocation of
@@ -374,21 +383,27 @@ impl<C: KeyComparator> SkipList<C> {
                 fill(key);
             });
         }
-        self.link_node(node, height)
+        node
     }
 
-    /// Links a fully written, unpublished node at levels `0..height`.
-    fn link_node(&self, node: *mut Node, height: usize) -> bool {
-        // Most inserts do not raise the height: skip the atomic
-        // read-modify-write then.
+    /// Raises `max_height` to at least `height`; returns the list's height
+    /// (at least `height`). Most inserts do not raise it: they skip the
+    /// atomic read-modify-write.
+    #[inline]
+    fn raise_max_height(&self, height: usize) -> usize {
         let current = self.max_height.load(Ordering::Relaxed);
-        let max = if height > current {
+        if height > current {
             self.max_height
                 .fetch_max(height, Ordering::Relaxed)
                 .max(height)
         } else {
             current
-        };
+        }
+    }
+
+    /// Links a fully written, unpublished node at levels `0..height`.
+    fn link_node(&self, node: *mut Node, height: usize) -> bool {
+        let max = self.raise_max_height(height);
         // SAFETY: `node` is a node of this list (written above) and alive.
         let key = unsafe { key_of(node) };
         let mut cached = self.splice.try_lock().ok();
@@ -505,38 +520,11 @@ impl<C: KeyComparator> SkipList<C> {
         let mut heights = [0usize; BATCH];
         for (i, &len) in lens.iter().enumerate() {
             let height = random_height();
-            let node = self
-                .arena
-                .allocate(node_size(height, len))
-                .cast::<Node>()
-                .as_ptr();
-            // SAFETY: as in `insert_with_height`: a fresh zeroed allocation
-            // of `node_size(height, len)` bytes no other thread sees yet.
-            unsafe {
-                node.write(Node::new(height, len));
-                init_tower(node, height);
-                (*node).contents.write(|| {
-                    fill(
-                        i,
-                        std::slice::from_raw_parts_mut(
-                            node.cast::<u8>().add(NODE_HEADER + height * LINK),
-                            len,
-                        ),
-                    );
-                });
-            }
+            let node = self.new_node(height, len, |key| fill(i, key));
             nodes[i] = node;
             heights[i] = height;
         }
-        let tallest = heights[..count].iter().copied().max().unwrap_or(1);
-        let current = self.max_height.load(Ordering::Relaxed);
-        let max = if tallest > current {
-            self.max_height
-                .fetch_max(tallest, Ordering::Relaxed)
-                .max(tallest)
-        } else {
-            current
-        };
+        let max = self.raise_max_height(heights[..count].iter().copied().max().unwrap_or(1));
         // SAFETY (every `key_of` of `nodes` below): nodes written above,
         // alive with the arena.
         let follows_last_insert = count > 0
