@@ -9,22 +9,24 @@
 //! fault takes 3 to 10 ms, and it happens on the thread of the write that
 //! crossed into the block: the longest write latencies of a 10M-key
 //! `fillrandom` were these faults. A flushed memtable's blocks go to the
-//! pool instead of back to the kernel, and the next memtable's arena takes
-//! them from it. Both directions are chores of the janitor thread
-//! (`util::janitor`), never of a write: a returned block is zeroed there
-//! before it is pooled (the arena hands out zeroed memory), and when an
-//! arena takes one of the last [`LOW_WATER`] blocks (or finds the pool
-//! empty) the janitor maps and faults in fresh blocks up to that mark, so
-//! a database's first memtables, before any was flushed, fault ahead of
-//! their writes too.
+//! pool instead of back to the kernel, as they are (not zeroed: the arena's
+//! callers write every byte they read), and the next memtable's arena takes
+//! them from it. When an arena that maps fresh huge pages
+//! (`Arena::set_fresh_huge_pages`) takes one of the last [`LOW_WATER`]
+//! blocks (or finds the pool empty), the janitor thread (`util::janitor`)
+//! maps and faults in fresh blocks up to that mark, so a database's first
+//! memtables, before any was flushed, fault ahead of their writes too;
+//! unmapping the blocks a full pool does not keep is its chore as well.
+//! Never a write's. A sequential arena's blocks of 4 KiB pages are pooled
+//! too (a 2 MiB block is one whatever its pages).
 //!
 //! The pool keeps at most `capacity` blocks (the database's largest write
 //! buffer, so the mapped memory never exceeds what one more memtable would
 //! hold); a block given to a full pool is unmapped. Everything left is
 //! unmapped when the database closes (the pool drops with it).
 //!
-//! Invariants: every pooled map is exactly [`HUGE_BLOCK_SIZE`] bytes and
-//! zeroed; the pool holds at most `capacity` of them; a map handed out by
+//! Invariants: every pooled map is exactly [`HUGE_BLOCK_SIZE`] bytes; the
+//! pool holds at most `capacity` of them; a map handed out by
 //! `take` is owned by one arena alone.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -63,44 +65,41 @@ impl ArenaBlockPool {
         self.blocks.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A pooled (zeroed) block, or `None` if the pool is empty. Either way,
-    /// a pool left below [`LOW_WATER`] is refilled in the background.
-    pub(crate) fn take(self: &Arc<Self>) -> Option<memmap2::MmapMut> {
+    /// A pooled block, or `None` if the pool is empty. Either way,
+    /// with `refill`, a pool left below [`LOW_WATER`] is refilled in the
+    /// background (an arena that would not map fresh huge pages itself
+    /// asks for none).
+    pub(crate) fn take(self: &Arc<Self>, refill: bool) -> Option<memmap2::MmapMut> {
         let (block, left) = {
             let mut blocks = self.lock();
             let b = blocks.pop();
             (b, blocks.len())
         };
-        if left < LOW_WATER {
+        if refill && left < LOW_WATER {
             self.request_refill();
         }
         debug_assert!(block.as_ref().is_none_or(|m| m.len() == HUGE_BLOCK_SIZE));
         block
     }
 
-    /// Keeps `blocks` for later arenas (zeroed on the janitor thread), or
-    /// unmaps those that do not fit (or are not whole huge-page blocks).
-    pub(crate) fn give(self: &Arc<Self>, blocks: Vec<memmap2::MmapMut>) {
-        if blocks.is_empty() {
-            return;
-        }
-        let pool = Arc::downgrade(self);
-        run_in_background(move || {
-            for mut b in blocks {
-                let Some(pool) = pool.upgrade() else {
-                    return;
-                };
-                if b.len() == HUGE_BLOCK_SIZE && pool.has_room() {
-                    b.fill(0);
-                    pool.push(b);
+    /// Keeps `blocks` for later arenas as they are (their bytes are not
+    /// cleared: the arena's callers write what they read), and unmaps those
+    /// that do not fit (or are not whole blocks) on the janitor thread.
+    pub(crate) fn give(&self, blocks: Vec<memmap2::MmapMut>) {
+        let mut extra = Vec::new();
+        {
+            let mut pooled = self.lock();
+            for b in blocks {
+                if b.len() == HUGE_BLOCK_SIZE && pooled.len() < self.capacity {
+                    pooled.push(b);
+                } else {
+                    extra.push(b);
                 }
-                // Otherwise `b` is unmapped as it drops here.
             }
-        });
-    }
-
-    fn has_room(&self) -> bool {
-        self.lock().len() < self.capacity
+        }
+        if !extra.is_empty() {
+            run_in_background(move || drop(extra));
+        }
     }
 
     /// Pools `b` if there is room (unmapping it otherwise).
@@ -172,7 +171,7 @@ mod tests {
     }
 
     #[test]
-    fn given_blocks_come_back_zeroed_and_at_most_capacity_are_kept() {
+    fn given_blocks_are_kept_as_they_are_up_to_capacity() {
         let pool = Arc::new(ArenaBlockPool::new(4 * HUGE_BLOCK_SIZE + 1));
         assert_eq!(pool.capacity_blocks(), 4);
         let dirty: Vec<_> = (0..5)
@@ -182,17 +181,27 @@ mod tests {
                 b
             })
             .collect();
+        // Pooled on the spot (the fifth is unmapped by the janitor).
         pool.give(dirty);
-        wait_for(&pool, 4 * HUGE_BLOCK_SIZE);
+        assert_eq!(pool.pooled_bytes(), 4 * HUGE_BLOCK_SIZE);
         let mut taken = Vec::new();
-        // Taking down to the low-water mark starts a refill, which stops
-        // at the mark again.
         for _ in 0..4 {
-            let b = pool.take().expect("pooled");
-            assert!(b.iter().all(|&x| x == 0), "a taken block is zeroed");
+            // Without `refill`, taking below the low-water mark maps
+            // nothing new.
+            let b = pool.take(false).expect("pooled");
+            assert!(
+                b.iter().all(|&x| x == 0xab),
+                "a pooled block is not cleared"
+            );
             taken.push(b);
         }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(pool.pooled_bytes(), 0);
+        // With it, the janitor refills up to the mark (zeroed, fresh).
+        assert!(pool.take(true).is_none());
         wait_for(&pool, LOW_WATER * HUGE_BLOCK_SIZE);
+        let fresh = pool.take(false).expect("refilled");
+        assert!(fresh.iter().all(|&x| x == 0), "a fresh block is zeroed");
         // A block of another size is never pooled.
         pool.give(vec![
             memmap2::MmapOptions::new()
@@ -200,16 +209,17 @@ mod tests {
                 .map_anon()
                 .expect("anonymous map"),
         ]);
+        assert_eq!(pool.pooled_bytes(), (LOW_WATER - 1) * HUGE_BLOCK_SIZE);
         pool.give(taken);
-        wait_for(&pool, 4 * HUGE_BLOCK_SIZE);
+        assert_eq!(pool.pooled_bytes(), 4 * HUGE_BLOCK_SIZE);
     }
 
     #[test]
     fn an_empty_pool_is_refilled_ahead_of_its_arenas() {
         let pool = Arc::new(ArenaBlockPool::new(8 * HUGE_BLOCK_SIZE));
-        assert!(pool.take().is_none());
+        assert!(pool.take(true).is_none());
         wait_for(&pool, LOW_WATER * HUGE_BLOCK_SIZE);
-        let b = pool.take().expect("refilled");
+        let b = pool.take(true).expect("refilled");
         assert!(b.iter().all(|&x| x == 0));
     }
 
@@ -217,7 +227,7 @@ mod tests {
     fn a_zero_capacity_pool_keeps_nothing() {
         let pool = Arc::new(ArenaBlockPool::new(HUGE_BLOCK_SIZE - 1));
         pool.give(vec![block()]);
-        assert!(pool.take().is_none());
+        assert!(pool.take(true).is_none());
         std::thread::sleep(std::time::Duration::from_millis(50));
         assert_eq!(pool.pooled_bytes(), 0);
     }

@@ -117,9 +117,8 @@ fn node_size(height: usize, key_len: usize) -> usize {
 unsafe fn link<'a>(node: *mut Node, level: usize) -> &'a AtomicPtr<Node> {
     // SAFETY: per the contract the tower slot at `level` is inside the node's
     // allocation, aligned to 8 (header and links are 8-byte multiples, the
-    // arena aligns to 8), and initialized (zeroed by the arena, or built by
-    // `init_tower` under loom, then only written atomically or before
-    // publication).
+    // arena aligns to 8), and initialized (built by `init_tower`, then only
+    // written atomically or before publication).
     unsafe {
         &*node
             .cast::<u8>()
@@ -129,15 +128,14 @@ unsafe fn link<'a>(node: *mut Node, level: usize) -> &'a AtomicPtr<Node> {
 }
 
 /// Constructs the null links of a fresh node's tower (levels
-/// `0..height`). Normal builds rely on the arena's zeroing instead (a zeroed
-/// `std` `AtomicPtr` is null), so this is a no-op there; loom atomics are
-/// model objects that must be constructed (see `sync`).
+/// `0..height`). The arena's memory is not necessarily zero (a pooled
+/// block holds an earlier memtable's bytes), and loom atomics are model
+/// objects that must be constructed (see `sync`).
 ///
 /// SAFETY (callers): `node` is a fresh, unpublished allocation of at least
 /// `node_size(height, _)` bytes, 8-aligned.
 #[inline(always)]
 unsafe fn init_tower(node: *mut Node, height: usize) {
-    #[cfg(loom)]
     for level in 0..height {
         // SAFETY: per the contract the slot is inside the allocation,
         // aligned, and not yet visible to any other thread.
@@ -148,8 +146,6 @@ unsafe fn init_tower(node: *mut Node, height: usize) {
                 .write(AtomicPtr::new(ptr::null_mut()));
         }
     }
-    #[cfg(not(loom))]
-    let _ = (node, height);
 }
 
 /// The key of `node`.
@@ -260,7 +256,15 @@ struct Splice {
     height: usize,
     prev: [*mut Node; MAX_HEIGHT + 1],
     next: [*mut Node; MAX_HEIGHT + 1],
+    /// Recent inserts' order: +1 for each that followed the last insert,
+    /// -1 for each that searched, kept within `±ORDER_SCORE_MAX`.
+    /// Reaching an end tells the arena whether fresh huge pages pay off
+    /// (`Arena::set_fresh_huge_pages`: not for sequential inserts).
+    order_score: i32,
 }
+
+/// See [`Splice::order_score`].
+const ORDER_SCORE_MAX: i32 = 16;
 
 impl Splice {
     /// A splice that brackets nothing yet (height 0: the next insert
@@ -269,6 +273,7 @@ impl Splice {
         height: 0,
         prev: [ptr::null_mut(); MAX_HEIGHT + 1],
         next: [ptr::null_mut(); MAX_HEIGHT + 1],
+        order_score: 0,
     };
 }
 
@@ -307,8 +312,8 @@ impl<C: KeyComparator> SkipList<C> {
     /// An empty list whose nodes are allocated from `arena`.
     pub fn new(cmp: C, arena: Arc<Arena>) -> Self {
         let head = arena.allocate(node_size(MAX_HEIGHT, 0)).cast::<Node>();
-        // SAFETY: `head` is a fresh, zeroed, 8-aligned allocation large
-        // enough for a header and MAX_HEIGHT links; zeroed links are nulls.
+        // SAFETY: `head` is a fresh, 8-aligned allocation large enough for
+        // a header and MAX_HEIGHT links, which `init_tower` makes null.
         unsafe {
             head.as_ptr().write(Node::new(MAX_HEIGHT, 0));
             init_tower(head.as_ptr(), MAX_HEIGHT);
@@ -368,10 +373,11 @@ impl<C: KeyComparator> SkipList<C> {
     fn new_node(&self, height: usize, len: usize, fill: impl FnOnce(&mut [u8])) -> *mut Node {
         let node = self.arena.allocate(node_size(height, len)).cast::<Node>();
         let node = node.as_ptr();
-        // SAFETY: `node` is a fresh 8-aligned zeroed allocation of
+        // SAFETY: `node` is a fresh 8-aligned allocation of
         // `node_size(height, len)` bytes that no other thread can see yet, so
         // writing the header and tower and taking a unique slice of the key
-        // bytes (which are initialized: zeroed) is sound.
+        // bytes (which are initialized: the arena's memory always is) is
+        // sound.
         unsafe {
             node.write(Node::new(height, len));
             init_tower(node, height);
@@ -654,17 +660,40 @@ impl<C: KeyComparator> SkipList<C> {
                     self.cmp.compare(key, unsafe { key_of(n) })
                 };
                 match order {
-                    CmpOrdering::Less => return Some(0),
+                    CmpOrdering::Less => {
+                        self.note_order(sp, true);
+                        return Some(0);
+                    }
                     CmpOrdering::Equal => return None,
                     CmpOrdering::Greater => {}
                 }
             }
         }
+        self.note_order(sp, false);
         sp.height = max;
         // Above the tallest level the head/end pair brackets every key.
         sp.prev[max] = self.head.as_ptr();
         sp.next[max] = ptr::null_mut();
         Some(max)
+    }
+
+    /// Counts an insert that followed the last one (`sequential`) or
+    /// searched, and tells the arena when the recent inserts turn out all
+    /// sequential (no fresh huge pages) or all searched (fresh huge pages
+    /// again). A local splice (an insert that lost the shared one) never
+    /// reaches either end.
+    fn note_order(&self, sp: &mut Splice, sequential: bool) {
+        let score = if sequential {
+            (sp.order_score + 1).min(ORDER_SCORE_MAX)
+        } else {
+            (sp.order_score - 1).max(-ORDER_SCORE_MAX)
+        };
+        if score != sp.order_score {
+            sp.order_score = score;
+            if score.abs() == ORDER_SCORE_MAX {
+                self.arena.set_fresh_huge_pages(!sequential);
+            }
+        }
     }
 
     /// Starting at `before` (whose key is < `key`, or the head), walks

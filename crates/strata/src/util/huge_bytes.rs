@@ -60,17 +60,27 @@ fn map(len: usize) -> Option<memmap2::MmapMut> {
 /// mappings of whole huge pages, so a 2 MiB block is one page). `None`
 /// where mapping is not available or fails: the caller allocates from the
 /// heap instead.
-#[cfg(all(target_os = "linux", not(loom), not(miri)))]
 pub fn map_huge(size: usize) -> Option<memmap2::MmapMut> {
+    map_anon(size, true)
+}
+
+/// A zero-filled anonymous mapping of `size` bytes advised for (`huge`)
+/// or against transparent huge pages; `None` as for [`map_huge`].
+#[cfg(all(target_os = "linux", not(loom), not(miri)))]
+pub fn map_anon(size: usize, huge: bool) -> Option<memmap2::MmapMut> {
     let m = memmap2::MmapOptions::new().len(size).map_anon().ok()?;
     // Advice only: without transparent huge pages the mapping is still
     // plain zeroed memory.
-    let _ = m.advise(memmap2::Advice::HugePage);
+    let _ = m.advise(if huge {
+        memmap2::Advice::HugePage
+    } else {
+        memmap2::Advice::NoHugePage
+    });
     Some(m)
 }
 
 #[cfg(not(all(target_os = "linux", not(loom), not(miri))))]
-pub fn map_huge(_size: usize) -> Option<memmap2::MmapMut> {
+pub fn map_anon(_size: usize, _huge: bool) -> Option<memmap2::MmapMut> {
     None
 }
 
