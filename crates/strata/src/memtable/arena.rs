@@ -3,8 +3,9 @@
 //!
 //! Owns: blocks of memory obtained (zeroed) from the global allocator, or
 //! for arenas of [`HUGE_BLOCK_SIZE`] blocks (large write buffers) mapped
-//! from the kernel and advised to be transparent huge pages. Small
-//! A huge-page arena may draw its blocks from, and return them to, its
+//! from the kernel and advised to be transparent huge pages (or, while
+//! inserts are sequential, not: [`Arena::set_fresh_huge_pages`]). A
+//! huge-page arena may draw its blocks from, and return them to, its
 //! database's [`ArenaBlockPool`] (see there for why). Small
 //! allocations are carved from the current block; an allocation larger than
 //! a quarter of the block size gets a block of its own so the current block
@@ -94,8 +95,7 @@ pub struct Arena {
     /// Where huge-page blocks come from first and go back to.
     pool: Option<std::sync::Arc<ArenaBlockPool>>,
     /// A huge-page arena maps fresh huge pages when the pool has none
-    /// (else it takes an ordinary heap block). See
-    /// [`Arena::set_fresh_huge_pages`].
+    /// (else a block of 4 KiB pages). See [`Arena::set_fresh_huge_pages`].
     fresh_huge: std::sync::atomic::AtomicBool,
 }
 
@@ -182,6 +182,11 @@ impl Arena {
     pub fn set_fresh_huge_pages(&self, on: bool) {
         self.fresh_huge
             .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// See [`Arena::set_fresh_huge_pages`].
+    pub fn fresh_huge_pages(&self) -> bool {
+        self.fresh_huge.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The size of the shared blocks.
@@ -292,7 +297,7 @@ impl Arena {
     /// accounting. REQUIRES: the caller holds the `blocks` lock.
     fn push_block(&self, blocks: &mut MutexGuard<'_, Vec<Block>>, size: usize) -> NonNull<u8> {
         let huge = self.block_size == HUGE_BLOCK_SIZE && size == HUGE_BLOCK_SIZE;
-        let fresh = self.fresh_huge.load(std::sync::atomic::Ordering::Relaxed);
+        let fresh = self.fresh_huge_pages();
         let mapped = huge
             .then(|| {
                 self.pool

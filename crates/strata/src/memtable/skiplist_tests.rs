@@ -166,6 +166,33 @@ fn splice_follows_runs_jumps_and_duplicates() {
 }
 
 #[test]
+fn insert_order_tells_the_arena_whether_fresh_huge_pages_pay_off() {
+    // Ascending keys follow the splice: after a run of them the arena
+    // stops mapping fresh huge pages; scattered keys search, and turn them
+    // back on. A short run of the other kind does not flip it.
+    let l = new_list();
+    let arena = Arc::clone(l.arena());
+    assert!(arena.fresh_huge_pages(), "on by default");
+    let ascending = |from: u32, n: u32| {
+        for k in from..from + n {
+            l.insert(&k.to_be_bytes());
+        }
+    };
+    let scattered = |from: u32, n: u32| {
+        for i in from..from + n {
+            l.insert(&i.wrapping_mul(2_654_435_761).to_be_bytes());
+        }
+    };
+    ascending(0, 40);
+    assert!(!arena.fresh_huge_pages(), "sequential inserts turn it off");
+    scattered(1, 3);
+    ascending(100, 3);
+    assert!(!arena.fresh_huge_pages(), "a few searches do not flip it");
+    scattered(10, 40);
+    assert!(arena.fresh_huge_pages(), "random inserts turn it back on");
+}
+
+#[test]
 fn splice_stays_correct_when_other_inserts_go_between() {
     // Each thread inserts an ascending stride (t, t + T, t + 2T, ...), so
     // almost every insert lands right after another thread's last one:
