@@ -38,6 +38,8 @@ use std::alloc::{self, Layout};
 use std::mem::size_of;
 use std::ptr::{self, NonNull};
 use std::sync::PoisonError;
+// A hint, not a modeled atomic: `std`'s even under loom.
+use std::sync::atomic::AtomicBool;
 
 use super::block_pool::ArenaBlockPool;
 use super::sync::{AtomicPtr, AtomicUsize, Mutex, MutexGuard, Ordering};
@@ -96,7 +98,7 @@ pub struct Arena {
     pool: Option<std::sync::Arc<ArenaBlockPool>>,
     /// A huge-page arena maps fresh huge pages when the pool has none
     /// (else a block of 4 KiB pages). See [`Arena::set_fresh_huge_pages`].
-    fresh_huge: std::sync::atomic::AtomicBool,
+    fresh_huge: AtomicBool,
 }
 
 // SAFETY: the raw pointers in `current` and `blocks` point to heap blocks the
@@ -144,7 +146,7 @@ impl Arena {
             blocks: Mutex::new(Vec::new()),
             memory_usage: AtomicUsize::new(0),
             pool: pool.filter(|_| block_size == HUGE_BLOCK_SIZE),
-            fresh_huge: std::sync::atomic::AtomicBool::new(true),
+            fresh_huge: AtomicBool::new(true),
         }
     }
 
@@ -161,7 +163,7 @@ impl Arena {
             blocks: Mutex::new(Vec::new()),
             memory_usage: AtomicUsize::new(0),
             pool: None,
-            fresh_huge: std::sync::atomic::AtomicBool::new(true),
+            fresh_huge: AtomicBool::new(true),
         }
     }
 
@@ -180,13 +182,12 @@ impl Arena {
     /// in).
     /// Random inserts keep huge pages (about 10% faster for them).
     pub fn set_fresh_huge_pages(&self, on: bool) {
-        self.fresh_huge
-            .store(on, std::sync::atomic::Ordering::Relaxed);
+        self.fresh_huge.store(on, Ordering::Relaxed);
     }
 
     /// See [`Arena::set_fresh_huge_pages`].
     pub fn fresh_huge_pages(&self) -> bool {
-        self.fresh_huge.load(std::sync::atomic::Ordering::Relaxed)
+        self.fresh_huge.load(Ordering::Relaxed)
     }
 
     /// The size of the shared blocks.

@@ -102,14 +102,6 @@ impl ArenaBlockPool {
         }
     }
 
-    /// Pools `b` if there is room (unmapping it otherwise).
-    fn push(&self, b: memmap2::MmapMut) {
-        let mut blocks = self.lock();
-        if blocks.len() < self.capacity {
-            blocks.push(b);
-        }
-    }
-
     fn request_refill(self: &Arc<Self>) {
         if self.capacity == 0 || self.refilling.swap(true, Ordering::AcqRel) {
             return;
@@ -129,7 +121,7 @@ impl ArenaBlockPool {
                 for i in (0..b.len()).step_by(4096) {
                     b[i] = 0;
                 }
-                pool.push(b);
+                pool.give(vec![b]);
             }
             pool.refilling.store(false, Ordering::Release);
         });
