@@ -417,3 +417,55 @@ fn options_strata_does_not_know_are_reported_once_in_the_log() {
         lines[0]
     );
 }
+
+/// A memtable switch keeps a WAL that no write reached (writes with the
+/// WAL disabled), as RocksDB does (`log_empty_`): a flush starts no new
+/// WAL file then. A logged write after the switch lands in the kept WAL
+/// and is recovered after a power loss, beside the flushed data; once a
+/// write reached the WAL, the next switch starts a new one.
+#[test]
+fn a_switch_keeps_a_wal_no_write_reached() {
+    let fs = MemFileSystem::new();
+    let db = DB::open(opts(&fs, WalRecoveryMode::PointInTime), "/db").unwrap();
+    let first = db.get_current_wal_file().unwrap().log_number;
+    let unlogged = WriteOptions {
+        disable_wal: true,
+        ..WriteOptions::default()
+    };
+    let synced = WriteOptions {
+        sync: true,
+        ..WriteOptions::default()
+    };
+    for round in 0..3u8 {
+        db.put(&unlogged, &[b'u', round], b"flushed").unwrap();
+        db.flush().unwrap();
+        assert_eq!(db.get_current_wal_file().unwrap().log_number, first);
+        let alive: Vec<u64> = db
+            .sorted_wal_files()
+            .unwrap()
+            .iter()
+            .map(|w| w.log_number)
+            .collect();
+        assert_eq!(alive, [first], "round {round}");
+    }
+    db.put(&synced, b"logged", b"after the switches").unwrap();
+    drop(db);
+    fs.crash_drop_unsynced();
+    let db = DB::open(opts(&fs, WalRecoveryMode::PointInTime), "/db").unwrap();
+    let ro = ReadOptions::default();
+    for round in 0..3u8 {
+        assert_eq!(
+            db.get(&ro, &[b'u', round]).unwrap().as_deref(),
+            Some(&b"flushed"[..])
+        );
+    }
+    assert_eq!(
+        db.get(&ro, b"logged").unwrap().as_deref(),
+        Some(&b"after the switches"[..])
+    );
+    // A write that reached the WAL: the next switch starts a new one.
+    let reopened = db.get_current_wal_file().unwrap().log_number;
+    db.put(&synced, b"x", b"y").unwrap();
+    db.flush().unwrap();
+    assert!(db.get_current_wal_file().unwrap().log_number > reopened);
+}

@@ -808,6 +808,7 @@ impl DbInner {
         {
             let mut wal = crate::util::sync::lock(&self.wal);
             wal.current = Some(LogWriter::new(file, new_wal, false));
+            wal.current_written = false;
             wal.dir_synced = true;
         }
         // As RocksDB, the archive directory exists once archiving is on.

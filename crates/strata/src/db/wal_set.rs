@@ -44,6 +44,10 @@ pub(crate) struct ClosedWal {
 #[derive(Default)]
 pub(crate) struct WalSet {
     pub(crate) current: Option<LogWriter>,
+    /// A write reached the current WAL (RocksDB's `!log_empty_`): until
+    /// one does, a memtable switch keeps the current WAL for the next
+    /// memtables instead of starting a new one.
+    pub(crate) current_written: bool,
     /// The current WAL's directory entry is durable.
     pub(crate) dir_synced: bool,
     /// Closed WALs not yet synced, oldest first.

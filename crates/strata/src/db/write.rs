@@ -816,8 +816,9 @@ impl DbInner {
             if sync {
                 wal.sync_closed_and_dir(&self.fs, &self.wal_dir)?;
             }
+            wal.current_mut()?.add_record(data)?;
+            wal.current_written = true;
             let writer = wal.current_mut()?;
-            writer.add_record(data)?;
             crate::crash_point!("wal::after_append");
             if sync {
                 record(stats, Ticker::WalFileSynced, 1);
@@ -996,8 +997,9 @@ impl DbInner {
         Ok(st)
     }
 
-    /// Starts a new WAL and moves the memtables of `cfs` to their immutable
-    /// lists. No fsync happens here: the old WAL's bytes go to the OS and
+    /// Starts a new WAL (unless no write reached the current one, which
+    /// the next memtables then keep) and moves the memtables of `cfs` to
+    /// their immutable lists. No fsync happens here: the old WAL's bytes go to the OS and
     /// its handle waits in the WAL set for a later sync (`wal_set.rs`); the
     /// new WAL starts with a record naming the old one and its length, so
     /// recovery can tell a predecessor cut short by a power loss.
@@ -1016,6 +1018,21 @@ impl DbInner {
             self.write_path.last_allocated.load(Ordering::Acquire),
             self.last_sequence.load(Ordering::Acquire)
         );
+        let wal = lock(&self.wal);
+        if wal.current.is_some() && !wal.current_written {
+            // No write reached the current WAL (writes with the WAL
+            // disabled, or none): the next memtables keep it, as in
+            // RocksDB (`log_empty_`). No file to create, and no seal,
+            // whose cut of a mapped log's reserved tail can wait
+            // milliseconds on a discard; no record of the switched
+            // memtables is in it, so replaying it after their flush
+            // replays only what came later.
+            drop(wal);
+            let current = st.wal_number;
+            self.switch_memtables_to(st, cfs, current);
+            return Ok(());
+        }
+        drop(wal);
         let new_wal = st.versions.new_file_number();
         let path = self.wal_dir.join(crate::filename::log_file_name(new_wal));
         let file = self.new_wal_file(&path)?;
@@ -1041,6 +1058,7 @@ impl DbInner {
             Ok(())
         })();
         wal.current = Some(writer);
+        wal.current_written = false;
         wal.dir_synced = false;
         drop(wal);
         if let Err(e) = switched {
@@ -1049,10 +1067,18 @@ impl DbInner {
         }
         st.wal_number = new_wal;
         st.files.wal_created(new_wal);
+        self.switch_memtables_to(st, cfs, new_wal);
+        Ok(())
+    }
+
+    /// Moves the non-empty memtables of `cfs` to their immutable lists
+    /// (each with the WAL it has written to) and gives every one of `cfs`
+    /// a memtable backed by WAL `wal`.
+    fn switch_memtables_to(&self, st: &mut DbState, cfs: &[u32], wal: u64) {
         for id in cfs {
             if let Some(cf) = st.cfs.get_mut(id) {
                 if cf.mem.is_empty() {
-                    cf.mem_wal = new_wal;
+                    cf.mem_wal = wal;
                     continue;
                 }
                 let fresh = super::new_memtable(
@@ -1064,12 +1090,11 @@ impl DbInner {
                 let old = std::mem::replace(&mut cf.mem, fresh);
                 old.mark_immutable();
                 cf.imms.push((old, cf.mem_wal));
-                cf.mem_wal = new_wal;
+                cf.mem_wal = wal;
                 st.memtables_changed();
             }
         }
         self.install_super_versions(st);
-        Ok(())
     }
 }
 
