@@ -48,8 +48,11 @@ pub struct DbKnobs {
     pub blob_compaction_readahead_size: u64,
     pub blob_file_starting_level: c_int,
     pub prepopulate_blob_cache: c_int,
-    /// Incremental sync_file_range of tables and WALs: Strata syncs when
-    /// the durability contract says so and not in between.
+    /// Incremental write-back (`sync_file_range`) of flush and compaction
+    /// outputs: the engine's `Options::bytes_per_sync` (its default, 1
+    /// MiB, unless set). WALs: Strata syncs them when the durability
+    /// contract says so and not in between, so `wal_bytes_per_sync` is
+    /// kept only.
     pub bytes_per_sync: u64,
     pub wal_bytes_per_sync: u64,
     /// Readahead of compaction inputs: Strata's compaction reads whole
@@ -127,7 +130,7 @@ impl Default for DbKnobs {
             blob_compaction_readahead_size: 0,
             blob_file_starting_level: 0,
             prepopulate_blob_cache: 0,
-            bytes_per_sync: 0,
+            bytes_per_sync: strata::Options::default().bytes_per_sync,
             wal_bytes_per_sync: 0,
             compaction_readahead_size: 0,
             delete_obsolete_files_period_micros: 6 * 60 * 60 * 1_000_000,

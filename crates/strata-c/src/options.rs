@@ -42,6 +42,7 @@ impl rocksdb_options_t {
         }
         let mut o = self.opts.clone();
         o.max_background_jobs = self.knobs.background_jobs(o.max_background_jobs);
+        o.bytes_per_sync = self.knobs.bytes_per_sync;
         Ok(o)
     }
 }

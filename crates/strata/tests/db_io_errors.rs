@@ -446,3 +446,43 @@ fn contents_of(db: &DB) -> Vec<(Vec<u8>, Vec<u8>)> {
     it.status().unwrap();
     out
 }
+
+/// `bytes_per_sync` asks a flush's output for range syncs as it grows
+/// (none with 0), and a failed range sync, a hint with no durability
+/// promise, fails nothing: the flush, the writes and a reopen go on.
+#[test]
+fn range_syncs_are_hints_that_cannot_fail_a_flush() {
+    use strata::fs::fault::OpKind;
+    for bytes_per_sync in [0u64, 16 << 10] {
+        let fs = Arc::new(FaultInjectionFileSystem::new(
+            Arc::new(MemFileSystem::new()),
+        ));
+        fs.fail_op(&[OpKind::RangeSync], None, 0, FailMode::Persistent);
+        let mut o = options(&fs);
+        o.cf.write_buffer_size = 1 << 20;
+        o.cf.compression = strata::CompressionType::None;
+        o.bytes_per_sync = bytes_per_sync;
+        let db = DB::open(o.clone(), "/db").unwrap();
+        let wo = WriteOptions::default();
+        for i in 0..2000 {
+            db.put(&wo, &key(i), &value(i)).unwrap();
+        }
+        db.flush().unwrap();
+        let asked = fs.injected_count();
+        if bytes_per_sync == 0 {
+            assert_eq!(asked, 0, "no range sync without bytes_per_sync");
+        } else {
+            // About 230 KB of table: a range sync every 16 KiB.
+            assert!(asked >= 5, "{asked} range syncs");
+        }
+        db.close().unwrap();
+        let db = DB::open(o, "/db").unwrap();
+        for i in 0..2000 {
+            assert_eq!(
+                db.get(&ReadOptions::default(), &key(i)).unwrap(),
+                Some(value(i)),
+                "key {i}"
+            );
+        }
+    }
+}

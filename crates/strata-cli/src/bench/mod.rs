@@ -539,6 +539,10 @@ fn apply_table_format_flags(f: &Flags, cfg: &Config, o: &mut Options) -> Result<
     o.allow_mmap_writes = f.bool("mmap_write")?;
     o.use_direct_reads = f.bool("use_direct_reads")?;
     o.use_direct_io_for_flush_and_compaction = f.bool("use_direct_io_for_flush_and_compaction")?;
+    // Strata's default (1 MiB) unless given; RocksDB's is 0.
+    if f.get("bytes_per_sync").is_some() {
+        o.bytes_per_sync = f.num("bytes_per_sync", 0)?;
+    }
     // Strata's defaults (a small whole-key memtable bloom) unless asked.
     if f.get("memtable_bloom_size_ratio").is_some() {
         o.cf.memtable_prefix_bloom_size_ratio = f.num("memtable_bloom_size_ratio", 0.0)?;

@@ -60,6 +60,8 @@ pub struct JobContext<'a> {
     pub checksum_factory: Option<crate::util::file_checksum::FileChecksumGenFactoryRef>,
     /// How outputs are written (buffered, direct I/O or memory maps).
     pub write_mode: crate::fs::TableWriteMode,
+    /// Write-back started every this many bytes of an output (0: never).
+    pub bytes_per_sync: u64,
     /// Writes a line to the database's LOG (an output table written
     /// block-based instead of its column family's CuckooTable format).
     pub log: Option<&'a (dyn Fn(&str) + Sync)>,
@@ -388,7 +390,7 @@ fn open_file(
 ) -> Result<OutputFile> {
     let number = (ctx.new_file_number)();
     let path = ctx.dir.join(crate::filename::table_file_name(number));
-    let file = crate::fs::new_table_output(&*ctx.fs, &path, ctx.write_mode)?;
+    let file = crate::fs::new_table_output(&*ctx.fs, &path, ctx.write_mode, ctx.bytes_per_sync)?;
     created.push(number);
     let (file, checksum) =
         crate::fs::checksum_file::maybe_checksummed(file, ctx.checksum_factory.as_ref());

@@ -498,6 +498,7 @@ impl DbInner {
             identity: self.table_identity(),
             checksum_factory: self.options.file_checksum_gen_factory.clone(),
             write_mode: self.options.table_write_mode(),
+            bytes_per_sync: self.options.bytes_per_sync,
             log: Some(&log),
         };
         job::run(c, &ctx)

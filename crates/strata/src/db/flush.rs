@@ -230,7 +230,12 @@ impl DbInner {
         }
         // Flushes write to the first table path (RocksDB's path id 0).
         let path = self.table_paths.table_file(0, number);
-        let file = crate::fs::new_table_output(&*self.fs, &path, self.options.table_write_mode())?;
+        let file = crate::fs::new_table_output(
+            &*self.fs,
+            &path,
+            self.options.table_write_mode(),
+            self.options.bytes_per_sync,
+        )?;
         let (file, checksum) = crate::fs::checksum_file::maybe_checksummed(
             file,
             self.options.file_checksum_gen_factory.as_ref(),

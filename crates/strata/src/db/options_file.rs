@@ -90,6 +90,7 @@ pub(crate) fn render(opts: &Options, cfs: &[(u32, &str, &ColumnFamilyOptions)]) 
         "use_direct_io_for_flush_and_compaction",
         &opts.use_direct_io_for_flush_and_compaction,
     );
+    kv(&mut s, "bytes_per_sync", &opts.bytes_per_sync);
     kv(&mut s, "max_background_jobs", &opts.max_background_jobs);
     kv(&mut s, "max_subcompactions", &opts.max_subcompactions);
     kv(&mut s, "db_write_buffer_size", &opts.db_write_buffer_size);

@@ -342,6 +342,7 @@ impl OptionsFile {
                     o.use_direct_io_for_flush_and_compaction = boolean(file, k, v)?
                 }
                 "manual_wal_flush" => o.manual_wal_flush = boolean(file, k, v)?,
+                "bytes_per_sync" => o.bytes_per_sync = num(file, k, v)?,
                 "WAL_ttl_seconds" => o.wal_ttl_seconds = num(file, k, v)?,
                 // Written escaped (`escape`), as RocksDB writes strings.
                 "db_host_id" => o.db_host_id = unescape(v),

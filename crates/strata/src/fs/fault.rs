@@ -45,6 +45,8 @@ pub enum OpKind {
     Sync,
     /// `WritableFile::close`.
     Close,
+    /// `WritableFile::range_sync` (`bytes_per_sync`).
+    RangeSync,
     /// `RandomAccessFile::read_at` and `SequentialFile::read`.
     Read,
     /// `SequentialFile::skip`.
@@ -305,6 +307,11 @@ impl WritableFile for FaultWritableFile {
 
     fn size(&self) -> u64 {
         self.inner.size()
+    }
+
+    fn range_sync(&mut self) -> Result<()> {
+        check(&self.shared, OpKind::RangeSync, &[&self.path])?;
+        self.inner.range_sync()
     }
 }
 

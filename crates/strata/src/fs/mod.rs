@@ -24,6 +24,7 @@ pub mod mem;
 pub mod posix;
 mod posix_direct;
 mod posix_mmap_write;
+pub mod range_sync;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -47,6 +48,14 @@ pub trait WritableFile: Send {
     /// `sync` still works, appends fail. The default flushes.
     fn seal(&mut self) -> Result<()> {
         self.flush()
+    }
+    /// Starts writing back to the disk the bytes already handed to the OS,
+    /// without waiting for it and without any durability promise
+    /// (RocksDB's `RangeSync`: `sync_file_range(SYNC_FILE_RANGE_WRITE)`),
+    /// so the `sync` that ends a large file waits for less. A hint: the
+    /// default does nothing.
+    fn range_sync(&mut self) -> Result<()> {
+        Ok(())
     }
 }
 
@@ -88,13 +97,18 @@ pub enum TableWriteMode {
 }
 
 /// Creates table file `path` for a flush or compaction output, written as
-/// `mode` says.
+/// `mode` says; a buffered one starts writing back every `bytes_per_sync`
+/// bytes (0: never), see [`range_sync::RangeSyncFile`].
 pub fn new_table_output(
     fs: &dyn FileSystem,
     path: &Path,
     mode: TableWriteMode,
+    bytes_per_sync: u64,
 ) -> Result<Box<dyn WritableFile>> {
     match mode {
+        TableWriteMode::Buffered if bytes_per_sync > 0 => Ok(Box::new(
+            range_sync::RangeSyncFile::new(fs.new_writable_file(path)?, bytes_per_sync),
+        )),
         TableWriteMode::Buffered => fs.new_writable_file(path),
         TableWriteMode::Direct => fs.new_direct_writable_file(path),
         TableWriteMode::Mmap => fs.new_mmap_writable_file(path),
