@@ -816,9 +816,10 @@ impl DbInner {
             if sync {
                 wal.sync_closed_and_dir(&self.fs, &self.wal_dir)?;
             }
-            wal.current_mut()?.add_record(data)?;
+            // Marked first: a failed append may still have left bytes.
             wal.current_written = true;
             let writer = wal.current_mut()?;
+            writer.add_record(data)?;
             crate::crash_point!("wal::after_append");
             if sync {
                 record(stats, Ticker::WalFileSynced, 1);
@@ -1019,6 +1020,11 @@ impl DbInner {
             self.last_sequence.load(Ordering::Acquire)
         );
         let wal = lock(&self.wal);
+        debug_assert!(
+            wal.current
+                .as_ref()
+                .is_none_or(|w| w.log_number() == st.wal_number)
+        );
         if wal.current.is_some() && !wal.current_written {
             // No write reached the current WAL (writes with the WAL
             // disabled, or none): the next memtables keep it, as in
