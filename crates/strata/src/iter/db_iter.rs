@@ -423,6 +423,11 @@ impl DBIter {
     fn find_prev_user_entry(&mut self) {
         self.valid = false;
         self.value_in_inner = false;
+        // The key and value buffers are reused from entry to entry (no
+        // allocation per step back); their contents mean nothing while
+        // `valid` is false.
+        let mut user_key = std::mem::take(&mut self.key);
+        let mut base = std::mem::take(&mut self.value);
         loop {
             if !self.inner.valid() {
                 if let Err(e) = self.inner.status() {
@@ -438,12 +443,14 @@ impl DBIter {
                 ));
                 return;
             };
-            let user_key = p.user_key.to_vec();
+            user_key.clear();
+            user_key.extend_from_slice(p.user_key);
             if self.below_lower(&user_key) {
                 return;
             }
-            // Walk this user key's entries, oldest first.
-            let mut base: Option<Vec<u8>> = None;
+            // Walk this user key's entries, oldest first; `base` holds the
+            // newest visible value when `has_base`.
+            let mut has_base = false;
             let mut operands: Vec<Vec<u8>> = Vec::new();
             let mut deleted = true;
             while self.inner.valid() {
@@ -466,12 +473,14 @@ impl DBIter {
                     };
                     match t {
                         ValueType::Value => {
-                            base = Some(self.inner.value().to_vec());
+                            base.clear();
+                            base.extend_from_slice(self.inner.value());
+                            has_base = true;
                             operands.clear();
                             deleted = false;
                         }
                         ValueType::Deletion | ValueType::SingleDeletion => {
-                            base = None;
+                            has_base = false;
                             operands.clear();
                             deleted = true;
                         }
@@ -497,9 +506,13 @@ impl DBIter {
                 continue;
             }
             let value = if operands.is_empty() {
-                base.unwrap_or_default()
+                if !has_base {
+                    base.clear();
+                }
+                base
             } else {
-                match self.merge(&user_key, base.as_deref(), &operands) {
+                let b = has_base.then_some(&base[..]);
+                match self.merge(&user_key, b, &operands) {
                     Some(v) => v,
                     None => return,
                 }
