@@ -48,12 +48,9 @@ pub struct DbKnobs {
     pub blob_compaction_readahead_size: u64,
     pub blob_file_starting_level: c_int,
     pub prepopulate_blob_cache: c_int,
-    /// Incremental write-back (`sync_file_range`) of flush and compaction
-    /// outputs: the engine's `Options::bytes_per_sync` (its default, 1
-    /// MiB, unless set). WALs: Strata syncs them when the durability
-    /// contract says so and not in between, so `wal_bytes_per_sync` is
-    /// kept only.
-    pub bytes_per_sync: u64,
+    /// Incremental write-back of WALs: Strata syncs them when the
+    /// durability contract says so and not in between. (Tables' is the
+    /// engine's `Options::bytes_per_sync`, set in `options.rs`.)
     pub wal_bytes_per_sync: u64,
     /// Readahead of compaction inputs: Strata's compaction reads whole
     /// blocks through its table readers.
@@ -130,7 +127,6 @@ impl Default for DbKnobs {
             blob_compaction_readahead_size: 0,
             blob_file_starting_level: 0,
             prepopulate_blob_cache: 0,
-            bytes_per_sync: strata::Options::default().bytes_per_sync,
             wal_bytes_per_sync: 0,
             compaction_readahead_size: 0,
             delete_obsolete_files_period_micros: 6 * 60 * 60 * 1_000_000,
@@ -322,12 +318,6 @@ plain_knob!(
     rocksdb_options_get_prepopulate_blob_cache,
     prepopulate_blob_cache,
     c_int
-);
-plain_knob!(
-    rocksdb_options_set_bytes_per_sync,
-    rocksdb_options_get_bytes_per_sync,
-    bytes_per_sync,
-    u64
 );
 plain_knob!(
     rocksdb_options_set_wal_bytes_per_sync,

@@ -42,7 +42,6 @@ impl rocksdb_options_t {
         }
         let mut o = self.opts.clone();
         o.max_background_jobs = self.knobs.background_jobs(o.max_background_jobs);
-        o.bytes_per_sync = self.knobs.bytes_per_sync;
         Ok(o)
     }
 }
@@ -992,6 +991,18 @@ getter!(
     rocksdb_options_get_allow_mmap_writes,
     c_uchar,
     |o| o.opts.allow_mmap_writes as c_uchar
+);
+setter!(
+    rocksdb_options_t,
+    rocksdb_options_set_bytes_per_sync,
+    u64,
+    |o, v| o.opts.bytes_per_sync = v
+);
+getter!(
+    rocksdb_options_t,
+    rocksdb_options_get_bytes_per_sync,
+    u64,
+    |o| o.opts.bytes_per_sync
 );
 setter!(
     rocksdb_options_t,
